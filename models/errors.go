@@ -1,0 +1,131 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable error code. Codes are part of the public
+// API contract: clients switch on them, so a code is never renamed.
+type Code string
+
+// The contract's codes, then the codes Memocart adds where the contract is
+// silent. The HTTP status of each lives in one table in package api.
+const (
+	CodeMissingAPIKey       Code = "missing_api_key"
+	CodeInvalidAPIKey       Code = "invalid_api_key"
+	CodeInvalidURL          Code = "invalid_url"
+	CodeProductUnavailable  Code = "product_unavailable"
+	CodeShippingUnavailable Code = "shipping_unavailable"
+	CodeCartNotFound        Code = "cart_not_found"
+	CodeInvalidAddress      Code = "invalid_address"
+	CodeOrderNotFound       Code = "order_not_found"
+
+	CodeInvalidRequest      Code = "invalid_request"       // malformed JSON, missing or mistyped field
+	CodeInvalidEmail        Code = "invalid_email"         // customer_email is not a deliverable address
+	CodeUnsupportedAsset    Code = "unsupported_asset"     // payment_asset is not one the service accepts
+	CodeCartAlreadyOrdered  Code = "cart_already_ordered"  // the cart was turned into an order by a different request
+	CodeIdempotencyMismatch Code = "idempotency_mismatch"  // Idempotency-Key reused with a different body
+	CodeRateLimited         Code = "rate_limited"          // over the key's per-minute budget
+	CodePlanRequired        Code = "plan_required"         // endpoint not included in the key's tier
+	CodeTestModeOnly        Code = "test_mode_only"        // test helper called with a live key
+	CodeLiveUnavailable     Code = "live_mode_unavailable" // a live provider is not configured on this deployment
+	CodeNotFound            Code = "not_found"             // unknown route
+	CodeMethodNotAllowed    Code = "method_not_allowed"
+	CodeInternal            Code = "internal_error"
+	CodeUnavailable         Code = "service_unavailable" // a dependency (database, Temporal) is down; safe to retry
+)
+
+// defaultMessages holds the contract's message texts, used when an error is
+// raised without a more specific message.
+var defaultMessages = map[Code]string{
+	CodeMissingAPIKey:       "No API key in Authorization header",
+	CodeInvalidAPIKey:       "API key is invalid or revoked",
+	CodeInvalidURL:          "URL is not a valid link of a supported marketplace (Amazon or eBay)",
+	CodeProductUnavailable:  "Product is unavailable or removed",
+	CodeShippingUnavailable: "Cannot ship to destination",
+	CodeCartNotFound:        "Cart does not exist or expired",
+	CodeInvalidAddress:      "Shipping address invalid or incomplete",
+	CodeOrderNotFound:       "No order with specified ID",
+	CodeInvalidRequest:      "Request is malformed",
+	CodeInvalidEmail:        "customer_email is not a valid e-mail address",
+	CodeUnsupportedAsset:    "payment_asset is not supported",
+	CodeCartAlreadyOrdered:  "An order was already created from this cart",
+	CodeIdempotencyMismatch: "Idempotency-Key was already used with a different request",
+	CodeRateLimited:         "Rate limit exceeded",
+	CodePlanRequired:        "This endpoint is not included in your plan",
+	CodeTestModeOnly:        "This endpoint is available to test-mode keys only",
+	CodeLiveUnavailable:     "Live mode is not available on this deployment yet",
+	CodeNotFound:            "No such endpoint",
+	CodeMethodNotAllowed:    "Method not allowed on this endpoint",
+	CodeInternal:            "Internal error",
+	CodeUnavailable:         "Service temporarily unavailable, retry later",
+}
+
+// Error is a domain error with a public code and a message that is safe to
+// show to API clients. Field names the offending request field, if any.
+type Error struct {
+	Code    Code
+	Message string
+	Field   string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s (field %s)", e.Code, e.Message, e.Field)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, models.ErrCartNotFound) match any *Error with the
+// same code, whatever its message.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if !errors.As(target, &t) {
+		return false
+	}
+	return t.Code == e.Code
+}
+
+// NewError returns an *Error with the code's default message.
+func NewError(code Code) *Error {
+	return &Error{Code: code, Message: defaultMessages[code]}
+}
+
+// Errorf returns an *Error with a formatted message. The message reaches
+// clients: never format secrets, addresses or internal errors into it.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError returns an invalid-request style error naming the field.
+func FieldError(code Code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// DefaultMessage returns the public message for code.
+func DefaultMessage(code Code) string { return defaultMessages[code] }
+
+// CodeOf returns the code of the first *Error in err's chain, or
+// CodeInternal for anything else (an unexpected failure).
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// Sentinels for errors.Is. Compare by code, never by message.
+var (
+	ErrMissingAPIKey       = NewError(CodeMissingAPIKey)
+	ErrInvalidAPIKey       = NewError(CodeInvalidAPIKey)
+	ErrInvalidURL          = NewError(CodeInvalidURL)
+	ErrProductUnavailable  = NewError(CodeProductUnavailable)
+	ErrShippingUnavailable = NewError(CodeShippingUnavailable)
+	ErrCartNotFound        = NewError(CodeCartNotFound)
+	ErrInvalidAddress      = NewError(CodeInvalidAddress)
+	ErrOrderNotFound       = NewError(CodeOrderNotFound)
+	ErrLiveUnavailable     = NewError(CodeLiveUnavailable)
+	ErrUnavailable         = NewError(CodeUnavailable)
+)

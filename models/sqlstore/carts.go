@@ -1,0 +1,116 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+
+	"github.com/memocart/memocart/models"
+)
+
+type cartRow struct {
+	ID               string
+	AccountID        string
+	Mode             string
+	Status           string
+	Currency         string
+	ShipToCountry    string
+	ShipToPostalCode string
+	Subtotal         decimal.Decimal
+	Shipping         decimal.Decimal
+	Tax              decimal.Decimal
+	ServiceFee       decimal.Decimal
+	Total            decimal.Decimal
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+}
+
+func (cartRow) TableName() string { return "carts" }
+
+type cartItemRow struct {
+	CartID      string
+	Position    int
+	ProductURL  string
+	Marketplace string
+	ProductID   string
+	Title       string
+	ImageURL    string
+	Quantity    int
+	UnitPrice   decimal.Decimal
+	LineTotal   decimal.Decimal
+}
+
+func (cartItemRow) TableName() string { return "cart_items" }
+
+// CreateCart stores a priced cart and its items in one transaction.
+func (s *Store) CreateCart(ctx context.Context, c models.Cart) error {
+	row := cartRow{
+		ID: c.ID, AccountID: c.AccountID, Mode: string(c.Mode), Status: string(c.Status),
+		Currency: c.Currency, ShipToCountry: c.ShipToCountry, ShipToPostalCode: c.ShipToPostalCode,
+		Subtotal: c.Subtotal, Shipping: c.Shipping, Tax: c.Tax, ServiceFee: c.ServiceFee, Total: c.Total,
+		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
+	}
+	items := make([]cartItemRow, len(c.Items))
+	for i, it := range c.Items {
+		items[i] = cartItemRow{
+			CartID: c.ID, Position: i, ProductURL: it.ProductURL, Marketplace: string(it.Marketplace),
+			ProductID: it.ProductID, Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity,
+			UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
+		}
+	}
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		return tx.Create(&items).Error
+	})
+	if err != nil {
+		return fmt.Errorf("storing cart: %w", err)
+	}
+	return nil
+}
+
+// Cart returns the cart with the given id if it belongs to the account and
+// mode; otherwise models.ErrCartNotFound, so another account cannot even
+// learn that the id exists. Expiry is the caller's decision.
+func (s *Store) Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error) {
+	return cartTx(s.db.WithContext(ctx), accountID, mode, id)
+}
+
+func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.Cart, error) {
+	var row cartRow
+	err := db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Cart{}, models.ErrCartNotFound
+	}
+	if err != nil {
+		return models.Cart{}, fmt.Errorf("reading cart: %w", err)
+	}
+	var items []cartItemRow
+	if err := db.Where("cart_id = ?", id).Order("position").Find(&items).Error; err != nil {
+		return models.Cart{}, fmt.Errorf("reading cart items: %w", err)
+	}
+	c := models.Cart{
+		ID: row.ID, AccountID: row.AccountID, Mode: models.Mode(row.Mode), Status: models.CartStatus(row.Status),
+		ShipToCountry: row.ShipToCountry, ShipToPostalCode: row.ShipToPostalCode,
+		Quote: models.Quote{
+			Currency: row.Currency, Subtotal: row.Subtotal, Shipping: row.Shipping,
+			Tax: row.Tax, ServiceFee: row.ServiceFee, Total: row.Total,
+		},
+		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt),
+	}
+	for _, it := range items {
+		c.Items = append(c.Items, models.CartItem{
+			ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
+			Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
+		})
+	}
+	return c, nil
+}

@@ -1,0 +1,135 @@
+// Package sqlstoretest gives tests a fresh, migrated database: a SQLite
+// file in a temp directory, or a new Postgres database created on the server
+// named by MEMOCART_TEST_DATABASE_URL and dropped when the test ends.
+//
+// Postgres tests run whenever that variable is set; if it is set and the
+// server cannot be reached, the test fails rather than skips, so CI cannot
+// pass without having run them.
+package sqlstoretest
+
+import (
+	"context"
+	"crypto/rand"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+)
+
+// EnvPostgresURL names the variable holding an admin URL of a Postgres
+// server the tests may create and drop databases on.
+const EnvPostgresURL = "MEMOCART_TEST_DATABASE_URL"
+
+// Dialects returns the dialects to run store tests against: SQLite always,
+// Postgres when EnvPostgresURL is set.
+func Dialects() []string {
+	if os.Getenv(EnvPostgresURL) != "" {
+		return []string{sqlstore.DialectSQLite, sqlstore.DialectPostgres}
+	}
+	return []string{sqlstore.DialectSQLite}
+}
+
+// DSN creates a fresh empty database of the dialect and returns its DSN;
+// the database is removed when the test ends.
+func DSN(t testing.TB, dialect string) string {
+	t.Helper()
+	switch dialect {
+	case sqlstore.DialectSQLite:
+		return "sqlite://" + filepath.Join(t.TempDir(), "memocart.db")
+	case sqlstore.DialectPostgres:
+		return freshPostgres(t)
+	default:
+		t.Fatalf("unknown dialect %q", dialect)
+		return ""
+	}
+}
+
+// Open returns a migrated store on a fresh database of the dialect.
+func Open(t testing.TB, dialect string) *sqlstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlstore.Open(ctx, DSN(t, dialect), nil)
+	if err != nil {
+		t.Fatalf("open %s store: %v", dialect, err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		t.Fatalf("migrate %s store: %v", dialect, err)
+	}
+	return st
+}
+
+func freshPostgres(t testing.TB) string {
+	t.Helper()
+	admin := os.Getenv(EnvPostgresURL)
+	if admin == "" {
+		t.Fatalf("%s is not set; Postgres tests need it (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable)", EnvPostgresURL)
+	}
+	id, err := models.NewID("t", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "memocart_test_" + strings.ToLower(strings.TrimPrefix(id, "t_"))
+	db, err := gorm.Open(postgres.Open(admin), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("connect to Postgres at %s (set by %s): %v", redact(admin), EnvPostgresURL, err)
+	}
+	sqlDB, _ := db.DB()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := db.WithContext(ctx).Exec("CREATE DATABASE " + name).Error; err != nil {
+		_ = sqlDB.Close()
+		t.Fatalf("create test database on %s: %v", redact(admin), err)
+	}
+	t.Cleanup(func() {
+		defer sqlDB.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := db.WithContext(ctx).Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").Error; err != nil {
+			t.Logf("drop test database %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvPostgresURL, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+// MustAccount creates an account and a key for it, returning the key's
+// secret and stored form. For tests that need an authenticated caller.
+func MustAccount(t testing.TB, st *sqlstore.Store, name string, mode models.Mode, tier models.Tier) (string, models.APIKey) {
+	t.Helper()
+	ctx := context.Background()
+	acct, err := st.EnsureAccount(ctx, name, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := models.NewAPIKeySecret(models.DefaultKeyPrefix, mode, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: mode, Tier: tier, CreatedAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret, k
+}

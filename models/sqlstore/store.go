@@ -1,0 +1,169 @@
+// Package sqlstore is Memocart's data layer: GORM over Postgres in
+// production and over SQLite (pure Go, no cgo) for the embedded default.
+// It holds the row structs and their mapping to domain types, the queries
+// and transactions, the embedded versioned SQL migrations, and the
+// translation of driver errors into model error codes.
+//
+// It may import models and GORM. Callers see only domain types.
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/memocart/memocart/models"
+)
+
+// Dialect names.
+const (
+	DialectPostgres = "postgres"
+	DialectSQLite   = "sqlite"
+)
+
+// Store is the database. It is safe for concurrent use.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+}
+
+// Open connects to the database named by dsn: a postgres:// or
+// postgresql:// URL, or a SQLite file given as sqlite://PATH, file:PATH or
+// a plain path. It does not migrate; call Migrate.
+func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg := &gorm.Config{
+		Logger:                 newGormLogger(log),
+		TranslateError:         true,
+		SkipDefaultTransaction: true, // every multi-row write here opens its own transaction
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+	var (
+		dialector gorm.Dialector
+		dialect   string
+	)
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		dialector, dialect = postgres.Open(dsn), DialectPostgres
+	default:
+		path, err := sqlitePath(dsn)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("creating database directory: %w", err)
+		}
+		dialector, dialect = sqliteDialector{dsn: sqliteDSN(path)}, DialectSQLite
+	}
+	db, err := gorm.Open(dialector, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s database: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	if dialect == DialectSQLite {
+		// One writer at a time is SQLite's rule; busy_timeout makes the
+		// others wait instead of failing, also across processes (memocart
+		// keys while memocart dev runs).
+		sqlDB.SetMaxOpenConns(4)
+	} else {
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connecting to %s database: %w", dialect, err)
+	}
+	return &Store{db: db, dialect: dialect}, nil
+}
+
+// Dialect returns DialectPostgres or DialectSQLite.
+func (s *Store) Dialect() string { return s.dialect }
+
+// Close closes the connection pool.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks the database answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+func sqlitePath(dsn string) (string, error) {
+	path := dsn
+	for _, p := range []string{"sqlite://", "sqlite:", "file:"} {
+		if rest, ok := strings.CutPrefix(path, p); ok {
+			path = rest
+			break
+		}
+	}
+	path, _, _ = strings.Cut(path, "?")
+	if path == "" || path == ":memory:" {
+		return "", errors.New("sqlite database needs a file path (in-memory databases are per connection)")
+	}
+	return path, nil
+}
+
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	// BEGIN IMMEDIATE takes the write lock up front, so two transactions
+	// never deadlock upgrading read locks; the loser waits busy_timeout.
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// newID returns a fresh random identifier with the given prefix.
+func newID(prefix string) string {
+	id, err := models.NewID(prefix, rand.Reader)
+	if err != nil {
+		// crypto/rand does not fail on supported platforms; if it does the
+		// process cannot mint keys or ids safely at all.
+		panic(err)
+	}
+	return id
+}
+
+// gormLogger sends GORM's errors to slog at debug level: the store returns
+// every error to its caller, which logs it once at the boundary.
+func newGormLogger(log *slog.Logger) logger.Interface {
+	return logger.NewSlogLogger(log, logger.Config{
+		SlowThreshold:             500 * time.Millisecond,
+		IgnoreRecordNotFoundError: true,
+		ParameterizedQueries:      true, // never log values: they hold e-mails and addresses
+		LogLevel:                  logger.Warn,
+	})
+}
+
+// utc normalises a time read from either database.
+func utc(t time.Time) time.Time { return t.UTC() }
