@@ -1,0 +1,187 @@
+package api
+
+import (
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/memocart/memocart/models"
+)
+
+const (
+	ctxKeyAPIKey = "memocart.apikey"
+	ctxKeyLogger = "memocart.logger"
+
+	headerRequestID = "X-Request-Id"
+)
+
+// requestID takes a sane client-supplied X-Request-Id or makes one, echoes
+// it, and attaches a logger carrying it so every log line of the request
+// can be found from the id a client reports.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader(headerRequestID)
+	if !validRequestID(id) {
+		var err error
+		if id, err = models.NewID("req", rand.Reader); err != nil {
+			id = "req_unknown"
+		}
+	}
+	c.Header(headerRequestID, id)
+	c.Set(ctxKeyLogger, s.deps.Logger.With(slog.String("request_id", id)))
+	c.Next()
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func loggerFrom(c *gin.Context) *slog.Logger {
+	if l, ok := c.Get(ctxKeyLogger); ok {
+		return l.(*slog.Logger)
+	}
+	return slog.Default()
+}
+
+// accessLog logs one line per request: route, status, duration and the
+// key's public id. Never the body, the key itself, or query values.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	attrs := []any{
+		slog.String("method", c.Request.Method),
+		slog.String("route", c.FullPath()),
+		slog.Int("status", c.Writer.Status()),
+		slog.Duration("duration", time.Since(start)),
+	}
+	if k, ok := apiKeyFrom(c); ok {
+		attrs = append(attrs, slog.String("key_id", k.ID), slog.String("account_id", k.AccountID))
+	}
+	loggerFrom(c).InfoContext(c.Request.Context(), "request", attrs...)
+}
+
+// recover turns a panic into a logged internal error with the contract's
+// body, instead of a dropped connection.
+func (s *Server) recover(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			loggerFrom(c).ErrorContext(c.Request.Context(), "panic serving request",
+				slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			if !c.Writer.Written() {
+				abort(c, models.NewError(models.CodeInternal))
+			}
+		}
+	}()
+	c.Next()
+}
+
+// authenticate requires "Authorization: Bearer <key>" with a known, not
+// revoked key. Malformed keys are refused before touching the database.
+func (s *Server) authenticate(c *gin.Context) {
+	h := strings.TrimSpace(c.GetHeader("Authorization"))
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if h == "" || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		abort(c, models.ErrMissingAPIKey)
+		return
+	}
+	if _, err := models.ParseAPIKey(s.cfg.KeyPrefix, token); err != nil {
+		abort(c, models.ErrInvalidAPIKey)
+		return
+	}
+	k, err := s.deps.Store.AuthenticateAPIKey(c.Request.Context(), models.HashAPIKey(token))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.Set(ctxKeyAPIKey, k)
+	c.Next()
+}
+
+func apiKeyFrom(c *gin.Context) (models.APIKey, bool) {
+	v, ok := c.Get(ctxKeyAPIKey)
+	if !ok {
+		return models.APIKey{}, false
+	}
+	k, ok := v.(models.APIKey)
+	return k, ok
+}
+
+// mustKey returns the authenticated key; handlers run only after
+// authenticate, so its absence is a wiring bug.
+func mustKey(c *gin.Context) models.APIKey {
+	k, ok := apiKeyFrom(c)
+	if !ok {
+		panic("api: handler reached without an authenticated key")
+	}
+	return k
+}
+
+// Rate-limit response headers, sent on every authenticated response.
+const (
+	headerLimit     = "X-RateLimit-Limit"     // requests per minute allowed for the key
+	headerRemaining = "X-RateLimit-Remaining" // requests that may be made right now
+	headerReset     = "X-RateLimit-Reset"     // seconds until the full budget is available again
+)
+
+// rateLimit spends one request of the key's per-minute budget. If the
+// limiter itself fails (Redis down) the request is let through and the
+// failure logged: an outage of the limiter should not become an outage of
+// checkout, and the per-key budget is a fairness control, not a security one.
+func (s *Server) rateLimit(c *gin.Context) {
+	k := mustKey(c)
+	res, err := s.deps.Limiter.Allow(c.Request.Context(), k.ID, k.RateLimit())
+	if err != nil {
+		loggerFrom(c).WarnContext(c.Request.Context(), "rate limiter unavailable; allowing request", slog.Any("error", err))
+		c.Next()
+		return
+	}
+	c.Header(headerLimit, strconv.Itoa(res.Limit))
+	c.Header(headerRemaining, strconv.Itoa(res.Remaining))
+	c.Header(headerReset, strconv.Itoa(ceilSeconds(res.ResetAfter)))
+	if !res.Allowed {
+		retry := ceilSeconds(res.RetryAfter)
+		c.Header("Retry-After", strconv.Itoa(retry))
+		abort(c, models.Errorf(models.CodeRateLimited, "Rate limit of %d requests per minute exceeded; retry after %d s", res.Limit, retry))
+		return
+	}
+	c.Next()
+}
+
+func ceilSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// requireTier admits only keys on one of the given plans.
+func requireTier(tiers ...models.Tier) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		k := mustKey(c)
+		for _, t := range tiers {
+			if k.Tier == t {
+				c.Next()
+				return
+			}
+		}
+		abort(c, models.Errorf(models.CodePlanRequired, "This endpoint needs a Pro or Enterprise plan; this key is on the %s plan", k.Tier))
+	}
+}

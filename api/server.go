@@ -1,0 +1,163 @@
+// Package api is Memocart's HTTP API: a Gin engine with every route in one
+// function, the middleware (request id, logging, recovery, authentication,
+// rate limits, plan gates), request and response types that follow the
+// contract in shared/seed, and the one table from error code to HTTP status.
+//
+// It may import models, the rate limiter, and (for orders) workflows and the
+// Temporal client. It never imports a concrete store or provider: cmd wires
+// those in through the small interfaces declared here.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/memocart/memocart/api/ratelimit"
+	"github.com/memocart/memocart/models"
+)
+
+// Store is the persistence the API needs.
+type Store interface {
+	AuthenticateAPIKey(ctx context.Context, hash string) (models.APIKey, error)
+	CreateCart(ctx context.Context, c models.Cart) error
+	Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error)
+	Ping(ctx context.Context) error
+}
+
+// Catalog looks up marketplace products. Errors wrapping
+// models.ErrProductUnavailable mean the product cannot be bought.
+type Catalog interface {
+	Product(ctx context.Context, ref models.ProductRef) (models.Product, error)
+}
+
+// RateLimiter decides whether a key may make one more request.
+type RateLimiter interface {
+	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
+}
+
+// Config is the API's behaviour, parsed once by cmd.
+type Config struct {
+	KeyPrefix string
+	CartTTL   time.Duration
+	Pricing   models.PricingRules
+}
+
+// Deps are the adapters the API talks to. Catalogs maps a mode to its
+// catalog; a mode without one answers live_mode_unavailable rather than
+// quietly serving another mode's data.
+type Deps struct {
+	Store    Store
+	Catalogs map[models.Mode]Catalog
+	Limiter  RateLimiter
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Server holds the API's configuration and dependencies.
+type Server struct {
+	cfg    Config
+	deps   Deps
+	engine *gin.Engine
+}
+
+// NewServer builds the API.
+func NewServer(cfg Config, deps Deps) *Server {
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = models.DefaultKeyPrefix
+	}
+	if cfg.CartTTL <= 0 {
+		cfg.CartTTL = models.DefaultCartTTL
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	s := &Server{cfg: cfg, deps: deps}
+	s.engine = s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// routes is the whole URL space of the service in one place.
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(s.requestID, s.accessLog, s.recover)
+	r.NoRoute(func(c *gin.Context) { abort(c, models.NewError(models.CodeNotFound)) })
+	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
+
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", s.ready)
+
+	v1 := r.Group("/v1", s.authenticate, s.rateLimit)
+	// The contract's four endpoints are the basic ones: every tier has them.
+	v1.POST("/products/preview", s.previewProduct)
+	v1.POST("/carts", s.createCart)
+	// Endpoints beyond the contract need a Pro or Enterprise plan.
+	pro := v1.Group("", requireTier(models.TierPro, models.TierEnterprise))
+	pro.GET("/carts/:id", s.getCart)
+	return r
+}
+
+func (s *Server) ready(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.deps.Store.Ping(ctx); err != nil {
+		loggerFrom(c).WarnContext(ctx, "readiness check failed", slog.Any("error", err))
+		abort(c, models.NewError(models.CodeUnavailable))
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+}
+
+// Serve runs an HTTP server for handler on addr until ctx is done, then
+// shuts it down gracefully, letting in-flight requests finish for up to
+// shutdownTimeout. ready, if not nil, receives the bound address.
+func Serve(ctx context.Context, addr string, handler http.Handler, log *slog.Logger, ready chan<- string) error {
+	const shutdownTimeout = 20 * time.Second
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutting down http server: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/memocart/memocart/models"
+)
+
+// Config is every setting of the process, parsed from MEMOCART_* variables
+// once in run and validated before anything starts.
+type Config struct {
+	DatabaseURL string
+	DataDir     string
+	HTTPAddr    string
+	RedisURL    string
+	KeyPrefix   string
+	CartTTL     time.Duration
+	PricingFile string
+	DevAPIKey   string
+	LogFormat   string
+	LogLevel    string
+
+	Pricing models.PricingRules // loaded from PricingFile or the default table
+}
+
+// envVar documents one variable; the same list drives parsing, --help and
+// the masked print at start, so they cannot drift apart.
+type envVar struct {
+	name, def, help string
+	secret          bool
+	set             func(*Config, string) error
+}
+
+var envVars = []envVar{
+	{name: "MEMOCART_DATABASE_URL", def: "", secret: true,
+		help: "postgres://USER:PASS@HOST:5432/DB?sslmode=... for production; empty = SQLite file DATA_DIR/memocart.db",
+		set:  func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
+	{name: "MEMOCART_DATA_DIR", def: ".data",
+		help: "directory for the embedded SQLite databases (app and, in dev, Temporal)",
+		set:  func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{name: "MEMOCART_HTTP_ADDR", def: "127.0.0.1:8080",
+		help: "address the HTTP API listens on",
+		set: func(c *Config, v string) error {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("must be host:port: %w", err)
+			}
+			c.HTTPAddr = v
+			return nil
+		}},
+	{name: "MEMOCART_REDIS_URL", def: "", secret: true,
+		help: "redis://HOST:6379/0 to share rate limits across API replicas; empty = in-process limiter",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") {
+				return errors.New("must start with redis:// or rediss://")
+			}
+			c.RedisURL = v
+			return nil
+		}},
+	{name: "MEMOCART_KEY_PREFIX", def: models.DefaultKeyPrefix,
+		help: "service word API keys start with: <prefix>_live_... and <prefix>_test_...",
+		set: func(c *Config, v string) error {
+			for _, r := range v {
+				if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+					return errors.New("must be lowercase letters and digits")
+				}
+			}
+			if v == "" {
+				return errors.New("must not be empty")
+			}
+			c.KeyPrefix = v
+			return nil
+		}},
+	{name: "MEMOCART_CART_TTL", def: "30m",
+		help: "how long a cart can be turned into an order (Go duration)",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.CartTTL) }},
+	{name: "MEMOCART_PRICING_FILE", def: "",
+		help: "JSON pricing rule table (see docs/pricing.md); empty = built-in table",
+		set:  func(c *Config, v string) error { c.PricingFile = v; return nil }},
+	{name: "MEMOCART_DEV_API_KEY", def: "", secret: true,
+		help: "dev only: use exactly this test key (<prefix>_test_ + 16 or more letters/digits) instead of a random one",
+		set:  func(c *Config, v string) error { c.DevAPIKey = v; return nil }},
+	{name: "MEMOCART_LOG_FORMAT", def: "",
+		help: "text or json; empty = text for dev, json otherwise",
+		set: func(c *Config, v string) error {
+			if v != "" && v != "text" && v != "json" {
+				return errors.New("must be text or json")
+			}
+			c.LogFormat = v
+			return nil
+		}},
+	{name: "MEMOCART_LOG_LEVEL", def: "info",
+		help: "debug, info, warn or error",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.LogLevel = v
+				return nil
+			}
+			return errors.New("must be debug, info, warn or error")
+		}},
+}
+
+func parsePositiveDuration(v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return errors.New("must be positive")
+	}
+	*dst = d
+	return nil
+}
+
+// loadConfig reads and validates every variable; all problems are reported
+// together so an operator fixes them in one go.
+func loadConfig(getenv func(string) string) (Config, error) {
+	var cfg Config
+	var errs []error
+	for _, v := range envVars {
+		val := getenv(v.name)
+		if val == "" {
+			val = v.def
+		}
+		if err := v.set(&cfg, val); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	cfg.Pricing = models.DefaultPricingRules()
+	if cfg.PricingFile != "" {
+		data, err := os.ReadFile(cfg.PricingFile)
+		if err != nil {
+			return Config{}, fmt.Errorf("MEMOCART_PRICING_FILE: %w", err)
+		}
+		if cfg.Pricing, err = models.ParsePricingRules(data); err != nil {
+			return Config{}, fmt.Errorf("MEMOCART_PRICING_FILE %s: %w", cfg.PricingFile, err)
+		}
+	}
+	return cfg, nil
+}
+
+// databaseDSN is the app database: the configured URL or the embedded
+// SQLite file.
+func (c Config) databaseDSN() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return "sqlite://" + filepath.Join(c.DataDir, "memocart.db")
+}
+
+// masked renders the configuration for the start-up log with secrets
+// hidden: URLs keep their host, keys keep their display prefix.
+func (c Config) masked(getenv func(string) string) string {
+	var b strings.Builder
+	for _, v := range envVars {
+		val := getenv(v.name)
+		if val == "" {
+			val = v.def
+		}
+		if v.secret && val != "" {
+			val = maskSecret(val)
+		}
+		fmt.Fprintf(&b, "%s=%s ", v.name, val)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func maskSecret(v string) string {
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		return u.Redacted()
+	}
+	prefix, _ := models.APIKeyDisplay(v)
+	if len(prefix) < len(v) {
+		return prefix + "…"
+	}
+	return "****"
+}
+
+// writeEnvHelp prints the variable table for --help.
+func writeEnvHelp(w *tabwriter.Writer) {
+	for _, v := range envVars {
+		def := v.def
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.name, def, v.help)
+	}
+	w.Flush()
+}
