@@ -1,0 +1,152 @@
+package models
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// OrderStatus is where an order is in its life. The normal sequence is
+// strictly linear: created → paid → ordered → shipped → delivered.
+// cancelled and failed are final states off that line.
+type OrderStatus string
+
+// Order statuses.
+const (
+	OrderCreated   OrderStatus = "created"   // waiting for payment
+	OrderPaid      OrderStatus = "paid"      // payment confirmed
+	OrderOrdered   OrderStatus = "ordered"   // product sourced from the marketplace
+	OrderShipped   OrderStatus = "shipped"   // in transit
+	OrderDelivered OrderStatus = "delivered" // arrived
+	OrderCancelled OrderStatus = "cancelled" // not paid in time, or cancelled by an operator before payment
+	OrderFailed    OrderStatus = "failed"    // could not be fulfilled after payment; the payment is due back
+)
+
+// OrderSteps are the tracking steps, in order.
+var OrderSteps = []OrderStatus{OrderCreated, OrderPaid, OrderOrdered, OrderShipped, OrderDelivered}
+
+// Final reports whether no further transition can happen.
+func (s OrderStatus) Final() bool {
+	return s == OrderDelivered || s == OrderCancelled || s == OrderFailed
+}
+
+// Valid reports whether s is a known status.
+func (s OrderStatus) Valid() bool {
+	switch s {
+	case OrderCreated, OrderPaid, OrderOrdered, OrderShipped, OrderDelivered, OrderCancelled, OrderFailed:
+		return true
+	}
+	return false
+}
+
+// stepIndex returns the position of s in OrderSteps, or -1.
+func stepIndex(s OrderStatus) int {
+	for i, st := range OrderSteps {
+		if st == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// CanTransition reports whether an order may move from one status to
+// another: one step forward along the line; cancelled only from created;
+// failed from any paid-but-not-delivered state.
+func CanTransition(from, to OrderStatus) bool {
+	switch to {
+	case OrderCancelled:
+		return from == OrderCreated
+	case OrderFailed:
+		return from == OrderPaid || from == OrderOrdered || from == OrderShipped
+	}
+	i, j := stepIndex(from), stepIndex(to)
+	return i >= 0 && j == i+1
+}
+
+// PaymentStatus describes the money side of an order.
+type PaymentStatus string
+
+// Payment statuses.
+const (
+	PaymentPending   PaymentStatus = "pending"   // nothing received yet
+	PaymentPartial   PaymentStatus = "partial"   // some received; more expected before the deadline
+	PaymentConfirmed PaymentStatus = "confirmed" // the full amount received
+	PaymentOverpaid  PaymentStatus = "overpaid"  // confirmed, and more than the amount received; the excess is owed back
+	PaymentExpired   PaymentStatus = "expired"   // deadline passed with nothing received
+	PaymentRefundDue PaymentStatus = "refund_due" // money received that must go back (underpaid then expired, cancelled, or fulfilment failed)
+	PaymentRefunded  PaymentStatus = "refunded"  // an operator sent the refund
+	PaymentCancelled PaymentStatus = "cancelled" // cancelled before anything was received
+)
+
+// Step is one tracking step: reached or not, and when.
+type Step struct {
+	Name      OrderStatus
+	Completed bool
+	At        *time.Time
+}
+
+// ShippingAddress is where the order goes.
+type ShippingAddress struct {
+	Name       string
+	Phone      string
+	Line1      string
+	Line2      string
+	City       string
+	Region     string
+	PostalCode string
+	Country    string
+}
+
+// Shipment is what the carrier side knows once the order ships.
+type Shipment struct {
+	Carrier           string
+	TrackingNumber    string
+	EstimatedDelivery string // YYYY-MM-DD
+}
+
+// Order is a purchase of a cart, paid in a crypto asset.
+type Order struct {
+	ID            string
+	Number        string
+	AccountID     string
+	Mode          Mode
+	CartID        string
+	Status        OrderStatus
+	PaymentStatus PaymentStatus
+	CustomerEmail string
+	Address       ShippingAddress
+	Currency      string
+	Total         decimal.Decimal
+
+	PaymentAsset     string
+	PaymentAmount    decimal.Decimal
+	PaymentAddress   string
+	PaymentMemo      string
+	PaymentExpiresAt time.Time
+	AmountReceived   decimal.Decimal
+
+	Shipment Shipment
+	Steps    map[OrderStatus]time.Time // when each reached step was reached
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TrackingSteps returns the contract's step list in order: each reached step
+// completed with its time, the rest not completed.
+func (o Order) TrackingSteps() []Step {
+	out := make([]Step, len(OrderSteps))
+	for i, name := range OrderSteps {
+		out[i] = Step{Name: name}
+		if at, ok := o.Steps[name]; ok {
+			at := at
+			out[i].Completed, out[i].At = true, &at
+		}
+	}
+	return out
+}
+
+// WorkflowID returns the id of the Temporal workflow carrying the order.
+// It is derived from the order id so anyone holding one can find the other,
+// and so starting it twice is refused by Temporal itself.
+func WorkflowID(orderID string) string { return "order-" + orderID }

@@ -1,0 +1,88 @@
+package models
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Payment is one observed incoming payment, from a chain or the sandbox.
+// ID is unique per source and network (e.g. "sandbox:<id>",
+// "stellar:testnet:<operation id>"), so the same payment seen twice is
+// stored and counted once.
+type Payment struct {
+	ID         string
+	Mode       Mode
+	Asset      string
+	Amount     decimal.Decimal
+	Memo       string
+	Sender     string
+	ReceivedAt time.Time
+	// OrderID is the matched order, empty while unmatched.
+	OrderID string
+}
+
+// Transition is one step of an order's progress as the workflow decided it,
+// written to the database by an idempotent activity.
+type Transition struct {
+	Status        OrderStatus
+	PaymentStatus PaymentStatus
+	// At is workflow time (deterministic), stored as the step's timestamp.
+	At             time.Time
+	AmountReceived decimal.Decimal
+	// Shipment is set once the carrier is known.
+	Shipment *Shipment
+	// Reason explains cancelled and failed, for operators.
+	Reason string
+}
+
+// PaymentTally adds up payments towards an amount due, counting each
+// payment id once. It is pure so the workflow and tests share it.
+type PaymentTally struct {
+	Due      decimal.Decimal
+	Received decimal.Decimal
+	Seen     map[string]bool
+}
+
+// NewPaymentTally starts a tally for the amount due.
+func NewPaymentTally(due decimal.Decimal) PaymentTally {
+	return PaymentTally{Due: due, Received: decimal.Zero, Seen: map[string]bool{}}
+}
+
+// Add counts a payment if its id has not been counted; it reports whether
+// the payment was new.
+func (t *PaymentTally) Add(paymentID string, amount decimal.Decimal) bool {
+	if t.Seen[paymentID] || !amount.IsPositive() {
+		return false
+	}
+	t.Seen[paymentID] = true
+	t.Received = t.Received.Add(amount)
+	return true
+}
+
+// Remaining returns what is still due, never negative.
+func (t PaymentTally) Remaining() decimal.Decimal {
+	r := t.Due.Sub(t.Received)
+	if r.IsNegative() {
+		return decimal.Zero
+	}
+	return r
+}
+
+// Status returns the payment status the tally implies while the order is
+// open: pending, partial, confirmed or overpaid.
+func (t PaymentTally) Status() PaymentStatus {
+	switch c := t.Received.Cmp(t.Due); {
+	case t.Received.IsZero():
+		return PaymentPending
+	case c < 0:
+		return PaymentPartial
+	case c == 0:
+		return PaymentConfirmed
+	default:
+		return PaymentOverpaid
+	}
+}
+
+// Paid reports whether the amount due has been reached.
+func (t PaymentTally) Paid() bool { return t.Received.GreaterThanOrEqual(t.Due) }
