@@ -34,6 +34,11 @@ const (
 	CodeMethodNotAllowed    Code = "method_not_allowed"
 	CodeInternal            Code = "internal_error"
 	CodeUnavailable         Code = "service_unavailable" // a dependency (database, Temporal) is down; safe to retry
+
+	// Codes of business failures inside the order workflow. They never reach
+	// API clients as errors; they are the type strings of non-retryable
+	// Temporal application errors and show in the Temporal UI.
+	CodeSourcingFailed Code = "sourcing_failed" // the marketplace will not sell the item (gone, seller cancelled)
 )
 
 // defaultMessages holds the contract's message texts, used when an error is
@@ -60,6 +65,7 @@ var defaultMessages = map[Code]string{
 	CodeMethodNotAllowed:    "Method not allowed on this endpoint",
 	CodeInternal:            "Internal error",
 	CodeUnavailable:         "Service temporarily unavailable, retry later",
+	CodeSourcingFailed:      "The marketplace could not supply the product",
 }
 
 // Error is a domain error with a public code and a message that is safe to
@@ -128,4 +134,5 @@ var (
 	ErrOrderNotFound       = NewError(CodeOrderNotFound)
 	ErrLiveUnavailable     = NewError(CodeLiveUnavailable)
 	ErrUnavailable         = NewError(CodeUnavailable)
+	ErrSourcingFailed      = NewError(CodeSourcingFailed)
 )

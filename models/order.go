@@ -68,14 +68,14 @@ type PaymentStatus string
 
 // Payment statuses.
 const (
-	PaymentPending   PaymentStatus = "pending"   // nothing received yet
-	PaymentPartial   PaymentStatus = "partial"   // some received; more expected before the deadline
-	PaymentConfirmed PaymentStatus = "confirmed" // the full amount received
-	PaymentOverpaid  PaymentStatus = "overpaid"  // confirmed, and more than the amount received; the excess is owed back
-	PaymentExpired   PaymentStatus = "expired"   // deadline passed with nothing received
+	PaymentPending   PaymentStatus = "pending"    // nothing received yet
+	PaymentPartial   PaymentStatus = "partial"    // some received; more expected before the deadline
+	PaymentConfirmed PaymentStatus = "confirmed"  // the full amount received
+	PaymentOverpaid  PaymentStatus = "overpaid"   // confirmed, and more than the amount received; the excess is owed back
+	PaymentExpired   PaymentStatus = "expired"    // deadline passed with nothing received
 	PaymentRefundDue PaymentStatus = "refund_due" // money received that must go back (underpaid then expired, cancelled, or fulfilment failed)
-	PaymentRefunded  PaymentStatus = "refunded"  // an operator sent the refund
-	PaymentCancelled PaymentStatus = "cancelled" // cancelled before anything was received
+	PaymentRefunded  PaymentStatus = "refunded"   // an operator sent the refund
+	PaymentCancelled PaymentStatus = "cancelled"  // cancelled before anything was received
 )
 
 // Step is one tracking step: reached or not, and when.
@@ -125,6 +125,7 @@ type Order struct {
 	PaymentExpiresAt time.Time
 	AmountReceived   decimal.Decimal
 
+	Items    []CartItem
 	Shipment Shipment
 	Steps    map[OrderStatus]time.Time // when each reached step was reached
 

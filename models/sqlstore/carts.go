@@ -107,10 +107,7 @@ func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.
 		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt),
 	}
 	for _, it := range items {
-		c.Items = append(c.Items, models.CartItem{
-			ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
-			Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
-		})
+		c.Items = append(c.Items, it.toModel())
 	}
 	return c, nil
 }

@@ -1,0 +1,367 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/memocart/memocart/models"
+)
+
+type orderRow struct {
+	ID                string
+	Number            string
+	AccountID         string
+	Mode              string
+	CartID            string
+	Status            string
+	PaymentStatus     string
+	StatusReason      string
+	CustomerEmail     string
+	ShipName          string
+	ShipPhone         string
+	ShipLine1         string
+	ShipLine2         string
+	ShipCity          string
+	ShipRegion        string
+	ShipPostalCode    string
+	ShipCountry       string
+	Currency          string
+	Total             decimal.Decimal
+	PaymentAsset      string
+	PaymentAmount     decimal.Decimal
+	PaymentAddress    string
+	PaymentMemo       string
+	PaymentExpiresAt  time.Time
+	AmountReceived    decimal.Decimal
+	Carrier           string
+	TrackingNumber    string
+	EstimatedDelivery string
+	IdempotencyKey    *string
+	RequestHash       string
+	WorkflowStartedAt *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+func (orderRow) TableName() string { return "orders" }
+
+type orderStepRow struct {
+	OrderID   string
+	Name      string
+	ReachedAt time.Time
+}
+
+func (orderStepRow) TableName() string { return "order_steps" }
+
+func newOrderRow(o models.Order) orderRow {
+	a := o.Address
+	return orderRow{
+		ID: o.ID, Number: o.Number, AccountID: o.AccountID, Mode: string(o.Mode), CartID: o.CartID,
+		Status: string(o.Status), PaymentStatus: string(o.PaymentStatus), CustomerEmail: o.CustomerEmail,
+		ShipName: a.Name, ShipPhone: a.Phone, ShipLine1: a.Line1, ShipLine2: a.Line2, ShipCity: a.City,
+		ShipRegion: a.Region, ShipPostalCode: a.PostalCode, ShipCountry: a.Country,
+		Currency: o.Currency, Total: o.Total, PaymentAsset: o.PaymentAsset, PaymentAmount: o.PaymentAmount,
+		PaymentAddress: o.PaymentAddress, PaymentMemo: o.PaymentMemo, PaymentExpiresAt: o.PaymentExpiresAt.UTC(),
+		AmountReceived: o.AmountReceived, Carrier: o.Shipment.Carrier, TrackingNumber: o.Shipment.TrackingNumber,
+		EstimatedDelivery: o.Shipment.EstimatedDelivery, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
+	}
+}
+
+func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.Order {
+	o := models.Order{
+		ID: r.ID, Number: r.Number, AccountID: r.AccountID, Mode: models.Mode(r.Mode), CartID: r.CartID,
+		Status: models.OrderStatus(r.Status), PaymentStatus: models.PaymentStatus(r.PaymentStatus),
+		CustomerEmail: r.CustomerEmail,
+		Address: models.ShippingAddress{
+			Name: r.ShipName, Phone: r.ShipPhone, Line1: r.ShipLine1, Line2: r.ShipLine2, City: r.ShipCity,
+			Region: r.ShipRegion, PostalCode: r.ShipPostalCode, Country: r.ShipCountry,
+		},
+		Currency: r.Currency, Total: r.Total, PaymentAsset: r.PaymentAsset, PaymentAmount: r.PaymentAmount,
+		PaymentAddress: r.PaymentAddress, PaymentMemo: r.PaymentMemo, PaymentExpiresAt: utc(r.PaymentExpiresAt),
+		AmountReceived: r.AmountReceived, Items: items,
+		Shipment:  models.Shipment{Carrier: r.Carrier, TrackingNumber: r.TrackingNumber, EstimatedDelivery: r.EstimatedDelivery},
+		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
+		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+	}
+	for _, s := range steps {
+		o.Steps[models.OrderStatus(s.Name)] = utc(s.ReachedAt)
+	}
+	return o
+}
+
+// OrderRequest is what CreateOrder needs besides the order itself: the
+// caller, its idempotency key (may be empty) and a hash of the request body,
+// so a replay can be told from a different request.
+type OrderRequest struct {
+	AccountID      string
+	Mode           models.Mode
+	CartID         string
+	IdempotencyKey string
+	RequestHash    string
+	Now            time.Time
+	// Build turns the locked, usable cart into the order to insert. It runs
+	// inside the transaction and must not do I/O.
+	Build func(cart models.Cart) (models.Order, error)
+	// NewNumber mints an order number; called again on the rare collision.
+	NewNumber func() (string, error)
+}
+
+// CreateOrder creates the order for a cart, exactly once. Inside one
+// transaction it takes the cart's row lock, then:
+//   - the same idempotency key with the same request returns the existing
+//     order; with a different request, CodeIdempotencyMismatch;
+//   - a cart that already has an order returns that order when the request
+//     is the same (a retry without a key), else CodeCartAlreadyOrdered;
+//   - a missing, foreign or expired cart is ErrCartNotFound;
+//   - otherwise the order, its created step, and the cart's new status are
+//     written together.
+//
+// created reports whether this call made the order.
+func (s *Store) CreateOrder(ctx context.Context, req OrderRequest) (order models.Order, created bool, err error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		order, created, err = s.createOrderOnce(ctx, req)
+		if !errors.Is(err, errNumberTaken) {
+			return order, created, err
+		}
+	}
+	return models.Order{}, false, fmt.Errorf("could not mint a free order number: %w", err)
+}
+
+var errNumberTaken = errors.New("order number taken")
+
+func (s *Store) createOrderOnce(ctx context.Context, req OrderRequest) (models.Order, bool, error) {
+	var (
+		out     models.Order
+		created bool
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if req.IdempotencyKey != "" {
+			var prior orderRow
+			err := tx.Where("account_id = ? AND mode = ? AND idempotency_key = ?", req.AccountID, string(req.Mode), req.IdempotencyKey).Take(&prior).Error
+			if err == nil {
+				if prior.RequestHash != req.RequestHash {
+					return models.NewError(models.CodeIdempotencyMismatch)
+				}
+				out, err = orderTx(tx, prior)
+				return err
+			}
+			if !errors.Is(err, gorm.ErrRecordNotFound) {
+				return err
+			}
+		}
+		// Lock the cart row: a concurrent request for the same cart waits
+		// here and then finds the order this one makes. SQLite needs no
+		// lock clause: its transactions begin IMMEDIATE, one writer at a time.
+		lockQ := tx
+		if s.dialect == DialectPostgres {
+			lockQ = tx.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var cr cartRow
+		err := lockQ.Where("id = ? AND account_id = ? AND mode = ?", req.CartID, req.AccountID, string(req.Mode)).Take(&cr).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return models.ErrCartNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var prior orderRow
+		err = tx.Where("cart_id = ?", req.CartID).Take(&prior).Error
+		if err == nil {
+			if prior.RequestHash != req.RequestHash {
+				return models.NewError(models.CodeCartAlreadyOrdered)
+			}
+			out, err = orderTx(tx, prior)
+			return err
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		cart, err := cartTx(tx, req.AccountID, req.Mode, req.CartID)
+		if err != nil {
+			return err
+		}
+		if !cart.Usable(req.Now) {
+			return models.ErrCartNotFound
+		}
+		o, err := req.Build(cart)
+		if err != nil {
+			return err
+		}
+		if o.Number, err = req.NewNumber(); err != nil {
+			return err
+		}
+		o.PaymentMemo = o.Number
+		row := newOrderRow(o)
+		row.RequestHash = req.RequestHash
+		if req.IdempotencyKey != "" {
+			row.IdempotencyKey = &req.IdempotencyKey
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrDuplicatedKey) {
+				return errNumberTaken
+			}
+			return err
+		}
+		if err := tx.Create(&orderStepRow{OrderID: o.ID, Name: string(models.OrderCreated), ReachedAt: o.CreatedAt.UTC()}).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&cartRow{}).Where("id = ?", cart.ID).Update("status", string(models.CartOrdered)).Error; err != nil {
+			return err
+		}
+		out, created = row.toModel([]orderStepRow{{OrderID: o.ID, Name: string(models.OrderCreated), ReachedAt: o.CreatedAt}}, cart.Items), true
+		return nil
+	})
+	if err != nil {
+		var me *models.Error
+		if errors.As(err, &me) || errors.Is(err, errNumberTaken) {
+			return models.Order{}, false, err
+		}
+		return models.Order{}, false, fmt.Errorf("creating order: %w", err)
+	}
+	return out, created, nil
+}
+
+// orderTx loads an order's steps and items to complete a row.
+func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
+	var steps []orderStepRow
+	if err := db.Where("order_id = ?", row.ID).Find(&steps).Error; err != nil {
+		return models.Order{}, fmt.Errorf("reading order steps: %w", err)
+	}
+	var items []cartItemRow
+	if err := db.Where("cart_id = ?", row.CartID).Order("position").Find(&items).Error; err != nil {
+		return models.Order{}, fmt.Errorf("reading order items: %w", err)
+	}
+	out := make([]models.CartItem, len(items))
+	for i, it := range items {
+		out[i] = it.toModel()
+	}
+	return row.toModel(steps, out), nil
+}
+
+// OrderForAccount returns an order by id or number if it belongs to the
+// account and mode, else models.ErrOrderNotFound.
+func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error) {
+	db := s.db.WithContext(ctx)
+	var row orderRow
+	err := db.Where("(id = ? OR number = ?) AND account_id = ? AND mode = ?", idOrNumber, idOrNumber, accountID, string(mode)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Order{}, models.ErrOrderNotFound
+	}
+	if err != nil {
+		return models.Order{}, fmt.Errorf("reading order: %w", err)
+	}
+	return orderTx(db, row)
+}
+
+// Order returns an order by id, for the workflow's activities.
+func (s *Store) Order(ctx context.Context, id string) (models.Order, error) {
+	db := s.db.WithContext(ctx)
+	var row orderRow
+	err := db.Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Order{}, models.ErrOrderNotFound
+	}
+	if err != nil {
+		return models.Order{}, fmt.Errorf("reading order: %w", err)
+	}
+	return orderTx(db, row)
+}
+
+// MarkWorkflowStarted records that the order's workflow exists.
+func (s *Store) MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error {
+	err := s.db.WithContext(ctx).Model(&orderRow{}).
+		Where("id = ? AND workflow_started_at IS NULL", orderID).
+		Update("workflow_started_at", at.UTC()).Error
+	if err != nil {
+		return fmt.Errorf("marking workflow started: %w", err)
+	}
+	return nil
+}
+
+// OrdersAwaitingWorkflow returns orders created before the cutoff whose
+// workflow is not known to exist: the process died between committing the
+// order and starting its workflow, or Temporal was down.
+func (s *Store) OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error) {
+	var rows []orderRow
+	err := s.db.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at < ?", createdBefore.UTC()).
+		Order("created_at").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing orders awaiting workflow: %w", err)
+	}
+	out := make([]models.Order, len(rows))
+	for i, r := range rows {
+		out[i] = r.toModel(nil, nil)
+	}
+	return out, nil
+}
+
+// RecordTransition writes one step of workflow progress. It is idempotent
+// and tolerant of reordering between the workflow's payment and
+// fulfilment activities: the status only moves forward along
+// models.CanTransition, a step keeps its first timestamp, and payment
+// fields only move towards more money received.
+func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row orderRow
+		q := tx
+		if s.dialect == DialectPostgres {
+			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		if err := q.Where("id = ?", orderID).Take(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.ErrOrderNotFound
+			}
+			return err
+		}
+		updates := map[string]any{}
+		cur := models.OrderStatus(row.Status)
+		if t.Status != cur && models.CanTransition(cur, t.Status) {
+			updates["status"] = string(t.Status)
+			if t.Reason != "" {
+				updates["status_reason"] = t.Reason
+			}
+		}
+		if t.PaymentStatus != "" && (t.AmountReceived.GreaterThan(row.AmountReceived) ||
+			t.AmountReceived.Equal(row.AmountReceived) && (t.Status == cur || updates["status"] != nil)) {
+			updates["payment_status"] = string(t.PaymentStatus)
+			updates["amount_received"] = t.AmountReceived
+		}
+		if t.Shipment != nil {
+			updates["carrier"] = t.Shipment.Carrier
+			updates["tracking_number"] = t.Shipment.TrackingNumber
+			updates["estimated_delivery"] = t.Shipment.EstimatedDelivery
+		}
+		if len(updates) > 0 {
+			updates["updated_at"] = time.Now().UTC()
+			if err := tx.Model(&orderRow{}).Where("id = ?", orderID).Updates(updates).Error; err != nil {
+				return err
+			}
+		}
+		if t.Status == cur || updates["status"] != nil {
+			step := orderStepRow{OrderID: orderID, Name: string(t.Status), ReachedAt: t.At.UTC()}
+			return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&step).Error
+		}
+		return nil
+	})
+	if err != nil {
+		var me *models.Error
+		if errors.As(err, &me) {
+			return err
+		}
+		return fmt.Errorf("recording transition to %s: %w", t.Status, err)
+	}
+	return nil
+}
+
+func (it cartItemRow) toModel() models.CartItem {
+	return models.CartItem{
+		ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
+		Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
+	}
+}

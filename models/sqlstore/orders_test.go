@@ -1,0 +1,235 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+)
+
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+// seedCart stores a ready cart for the account and returns its id.
+func seedCart(t *testing.T, st *sqlstore.Store, accountID, id string) {
+	t.Helper()
+	d := decimal.RequireFromString
+	require.NoError(t, st.CreateCart(context.Background(), models.Cart{
+		ID: id, AccountID: accountID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
+		Quote: models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
+		Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon, ProductID: "B000000001", Title: "x", ImageURL: "y", Quantity: 1, UnitPrice: d("10.00"), LineTotal: d("10.00")}},
+		CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
+	}))
+}
+
+var numberSeq atomic.Int64
+
+func orderRequest(accountID, cartID, key, hash string) sqlstore.OrderRequest {
+	return sqlstore.OrderRequest{
+		AccountID: accountID, Mode: models.ModeTest, CartID: cartID, IdempotencyKey: key, RequestHash: hash, Now: t0.Add(time.Minute),
+		Build: func(c models.Cart) (models.Order, error) {
+			return models.Order{
+				ID: "ord_" + c.ID, AccountID: c.AccountID, Mode: c.Mode, CartID: c.ID,
+				Status: models.OrderCreated, PaymentStatus: models.PaymentPending, CustomerEmail: "a@example.com",
+				Address:  models.ShippingAddress{Name: "A", Line1: "1 Main St", City: "Springfield", Region: "IL", PostalCode: "62701", Country: "US"},
+				Currency: c.Currency, Total: c.Total, PaymentAsset: "USDC", PaymentAmount: c.Total,
+				PaymentAddress: "GADDR", PaymentExpiresAt: t0.Add(31 * time.Minute), AmountReceived: decimal.Zero,
+				CreatedAt: t0.Add(time.Minute), UpdatedAt: t0.Add(time.Minute),
+			}, nil
+		},
+		NewNumber: func() (string, error) { return fmt.Sprintf("%011d", 10000000000+numberSeq.Add(1)), nil },
+	}
+}
+
+func TestCreateOrderExactlyOncePerCart(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_race")
+
+		const n = 8
+		var wg sync.WaitGroup
+		ids := make([]string, n)
+		createdCount := atomic.Int32{}
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				o, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_race", "", "same-body"))
+				ids[i], errs[i] = o.ID, err
+				if created {
+					createdCount.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range n {
+			require.NoError(t, errs[i])
+			assert.Equal(t, ids[0], ids[i], "every concurrent request sees the same order")
+		}
+		assert.Equal(t, int32(1), createdCount.Load(), "exactly one request created the order")
+
+		o, err := st.Order(ctx, ids[0])
+		require.NoError(t, err)
+		assert.Equal(t, o.Number, o.PaymentMemo, "the memo is the order number")
+		require.Len(t, o.Items, 1, "items come from the cart")
+		assert.Contains(t, o.Steps, models.OrderCreated)
+
+		cart, err := st.Cart(ctx, a.ID, models.ModeTest, "crt_race")
+		require.NoError(t, err)
+		assert.Equal(t, models.CartOrdered, cart.Status)
+	})
+}
+
+func TestCreateOrderIdempotencyAndConflicts(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		b, err := st.EnsureAccount(ctx, "b", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_1")
+		seedCart(t, st, a.ID, "crt_2")
+
+		first, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
+		require.NoError(t, err)
+		require.True(t, created)
+
+		again, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
+		require.NoError(t, err)
+		assert.False(t, created)
+		assert.Equal(t, first.ID, again.ID, "same key, same body: the same order")
+
+		_, _, err = st.CreateOrder(ctx, orderRequest(a.ID, "crt_2", "key-1", "h2"))
+		assert.Equal(t, models.CodeIdempotencyMismatch, models.CodeOf(err), "same key, different body")
+
+		noKey, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "", "h1"))
+		require.NoError(t, err)
+		assert.False(t, created)
+		assert.Equal(t, first.ID, noKey.ID, "a retry without a key finds the cart's order")
+
+		_, _, err = st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "", "different"))
+		assert.Equal(t, models.CodeCartAlreadyOrdered, models.CodeOf(err))
+
+		_, _, err = st.CreateOrder(ctx, orderRequest(b.ID, "crt_2", "", "h"))
+		assert.ErrorIs(t, err, models.ErrCartNotFound, "another account's cart")
+
+		late := orderRequest(a.ID, "crt_2", "", "h")
+		late.Now = t0.Add(31 * time.Minute)
+		_, _, err = st.CreateOrder(ctx, late)
+		assert.ErrorIs(t, err, models.ErrCartNotFound, "expired cart")
+
+		_, err = st.OrderForAccount(ctx, b.ID, models.ModeTest, first.ID)
+		assert.ErrorIs(t, err, models.ErrOrderNotFound, "another account cannot read the order by id")
+		_, err = st.OrderForAccount(ctx, b.ID, models.ModeTest, first.Number)
+		assert.ErrorIs(t, err, models.ErrOrderNotFound, "nor by number")
+		_, err = st.OrderForAccount(ctx, a.ID, models.ModeLive, first.Number)
+		assert.ErrorIs(t, err, models.ErrOrderNotFound, "nor in the other mode")
+		byNum, err := st.OrderForAccount(ctx, a.ID, models.ModeTest, first.Number)
+		require.NoError(t, err)
+		assert.Equal(t, first.ID, byNum.ID)
+	})
+}
+
+func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_t")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_t", "", "h"))
+		require.NoError(t, err)
+		d := decimal.RequireFromString
+
+		paidAt := t0.Add(5 * time.Minute)
+		paid := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt, AmountReceived: d("12.50")}
+		require.NoError(t, st.RecordTransition(ctx, o.ID, paid))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt.Add(time.Hour), AmountReceived: d("12.50")}), "retry")
+		// A stale partial-payment write arriving after the paid one changes nothing.
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, At: t0, AmountReceived: d("5")}))
+		// Skipping a step is refused silently (the workflow never does it).
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderDelivered, At: paidAt}))
+
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.OrderPaid, got.Status)
+		assert.Equal(t, models.PaymentConfirmed, got.PaymentStatus)
+		assert.Equal(t, "12.5", got.AmountReceived.String())
+		assert.True(t, paidAt.Equal(got.Steps[models.OrderPaid]), "first timestamp wins: %v", got.Steps[models.OrderPaid])
+		assert.NotContains(t, got.Steps, models.OrderDelivered)
+
+		ship := models.Shipment{Carrier: "Sandbox Express", TrackingNumber: "SBX1", EstimatedDelivery: "2026-11-25"}
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, At: paidAt.Add(time.Second)}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderShipped, At: paidAt.Add(2 * time.Second), Shipment: &ship}))
+		got, err = st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.OrderShipped, got.Status)
+		assert.Equal(t, ship, got.Shipment)
+		steps := got.TrackingSteps()
+		require.Len(t, steps, 5)
+		assert.True(t, steps[3].Completed)
+		assert.False(t, steps[4].Completed)
+		assert.Nil(t, steps[4].At)
+
+		assert.ErrorIs(t, st.RecordTransition(ctx, "ord_missing", paid), models.ErrOrderNotFound)
+	})
+}
+
+func TestPaymentsStoredOnceAndMatched(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_p")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_p", "", "h"))
+		require.NoError(t, err)
+
+		p := models.Payment{ID: "sandbox:1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5000001"), Memo: o.Number, Sender: "GSENDER", ReceivedAt: t0}
+		isNew, err := st.SavePayment(ctx, p)
+		require.NoError(t, err)
+		assert.True(t, isNew)
+		isNew, err = st.SavePayment(ctx, p)
+		require.NoError(t, err)
+		assert.False(t, isNew, "the same payment seen twice is stored once")
+
+		id, err := st.OrderIDByNumber(ctx, models.ModeTest, o.Number)
+		require.NoError(t, err)
+		assert.Equal(t, o.ID, id)
+		_, err = st.OrderIDByNumber(ctx, models.ModeLive, o.Number)
+		assert.ErrorIs(t, err, models.ErrOrderNotFound, "a test order is never matched by a live payment")
+
+		require.NoError(t, st.AttachPayment(ctx, p.ID, o.ID))
+		waiting, err := st.PaymentsAwaitingSignal(ctx, time.Now().Add(time.Minute), 10)
+		require.NoError(t, err)
+		require.Len(t, waiting, 1)
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p), "the workflow's write acknowledges it")
+		waiting, err = st.PaymentsAwaitingSignal(ctx, time.Now().Add(time.Minute), 10)
+		require.NoError(t, err)
+		assert.Empty(t, waiting)
+
+		manual := models.Payment{ID: "manual:ops-1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"), ReceivedAt: t0.Add(time.Minute)}
+		require.NoError(t, st.RecordPayment(ctx, o.ID, manual))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, manual))
+		ps, err := st.PaymentsForOrder(ctx, o.ID)
+		require.NoError(t, err)
+		require.Len(t, ps, 2)
+		assert.Equal(t, "12.5000001", ps[0].Amount.String(), "amounts are exact to 7 decimals")
+
+		_, err = st.SavePayment(ctx, models.Payment{ID: "sandbox:2", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), Memo: "nope", ReceivedAt: t0})
+		require.NoError(t, err)
+		unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
+		require.NoError(t, err)
+		require.Len(t, unmatched, 1)
+		assert.Equal(t, "sandbox:2", unmatched[0].ID)
+	})
+}
