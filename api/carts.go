@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -168,6 +169,13 @@ func (s *Server) createCart(c *gin.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The recovery middleware only sees the request's goroutine: a
+			// panic here would take the whole process down.
+			defer func() {
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("catalog panicked: %v\n%s", p, debug.Stack())
+				}
+			}()
 			p, err := s.product(ctx, key.Mode, ref)
 			lines[i], errs[i] = models.CartLine{Product: p, Quantity: qtys[i]}, err
 		}()

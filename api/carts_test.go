@@ -195,6 +195,17 @@ func twentyItems() []cartItemReq {
 	return items
 }
 
+// cartErrorCase is a cart request that must fail with the contract's
+// error body; message is checked exactly when the contract fixes it.
+type cartErrorCase struct {
+	name    string
+	body    string
+	status  int
+	code    models.Code
+	field   string
+	message string
+}
+
 func TestCreateCartErrors(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newEnv(t, dialect)
@@ -203,20 +214,14 @@ func TestCreateCartErrors(t *testing.T) {
 		withItems := func(items string) string { return `{"items":` + items + `,"ship_to_country":"US"}` }
 		tooMany := withItems(`[` + strings.TrimSuffix(strings.Repeat(item+",", models.MaxCartItems+1), ",") + `]`)
 
-		tests := []struct {
-			name    string
-			body    string
-			status  int
-			code    models.Code
-			field   string
-			message string // exact, when the contract fixes it
-		}{
+		tests := []cartErrorCase{
 			// Shape of the request.
 			{name: "empty body", body: "", status: 400, code: models.CodeInvalidRequest},
 			{name: "malformed JSON", body: `{"items":[`, status: 400, code: models.CodeInvalidRequest},
 			{name: "array body", body: `[` + item + `]`, status: 400, code: models.CodeInvalidRequest},
 			{name: "unknown top-level field", body: `{"items":[` + item + `],"ship_to_country":"US","coupon":"X"}`, status: 400, code: models.CodeInvalidRequest, field: "coupon"},
 			{name: "unknown item field", body: withItems(`[{"product_url":"` + amazonURL + `","quantity":1,"qty":2}]`), status: 400, code: models.CodeInvalidRequest, field: "items[0].qty"},
+			{name: "item is not an object", body: withItems(`[` + item + `,5]`), status: 400, code: models.CodeInvalidRequest, field: "items[1]"},
 			{name: "trailing garbage", body: withItems(`[`+item+`]`) + `x`, status: 400, code: models.CodeInvalidRequest},
 
 			// items.
@@ -261,18 +266,17 @@ func TestCreateCartErrors(t *testing.T) {
 			},
 		}
 		for _, cc := range []string{"KP", "IR", "CU", "SY", "kp", " ir "} {
-			tests = append(tests, struct {
-				name    string
-				body    string
-				status  int
-				code    models.Code
-				field   string
-				message string
-			}{
+			tests = append(tests, cartErrorCase{
 				name: "sanctioned destination " + cc, body: cartJSON(cc, cartItemReq{amazonURL, 1}),
 				status: 422, code: models.CodeShippingUnavailable, field: anyField, message: "Cannot ship to destination",
 			})
 		}
+		// The destination is refused before any product is looked up.
+		tests = append(tests, cartErrorCase{
+			name:   "sanctioned destination with an unavailable product",
+			body:   cartJSON("KP", cartItemReq{"https://www.amazon.com/dp/" + sandbox.UnavailableASIN, 1}),
+			status: 422, code: models.CodeShippingUnavailable, field: anyField, message: "Cannot ship to destination",
+		})
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				r := e.send(t, request{method: http.MethodPost, path: "/v1/carts", auth: "Bearer " + key, body: tt.body})

@@ -28,6 +28,11 @@ type Store interface {
 	AuthenticateAPIKey(ctx context.Context, hash string) (models.APIKey, error)
 	CreateCart(ctx context.Context, c models.Cart) error
 	Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error)
+	CreateOrder(ctx context.Context, req models.OrderRequest) (models.Order, bool, error)
+	OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error)
+	OrderByNumber(ctx context.Context, number string) (models.Order, error)
+	MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error
+	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
 	Ping(ctx context.Context) error
 }
 
@@ -44,20 +49,29 @@ type RateLimiter interface {
 
 // Config is the API's behaviour, parsed once by cmd.
 type Config struct {
-	KeyPrefix string
-	CartTTL   time.Duration
-	Pricing   models.PricingRules
+	KeyPrefix     string
+	CartTTL       time.Duration
+	PaymentWindow time.Duration
+	Pricing       models.PricingRules
+	// PaymentAddresses is where payers send funds, per mode. A mode
+	// without one cannot take orders (live_mode_unavailable).
+	PaymentAddresses map[models.Mode]string
+	// PublicURL is the base of tracking_url, e.g. https://track.memocart.com.
+	PublicURL string
 }
 
 // Deps are the adapters the API talks to. Catalogs maps a mode to its
 // catalog; a mode without one answers live_mode_unavailable rather than
 // quietly serving another mode's data.
 type Deps struct {
-	Store    Store
-	Catalogs map[models.Mode]Catalog
-	Limiter  RateLimiter
-	Logger   *slog.Logger
-	Now      func() time.Time
+	Store     Store
+	Catalogs  map[models.Mode]Catalog
+	Limiter   RateLimiter
+	Workflows OrderWorkflows
+	// TestPayments is the sandbox payment source behind the test helpers.
+	TestPayments TestPayments
+	Logger       *slog.Logger
+	Now          func() time.Time
 }
 
 // Server holds the API's configuration and dependencies.
@@ -65,6 +79,11 @@ type Server struct {
 	cfg    Config
 	deps   Deps
 	engine *gin.Engine
+
+	// afterOrderCommit, set only by tests, runs between committing an order
+	// and starting its workflow: returning an error simulates the process
+	// dying at the worst moment.
+	afterOrderCommit func(models.Order) error
 }
 
 // NewServer builds the API.
@@ -74,6 +93,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	}
 	if cfg.CartTTL <= 0 {
 		cfg.CartTTL = models.DefaultCartTTL
+	}
+	if cfg.PaymentWindow <= 0 {
+		cfg.PaymentWindow = models.DefaultPaymentWindow
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
@@ -101,11 +123,17 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
+	r.GET("/track/:number", s.trackingPage)
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimit)
 	// The contract's four endpoints are the basic ones: every tier has them.
 	v1.POST("/products/preview", s.previewProduct)
 	v1.POST("/carts", s.createCart)
+	v1.POST("/orders", s.createOrder)
+	v1.GET("/orders/:ref", s.getOrder)
+	// Test helpers: test keys only, every tier (they are how a Free
+	// integration exercises the payment path).
+	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)
 	// Endpoints beyond the contract need a Pro or Enterprise plan.
 	pro := v1.Group("", requireTier(models.TierPro, models.TierEnterprise))
 	pro.GET("/carts/:id", s.getCart)

@@ -129,6 +129,9 @@ type Order struct {
 	Shipment Shipment
 	Steps    map[OrderStatus]time.Time // when each reached step was reached
 
+	// WorkflowStartedAt is nil until the order's workflow is known to exist.
+	WorkflowStartedAt *time.Time
+
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -151,3 +154,24 @@ func (o Order) TrackingSteps() []Step {
 // It is derived from the order id so anyone holding one can find the other,
 // and so starting it twice is refused by Temporal itself.
 func WorkflowID(orderID string) string { return "order-" + orderID }
+
+// OrderRequest asks a store to create the order for a cart exactly once:
+// the caller, its idempotency key (may be empty), a hash of the normalised
+// request so a replay can be told from a different request, and how to
+// build the order from the cart once it is locked.
+type OrderRequest struct {
+	AccountID      string
+	Mode           Mode
+	CartID         string
+	IdempotencyKey string
+	RequestHash    string
+	Now            time.Time
+	// Build turns the locked, usable cart into the order to insert. It runs
+	// inside the transaction and must not do I/O.
+	Build func(cart Cart) (Order, error)
+	// NewNumber mints an order number; called again on the rare collision.
+	NewNumber func() (string, error)
+}
+
+// DefaultPaymentWindow is how long a payer has to pay a new order.
+const DefaultPaymentWindow = 30 * time.Minute

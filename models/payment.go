@@ -1,6 +1,8 @@
 package models
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -86,3 +88,21 @@ func (t PaymentTally) Status() PaymentStatus {
 
 // Paid reports whether the amount due has been reached.
 func (t PaymentTally) Paid() bool { return t.Received.GreaterThanOrEqual(t.Due) }
+
+// PaymentOutcome is what the matcher did with an observed payment.
+type PaymentOutcome string
+
+// Payment outcomes.
+const (
+	PaymentOutcomeMatched   PaymentOutcome = "matched"   // handed to its order's workflow
+	PaymentOutcomeUnmatched PaymentOutcome = "unmatched" // memo names no order: kept for an operator
+	PaymentOutcomeLate      PaymentOutcome = "late"      // its order had already closed: refund due
+)
+
+// PaymentHandler takes one observed payment. Sources call it for every
+// incoming payment, and again after a failure: it must be idempotent.
+type PaymentHandler func(ctx context.Context, p Payment) (PaymentOutcome, error)
+
+// ErrOrderClosed means an order's workflow has finished and takes no more
+// payments.
+var ErrOrderClosed = errors.New("order is closed")

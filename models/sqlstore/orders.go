@@ -89,27 +89,14 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
 	}
+	if r.WorkflowStartedAt != nil {
+		t := utc(*r.WorkflowStartedAt)
+		o.WorkflowStartedAt = &t
+	}
 	for _, s := range steps {
 		o.Steps[models.OrderStatus(s.Name)] = utc(s.ReachedAt)
 	}
 	return o
-}
-
-// OrderRequest is what CreateOrder needs besides the order itself: the
-// caller, its idempotency key (may be empty) and a hash of the request body,
-// so a replay can be told from a different request.
-type OrderRequest struct {
-	AccountID      string
-	Mode           models.Mode
-	CartID         string
-	IdempotencyKey string
-	RequestHash    string
-	Now            time.Time
-	// Build turns the locked, usable cart into the order to insert. It runs
-	// inside the transaction and must not do I/O.
-	Build func(cart models.Cart) (models.Order, error)
-	// NewNumber mints an order number; called again on the rare collision.
-	NewNumber func() (string, error)
 }
 
 // CreateOrder creates the order for a cart, exactly once. Inside one
@@ -123,7 +110,7 @@ type OrderRequest struct {
 //     written together.
 //
 // created reports whether this call made the order.
-func (s *Store) CreateOrder(ctx context.Context, req OrderRequest) (order models.Order, created bool, err error) {
+func (s *Store) CreateOrder(ctx context.Context, req models.OrderRequest) (order models.Order, created bool, err error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		order, created, err = s.createOrderOnce(ctx, req)
 		if !errors.Is(err, errNumberTaken) {
@@ -135,7 +122,7 @@ func (s *Store) CreateOrder(ctx context.Context, req OrderRequest) (order models
 
 var errNumberTaken = errors.New("order number taken")
 
-func (s *Store) createOrderOnce(ctx context.Context, req OrderRequest) (models.Order, bool, error) {
+func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (models.Order, bool, error) {
 	var (
 		out     models.Order
 		created bool
@@ -250,6 +237,21 @@ func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode mode
 	db := s.db.WithContext(ctx)
 	var row orderRow
 	err := db.Where("(id = ? OR number = ?) AND account_id = ? AND mode = ?", idOrNumber, idOrNumber, accountID, string(mode)).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Order{}, models.ErrOrderNotFound
+	}
+	if err != nil {
+		return models.Order{}, fmt.Errorf("reading order: %w", err)
+	}
+	return orderTx(db, row)
+}
+
+// OrderByNumber returns an order by number in any account, for the public
+// tracking page (which shows no personal data).
+func (s *Store) OrderByNumber(ctx context.Context, number string) (models.Order, error) {
+	db := s.db.WithContext(ctx)
+	var row orderRow
+	err := db.Where("number = ?", number).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.Order{}, models.ErrOrderNotFound
 	}

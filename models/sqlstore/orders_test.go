@@ -24,16 +24,16 @@ func seedCart(t *testing.T, st *sqlstore.Store, accountID, id string) {
 	d := decimal.RequireFromString
 	require.NoError(t, st.CreateCart(context.Background(), models.Cart{
 		ID: id, AccountID: accountID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
-		Quote: models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
-		Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon, ProductID: "B000000001", Title: "x", ImageURL: "y", Quantity: 1, UnitPrice: d("10.00"), LineTotal: d("10.00")}},
+		Quote:     models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
+		Items:     []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon, ProductID: "B000000001", Title: "x", ImageURL: "y", Quantity: 1, UnitPrice: d("10.00"), LineTotal: d("10.00")}},
 		CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
 	}))
 }
 
 var numberSeq atomic.Int64
 
-func orderRequest(accountID, cartID, key, hash string) sqlstore.OrderRequest {
-	return sqlstore.OrderRequest{
+func orderRequest(accountID, cartID, key, hash string) models.OrderRequest {
+	return models.OrderRequest{
 		AccountID: accountID, Mode: models.ModeTest, CartID: cartID, IdempotencyKey: key, RequestHash: hash, Now: t0.Add(time.Minute),
 		Build: func(c models.Cart) (models.Order, error) {
 			return models.Order{

@@ -1,0 +1,393 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
+)
+
+// OrderWorkflows starts the Temporal workflow that carries an order.
+// StartOrder must be idempotent: starting an order's workflow again is a
+// no-op, so retries and the reconciler can call it freely.
+type OrderWorkflows interface {
+	StartOrder(ctx context.Context, o models.Order) error
+}
+
+// TestPayments is the sandbox chain the test helpers pay through.
+type TestPayments interface {
+	Send(ctx context.Context, p models.Payment) (models.PaymentOutcome, error)
+}
+
+type orderRequest struct {
+	CartID          *string         `json:"cart_id"`
+	CustomerEmail   *string         `json:"customer_email"`
+	PaymentAsset    *string         `json:"payment_asset"`
+	ShippingAddress *addressRequest `json:"shipping_address"`
+}
+
+type addressRequest struct {
+	Name       string `json:"name"`
+	Phone      string `json:"phone"`
+	Line1      string `json:"line1"`
+	Line2      string `json:"line2"`
+	City       string `json:"city"`
+	Region     string `json:"region"`
+	PostalCode string `json:"postal_code"`
+	Country    string `json:"country"`
+}
+
+// normalized is the validated request; its hash identifies "the same
+// request" for retries without an Idempotency-Key.
+type normalizedOrder struct {
+	CartID  string                 `json:"cart_id"`
+	Email   string                 `json:"email"`
+	Asset   string                 `json:"asset"`
+	Address models.ShippingAddress `json:"address"`
+}
+
+func (n normalizedOrder) hash() string {
+	b, _ := json.Marshal(n)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func (r orderRequest) validate() (normalizedOrder, models.Asset, error) {
+	var n normalizedOrder
+	if r.CartID == nil || *r.CartID == "" {
+		return n, models.Asset{}, required("cart_id")
+	}
+	if r.CustomerEmail == nil || *r.CustomerEmail == "" {
+		return n, models.Asset{}, required("customer_email")
+	}
+	if r.PaymentAsset == nil || *r.PaymentAsset == "" {
+		return n, models.Asset{}, required("payment_asset")
+	}
+	if r.ShippingAddress == nil {
+		return n, models.Asset{}, models.FieldError(models.CodeInvalidAddress, "shipping_address", "shipping_address is required")
+	}
+	email, err := models.ValidateEmail(*r.CustomerEmail)
+	if err != nil {
+		return n, models.Asset{}, err
+	}
+	asset, err := models.LookupAsset(*r.PaymentAsset)
+	if err != nil {
+		return n, models.Asset{}, err
+	}
+	a := r.ShippingAddress
+	addr, err := models.ValidateAddress(models.ShippingAddress{
+		Name: a.Name, Phone: a.Phone, Line1: a.Line1, Line2: a.Line2, City: a.City,
+		Region: a.Region, PostalCode: a.PostalCode, Country: a.Country,
+	})
+	if err != nil {
+		return n, models.Asset{}, err
+	}
+	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr}, asset, nil
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// createOrder is POST /v1/orders. The order row is committed first, then
+// its workflow is started; if the process dies in between, the reconciler
+// (or the client's retry, which returns the same order) starts it.
+func (s *Server) createOrder(c *gin.Context) {
+	ctx := c.Request.Context()
+	key := mustKey(c)
+	idemKey := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
+	if len(idemKey) > maxIdempotencyKey {
+		abort(c, invalid("Idempotency-Key", "Idempotency-Key must be at most %d characters", maxIdempotencyKey))
+		return
+	}
+	var req orderRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	norm, asset, err := req.validate()
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	payTo, ok := s.cfg.PaymentAddresses[key.Mode]
+	if !ok || payTo == "" {
+		abort(c, models.ErrLiveUnavailable)
+		return
+	}
+	now := s.deps.Now().UTC().Truncate(time.Second)
+	order, created, err := s.deps.Store.CreateOrder(ctx, models.OrderRequest{
+		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID,
+		IdempotencyKey: idemKey, RequestHash: norm.hash(), Now: now,
+		Build: func(cart models.Cart) (models.Order, error) {
+			if cart.ShipToCountry != norm.Address.Country {
+				return models.Order{}, models.FieldError(models.CodeInvalidAddress, "shipping_address.country",
+					"shipping_address.country must be the cart's destination, %s", cart.ShipToCountry)
+			}
+			amount, err := models.QuoteAmount(asset, cart.Total, cart.Currency)
+			if err != nil {
+				return models.Order{}, err
+			}
+			id, err := models.NewID("ord", rand.Reader)
+			if err != nil {
+				return models.Order{}, err
+			}
+			return models.Order{
+				ID: id, AccountID: key.AccountID, Mode: key.Mode, CartID: cart.ID,
+				Status: models.OrderCreated, PaymentStatus: models.PaymentPending,
+				CustomerEmail: norm.Email, Address: norm.Address, Currency: cart.Currency, Total: cart.Total,
+				PaymentAsset: asset.Code, PaymentAmount: amount, PaymentAddress: payTo,
+				PaymentExpiresAt: now.Add(s.cfg.PaymentWindow), AmountReceived: decimal.Zero,
+				CreatedAt: now, UpdatedAt: now,
+			}, nil
+		},
+		NewNumber: func() (string, error) { return models.NewOrderNumber(rand.Reader) },
+	})
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	if s.afterOrderCommit != nil {
+		if err := s.afterOrderCommit(order); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	if order.WorkflowStartedAt == nil {
+		if err := s.startWorkflow(ctx, order); err != nil {
+			loggerFrom(c).ErrorContext(ctx, "starting order workflow; the reconciler will retry",
+				slog.String("order_id", order.ID), slog.Any("error", err))
+			abort(c, models.Errorf(models.CodeUnavailable, "The order was saved but could not be started yet; retry the same request"))
+			return
+		}
+	}
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.JSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
+}
+
+func (s *Server) startWorkflow(ctx context.Context, o models.Order) error {
+	if err := s.deps.Workflows.StartOrder(ctx, o); err != nil {
+		return err
+	}
+	return s.deps.Store.MarkWorkflowStarted(ctx, o.ID, s.deps.Now())
+}
+
+// ReconcileOrders starts the workflows of orders committed more than grace
+// ago whose workflow is not known to exist. Safe to run in every replica:
+// starting a workflow twice is refused by Temporal and treated as success.
+func (s *Server) ReconcileOrders(ctx context.Context, grace time.Duration) (int, error) {
+	orders, err := s.deps.Store.OrdersAwaitingWorkflow(ctx, s.deps.Now().Add(-grace), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range orders {
+		if err := s.startWorkflow(ctx, o); err != nil {
+			return n, err
+		}
+		s.deps.Logger.InfoContext(ctx, "reconciler started order workflow", slog.String("order_id", o.ID))
+		n++
+	}
+	return n, nil
+}
+
+type createdOrderJSON struct {
+	ID               string               `json:"id"`
+	Number           string               `json:"number"`
+	Status           models.OrderStatus   `json:"status"`
+	PaymentStatus    models.PaymentStatus `json:"payment_status"`
+	Currency         string               `json:"currency"`
+	Total            json.Number          `json:"total"`
+	PaymentAsset     string               `json:"payment_asset"`
+	PaymentAmount    string               `json:"payment_amount"`
+	PaymentAddress   string               `json:"payment_address"`
+	PaymentMemo      string               `json:"payment_memo"`
+	PaymentExpiresAt string               `json:"payment_expires_at"`
+	TrackingURL      string               `json:"tracking_url"`
+	CreatedAt        string               `json:"created_at"`
+}
+
+func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
+	return createdOrderJSON{
+		ID: o.ID, Number: o.Number, Status: o.Status, PaymentStatus: o.PaymentStatus,
+		Currency: o.Currency, Total: money(o.Total, o.Currency),
+		PaymentAsset: o.PaymentAsset, PaymentAmount: o.PaymentAmount.String(),
+		PaymentAddress: o.PaymentAddress, PaymentMemo: o.PaymentMemo,
+		PaymentExpiresAt: timestamp(o.PaymentExpiresAt), TrackingURL: s.trackingURL(o),
+		CreatedAt: timestamp(o.CreatedAt),
+	}
+}
+
+func (s *Server) trackingURL(o models.Order) string {
+	return strings.TrimRight(s.cfg.PublicURL, "/") + "/track/" + o.Number
+}
+
+type orderJSON struct {
+	ID            string               `json:"id"`
+	Number        string               `json:"number"`
+	Status        models.OrderStatus   `json:"status"`
+	Total         json.Number          `json:"total"`
+	Currency      string               `json:"currency"`
+	PaymentStatus models.PaymentStatus `json:"payment_status"`
+	CreatedAt     string               `json:"created_at"`
+	Tracking      trackingJSON         `json:"tracking"`
+	Payment       paymentInfoJSON      `json:"payment"`
+	TrackingURL   string               `json:"tracking_url"`
+}
+
+// paymentInfoJSON repeats the payment instructions and shows progress, so
+// a client polling an underpaid order can tell the payer what remains.
+type paymentInfoJSON struct {
+	Asset          string `json:"asset"`
+	Amount         string `json:"amount"`
+	AmountReceived string `json:"amount_received"`
+	AmountDue      string `json:"amount_due"`
+	Address        string `json:"address"`
+	Memo           string `json:"memo"`
+	ExpiresAt      string `json:"expires_at"`
+}
+
+// trackingJSON is the contract's tracking object. Carrier, tracking number
+// and estimated delivery are null until the order ships.
+type trackingJSON struct {
+	CurrentStep       models.OrderStatus `json:"current_step"`
+	Carrier           *string            `json:"carrier"`
+	TrackingNumber    *string            `json:"tracking_number"`
+	EstimatedDelivery *string            `json:"estimated_delivery"`
+	Steps             []stepJSON         `json:"steps"`
+}
+
+type stepJSON struct {
+	Name      models.OrderStatus `json:"name"`
+	Completed bool               `json:"completed"`
+	Timestamp *string            `json:"timestamp"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (s *Server) newOrderJSON(o models.Order) orderJSON {
+	due := o.PaymentAmount.Sub(o.AmountReceived)
+	if due.IsNegative() {
+		due = decimal.Zero
+	}
+	out := orderJSON{
+		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
+		PaymentStatus: o.PaymentStatus, CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
+		Tracking: trackingJSON{
+			CurrentStep: o.Status, Carrier: optional(o.Shipment.Carrier),
+			TrackingNumber: optional(o.Shipment.TrackingNumber), EstimatedDelivery: optional(o.Shipment.EstimatedDelivery),
+		},
+		Payment: paymentInfoJSON{
+			Asset: o.PaymentAsset, Amount: o.PaymentAmount.String(), AmountReceived: o.AmountReceived.String(),
+			AmountDue: due.String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
+		},
+	}
+	for _, st := range o.TrackingSteps() {
+		js := stepJSON{Name: st.Name, Completed: st.Completed}
+		if st.At != nil {
+			ts := timestamp(*st.At)
+			js.Timestamp = &ts
+		}
+		out.Tracking.Steps = append(out.Tracking.Steps, js)
+	}
+	return out
+}
+
+// getOrder is GET /v1/orders/{id_or_number}, read from the database, which
+// the workflow's activities keep current.
+func (s *Server) getOrder(c *gin.Context) {
+	key := mustKey(c)
+	o, err := s.deps.Store.OrderForAccount(c.Request.Context(), key.AccountID, key.Mode, c.Param("ref"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+}
+
+type testPaymentRequest struct {
+	Amount json.RawMessage `json:"amount"`
+	Asset  *string         `json:"asset"`
+}
+
+// createTestPayment is POST /v1/test_helpers/orders/{id_or_number}/payments:
+// it sends a sandbox payment carrying the order's memo through the same
+// matcher as a live payment. Test keys only.
+func (s *Server) createTestPayment(c *gin.Context) {
+	ctx := c.Request.Context()
+	key := mustKey(c)
+	if key.Mode != models.ModeTest || s.deps.TestPayments == nil {
+		abort(c, models.NewError(models.CodeTestModeOnly))
+		return
+	}
+	var req testPaymentRequest
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, c.Param("ref"))
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	amount := o.PaymentAmount
+	if len(req.Amount) > 0 && string(req.Amount) != "null" {
+		if amount, err = parseAmount(req.Amount); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	asset := o.PaymentAsset
+	if req.Asset != nil && *req.Asset != "" {
+		asset = strings.ToUpper(strings.TrimSpace(*req.Asset))
+	}
+	id, err := models.NewID("sandbox", rand.Reader)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	p := models.Payment{
+		ID: id, Mode: models.ModeTest, Asset: asset, Amount: amount, Memo: o.Number,
+		Sender: "sandbox-payer", ReceivedAt: s.deps.Now().UTC(),
+	}
+	outcome, err := s.deps.TestPayments.Send(ctx, p)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"payment": gin.H{
+		"id": p.ID, "order_id": o.ID, "asset": p.Asset, "amount": p.Amount.String(),
+		"memo": p.Memo, "outcome": outcome,
+	}})
+}
+
+// parseAmount reads a decimal amount given as a JSON string ("12.50") or
+// number (12.50) straight from its text: never through a float.
+func parseAmount(raw json.RawMessage) (decimal.Decimal, error) {
+	text := strings.Trim(string(raw), `"`)
+	d, err := decimal.NewFromString(text)
+	if err != nil || !d.IsPositive() || d.Exponent() < -7 || len(text) > 32 {
+		return decimal.Zero, invalid("amount", "amount must be a positive decimal with at most 7 decimal places")
+	}
+	return d, nil
+}
