@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,6 +28,16 @@ type Config struct {
 	DevAPIKey   string
 	LogFormat   string
 	LogLevel    string
+
+	TemporalAddress   string
+	TemporalNamespace string
+	TemporalTaskQueue string
+	TemporalUIPort    int
+	PaymentWindow     time.Duration
+	SandboxStepDelay  time.Duration
+	SandboxPayTo      string
+	PublicURL         string
+	ReconcileEvery    time.Duration
 
 	Pricing models.PricingRules // loaded from PricingFile or the default table
 }
@@ -87,6 +98,62 @@ var envVars = []envVar{
 	{name: "MEMOCART_DEV_API_KEY", def: "", secret: true,
 		help: "dev only: use exactly this test key (<prefix>_test_ + 16 or more letters/digits) instead of a random one",
 		set:  func(c *Config, v string) error { c.DevAPIKey = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_ADDRESS", def: "127.0.0.1:7233",
+		help: "Temporal frontend host:port (api, worker); dev runs an embedded server here",
+		set: func(c *Config, v string) error {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return fmt.Errorf("must be host:port: %w", err)
+			}
+			c.TemporalAddress = v
+			return nil
+		}},
+	{name: "MEMOCART_TEMPORAL_NAMESPACE", def: "default",
+		help: "Temporal namespace",
+		set:  func(c *Config, v string) error { c.TemporalNamespace = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_TASK_QUEUE", def: "memocart-orders",
+		help: "task queue the order workflows and activities run on",
+		set:  func(c *Config, v string) error { c.TemporalTaskQueue = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_UI_PORT", def: "8233",
+		help: "dev only: port of the embedded Temporal Web UI (-1 disables it)",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -1 || n > 65535 {
+				return errors.New("must be a port number or -1")
+			}
+			c.TemporalUIPort = n
+			return nil
+		}},
+	{name: "MEMOCART_PAYMENT_WINDOW", def: "30m",
+		help: "how long a payer has to pay a new order (payment_expires_at)",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.PaymentWindow) }},
+	{name: "MEMOCART_SANDBOX_STEP_DELAY", def: "2s",
+		help: "test mode: time between the sandbox fulfilment steps ordered, shipped, delivered",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return errors.New("must be a non-negative Go duration")
+			}
+			c.SandboxStepDelay = d
+			return nil
+		}},
+	{name: "MEMOCART_SANDBOX_PAYMENT_ADDRESS", def: sandboxPayTo,
+		help: "test mode: the payment_address shown on orders (nothing is ever sent there)",
+		set:  func(c *Config, v string) error { c.SandboxPayTo = v; return nil }},
+	{name: "MEMOCART_PUBLIC_URL", def: "",
+		help: "base URL of tracking_url links; empty = http://MEMOCART_HTTP_ADDR",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errors.New("must be an http(s) URL")
+				}
+			}
+			c.PublicURL = v
+			return nil
+		}},
+	{name: "MEMOCART_RECONCILE_INTERVAL", def: "10s",
+		help: "how often the api re-drives orders whose workflow did not start and payments not yet handed to their workflow",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.ReconcileEvery) }},
 	{name: "MEMOCART_LOG_FORMAT", def: "",
 		help: "text or json; empty = text for dev, json otherwise",
 		set: func(c *Config, v string) error {
@@ -137,6 +204,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + cfg.HTTPAddr
+	}
 	cfg.Pricing = models.DefaultPricingRules()
 	if cfg.PricingFile != "" {
 		data, err := os.ReadFile(cfg.PricingFile)
@@ -149,6 +219,10 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// sandboxPayTo is the default test-mode payment address: a well-formed
+// Stellar account id that belongs to nobody's live funds.
+const sandboxPayTo = "GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX"
 
 // databaseDSN is the app database: the configured URL or the embedded
 // SQLite file.

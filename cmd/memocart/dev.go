@@ -1,28 +1,37 @@
+//go:build !prod
+
 package main
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
-	"time"
+	"net"
+	"path/filepath"
+	"strconv"
 
-	"github.com/memocart/memocart/api"
-	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/models/sqlstore"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/memocart/memocart/cmd/memocart/devtemporal"
+	"github.com/memocart/memocart/workflows"
 )
 
-// devAccount owns the key dev prints.
-const devAccount = "dev"
-
 // runDev is `memocart dev`: the whole service in one process on embedded
-// defaults, for a laptop or a demo. Nothing here is for production.
+// defaults: an in-process Temporal server with its Web UI (SQLite under
+// MEMOCART_DATA_DIR), the app database (SQLite unless MEMOCART_DATABASE_URL
+// is set), the worker, and the API with a printed test key. Nothing here is
+// for production; the prod build leaves it out.
 func runDev(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "Usage: memocart dev\n\nMigrates the database (SQLite under MEMOCART_DATA_DIR unless MEMOCART_DATABASE_URL is set),\ncreates and prints a test-mode Pro API key (or MEMOCART_DEV_API_KEY), and serves the API on MEMOCART_HTTP_ADDR.")
+		fmt.Fprintln(e.stderr, `Usage: memocart dev
+
+Runs the whole service in one process: an embedded Temporal server on MEMOCART_TEMPORAL_ADDRESS
+with its Web UI on MEMOCART_TEMPORAL_UI_PORT, the worker, and the API on MEMOCART_HTTP_ADDR.
+Data lives under MEMOCART_DATA_DIR (SQLite) unless MEMOCART_DATABASE_URL is set. Prints a
+test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,51 +53,68 @@ func runDev(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+
+	host, portStr, _ := net.SplitHostPort(e.cfg.TemporalAddress)
+	port, _ := strconv.Atoi(portStr)
+	ts, err := devtemporal.Start(ctx, devtemporal.Options{
+		DataDir:   filepath.Join(e.cfg.DataDir, "temporal"),
+		Host:      host,
+		GRPCPort:  port,
+		UIPort:    e.cfg.TemporalUIPort,
+		Namespace: e.cfg.TemporalNamespace,
+		SearchAttributes: map[string]enumspb.IndexedValueType{
+			workflows.SearchAttrOrderNumber.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+			workflows.SearchAttrOrderStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+			workflows.SearchAttrPaymentStatus.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		},
+		Logger: e.log.With(slog.String("component", "temporal-server")),
+	})
+	if err != nil {
+		return fmt.Errorf("starting embedded Temporal: %w", err)
+	}
+	defer ts.Stop()
+
 	limiter, closeLimiter, err := newLimiter(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer closeLimiter()
+	tc, err := dialTemporal(ctx, e, ts.FrontendHostPort())
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
 
-	srv := newAPIServer(e, st, limiter)
+	workerErr := make(chan error, 1)
+	go func() { workerErr <- runWorkerLoop(ctx, e, tc, st) }()
+
 	ready := make(chan string, 1)
 	go func() {
 		addr, ok := <-ready
 		if !ok {
 			return
 		}
-		fmt.Fprintf(e.stdout, "\nMemocart dev is running.\n  API:           http://%s\n  Test API key:  %s\n\nTry:\n  curl -s -X POST http://%s/v1/products/preview -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{\"url\":\"https://www.amazon.com/dp/B08N5WRWNW\"}'\n\n",
-			addr, secret, addr, secret)
-	}()
-	return api.Serve(ctx, e.cfg.HTTPAddr, srv.Handler(), e.log, ready)
-}
+		ui := ts.UIURL()
+		if ui == "" {
+			ui = "(disabled)"
+		}
+		fmt.Fprintf(e.stdout, `
+Memocart dev is running.
+  API:          http://%[1]s
+  Temporal UI:  %[2]s/namespaces/%[3]s/workflows
+  Temporal:     %[4]s (namespace %[3]s, task queue %[5]s)
+  Test API key: %[6]s
 
-// ensureDevKey stores the key from MEMOCART_DEV_API_KEY, or a fresh random
-// one, as a test-mode Pro key of the dev account, and returns its secret.
-func ensureDevKey(ctx context.Context, e env, st *sqlstore.Store) (string, error) {
-	secret := e.cfg.DevAPIKey
-	if secret != "" {
-		mode, err := models.ParseAPIKey(e.cfg.KeyPrefix, secret)
-		if err != nil || mode != models.ModeTest {
-			return "", fmt.Errorf("MEMOCART_DEV_API_KEY must be %s_test_ followed by at least 16 letters or digits", e.cfg.KeyPrefix)
-		}
-	} else {
-		var err error
-		if secret, err = models.NewAPIKeySecret(e.cfg.KeyPrefix, models.ModeTest, rand.Reader); err != nil {
-			return "", err
-		}
+Try:
+  export MEMOCART_KEY=%[6]s
+  curl -s -X POST http://%[1]s/v1/products/preview -H "Authorization: Bearer $MEMOCART_KEY" \
+    -H 'Content-Type: application/json' -d '{"url":"https://www.amazon.com/dp/B08N5WRWNW"}'
+
+`, addr, ui, ts.Namespace(), ts.FrontendHostPort(), e.cfg.TemporalTaskQueue, secret)
+	}()
+	err = newAPIStack(e, st, limiter, tc).run(ctx, e, ready)
+	if werr := <-workerErr; err == nil {
+		err = werr
 	}
-	now := time.Now()
-	acct, err := st.EnsureAccount(ctx, devAccount, now)
-	if err != nil {
-		return "", err
-	}
-	k, err := st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: models.ModeTest, Tier: models.TierPro, CreatedAt: now})
-	if err != nil {
-		return "", err
-	}
-	if k.RevokedAt != nil || k.AccountID != acct.ID {
-		return "", fmt.Errorf("MEMOCART_DEV_API_KEY names key %s, which is revoked or belongs to another account", k.ID)
-	}
-	return secret, nil
+	return err
 }

@@ -54,7 +54,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "dev", summary: "run everything in one process for development: embedded stack, API, worker, a printed test key", run: runDev, logFormat: "text"},
-		{name: "api", summary: "run the HTTP API (production: Postgres, optional Redis)", run: runAPI, logFormat: "json"},
+		{name: "api", summary: "run the HTTP API against a Temporal cluster (production: Postgres, optional Redis)", run: runAPI, logFormat: "json"},
+		{name: "worker", summary: "run the Temporal worker: order workflows and their activities", run: runWorker, logFormat: "json"},
 		{name: "migrate", summary: "apply pending database migrations and list them", run: runMigrate, logFormat: "text"},
 		{name: "keys", summary: "create, list and revoke API keys (keys --help)", run: runKeys, logFormat: "text"},
 	}

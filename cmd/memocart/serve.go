@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -10,10 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/api/ratelimit"
-	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
@@ -60,25 +57,13 @@ func newLimiter(ctx context.Context, e env) (api.RateLimiter, func(), error) {
 	return ratelimit.NewRedis(client, "memocart:ratelimit:"), func() { _ = client.Close() }, nil
 }
 
-// newAPIServer wires the HTTP API over its adapters. Live mode has no
-// catalog yet: live keys get live_mode_unavailable, never sandbox data.
-func newAPIServer(e env, st *sqlstore.Store, limiter api.RateLimiter) *api.Server {
-	return api.NewServer(
-		api.Config{KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, Pricing: e.cfg.Pricing},
-		api.Deps{
-			Store:    st,
-			Catalogs: map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
-			Limiter:  limiter,
-			Logger:   e.log,
-		},
-	)
-}
-
 // runAPI is `memocart api`: the production HTTP API.
 func runAPI(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprintln(e.stderr, "Usage: memocart api\n\nServes the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).") }
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "Usage: memocart api\n\nServes the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,16 +81,44 @@ func runAPI(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer closeLimiter()
-	srv := newAPIServer(e, st, limiter)
+	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
 	ready := make(chan string, 1)
 	go func() {
 		if addr, ok := <-ready; ok {
 			e.log.Info("api listening", slog.String("addr", "http://"+addr))
 		}
 	}()
-	err = api.Serve(ctx, e.cfg.HTTPAddr, srv.Handler(), e.log, ready)
-	if errors.Is(err, context.Canceled) {
-		return nil
+	return newAPIStack(e, st, limiter, tc).run(ctx, e, ready)
+}
+
+// runWorker is `memocart worker`: the Temporal worker running order
+// workflows and their activities. Scale it out by running more.
+func runWorker(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, "Usage: memocart worker\n\nRuns order workflows and activities from MEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.")
 	}
-	return err
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e.log.Info("starting worker", slog.String("config", e.cfg.masked(e.getenv)))
+	st, err := openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := requireMigrated(ctx, st); err != nil {
+		return err
+	}
+	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return runWorkerLoop(ctx, e, tc, st)
 }

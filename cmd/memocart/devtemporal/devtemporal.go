@@ -102,11 +102,13 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	logLevel.Set(slog.LevelWarn)
 	logger := opts.Logger.With(slog.String("component", "devtemporal"))
 
-	p, err := pickPorts(opts)
+	sqlConf, err := prepareSQLite(opts.DataDir, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	sqlConf, err := prepareSQLite(opts.DataDir, opts.Namespace)
+	// Ports last, right before the server binds them, to keep the window in
+	// which another process could take a free port we picked short.
+	p, err := pickPorts(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,14 @@
 package devtemporal
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +24,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/log/tag"
 )
 
 func TestOptionsWithDefaults(t *testing.T) {
@@ -76,6 +80,75 @@ func TestOptionsWithDefaults(t *testing.T) {
 			tt.want(t, got)
 		})
 	}
+}
+
+func TestServerLogger(t *testing.T) {
+	tests := []struct {
+		name  string
+		floor slog.Level
+		log   func(l serverLogger)
+		want  []string // substrings of the output; nil means no output
+	}{
+		{
+			name:  "info dropped at the default floor",
+			floor: slog.LevelWarn,
+			log:   func(l serverLogger) { l.Info("chatty", tag.NewStringTag("k", "v")) },
+		},
+		{
+			name:  "warn kept with tags",
+			floor: slog.LevelWarn,
+			log:   func(l serverLogger) { l.Warn("careful", tag.NewStringTag("shard", "1")) },
+			want:  []string{"level=WARN", "msg=careful", "shard=1"},
+		},
+		{
+			name:  "errors render their message",
+			floor: slog.LevelWarn,
+			log:   func(l serverLogger) { l.Error("failed", tag.Error(errors.New("boom"))) },
+			want:  []string{"level=ERROR", "error=boom"},
+		},
+		{
+			name:  "With keeps tags for later records",
+			floor: slog.LevelWarn,
+			log: func(l serverLogger) {
+				l.With(tag.NewStringTag("service", "history")).(serverLogger).Warn("slow")
+			},
+			want: []string{"service=history", "msg=slow"},
+		},
+		{
+			name:  "raised floor drops warnings",
+			floor: slog.LevelError,
+			log:   func(l serverLogger) { l.Warn("shutting down") },
+		},
+		{
+			name:  "DPanic logs without panicking",
+			floor: slog.LevelWarn,
+			log:   func(l serverLogger) { l.DPanic("odd") },
+			want:  []string{"level=ERROR", "msg=odd"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			level := new(slog.LevelVar)
+			level.Set(tt.floor)
+			l := serverLogger{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), level: level}
+			tt.log(l)
+			if tt.want == nil {
+				assert.Empty(t, buf.String())
+			}
+			for _, w := range tt.want {
+				assert.Contains(t, buf.String(), w)
+			}
+		})
+	}
+
+	t.Run("Fatal panics instead of exiting", func(t *testing.T) {
+		level := new(slog.LevelVar)
+		l := serverLogger{log: slog.New(slog.DiscardHandler), level: level}
+		assert.PanicsWithValue(t, "temporal server: Failed to start gRPC listener", func() {
+			l.Fatal("Failed to start gRPC listener")
+		})
+	})
 }
 
 func TestStartFailsOnBusyPort(t *testing.T) {
@@ -165,6 +238,7 @@ func TestRestartOnSameDataDir(t *testing.T) {
 	c.Close()
 	require.NoError(t, first.Stop())
 	require.NoError(t, first.Stop(), "second Stop is a no-op")
+	assert.FileExists(t, filepath.Join(opts.DataDir, "temporal.db"))
 
 	// Reusing the exact ports fails in Start's port check unless Stop
 	// released them.

@@ -1,0 +1,620 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/models"
+)
+
+// Names the workflow is known by outside this package: the API starts,
+// signals and queries the workflow with them, operators type them in the
+// Temporal UI and CLI. They are part of the workflow's history, so they
+// are never renamed.
+const (
+	// OrderWorkflowName is the registered workflow type of Order.
+	OrderWorkflowName = "Order"
+	// SignalPaymentMatched carries a PaymentSignal: a payment whose memo
+	// matched the order.
+	SignalPaymentMatched = "payment-matched"
+	// SignalCancel carries a CancelSignal: an operator cancelling an order
+	// that is still waiting for payment.
+	SignalCancel = "cancel-order"
+	// QueryStatus returns a StatusView.
+	QueryStatus = "status"
+)
+
+// Search attributes (all Keyword) the workflow keeps current, so operators
+// can list orders by number and status in the Temporal UI. Whoever runs
+// the Temporal server registers them on the namespace.
+var (
+	SearchAttrOrderNumber   = temporal.NewSearchAttributeKeyKeyword("OrderNumber")
+	SearchAttrOrderStatus   = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
+	SearchAttrPaymentStatus = temporal.NewSearchAttributeKeyKeyword("PaymentStatus")
+)
+
+// OrderInput starts an Order workflow. The payment deadline is an instant,
+// not a duration, so a retried or continued run keeps the same deadline.
+type OrderInput struct {
+	OrderID         string
+	OrderNumber     string
+	Mode            models.Mode
+	PaymentAsset    string
+	PaymentAmount   decimal.Decimal // JSON-encodes as a string, never a float
+	PaymentDeadline time.Time
+}
+
+// PaymentSignal is one incoming payment matched to the order by its memo.
+// PaymentID is unique per source and network; the workflow counts each id
+// once, so the matcher may deliver a payment more than once.
+type PaymentSignal struct {
+	PaymentID  string
+	Asset      string
+	Amount     decimal.Decimal
+	ReceivedAt time.Time
+	Memo       string
+	Sender     string
+}
+
+// CancelSignal asks to cancel an order that is still waiting for payment.
+// Once the order is paid it is ignored (and logged).
+type CancelSignal struct {
+	Reason      string
+	RequestedBy string
+}
+
+// StatusView is what QueryStatus returns: a small snapshot for operators
+// and the API.
+type StatusView struct {
+	Status          models.OrderStatus
+	PaymentStatus   models.PaymentStatus
+	AmountDue       decimal.Decimal
+	AmountReceived  decimal.Decimal
+	AmountRemaining decimal.Decimal // zero once the order no longer waits for payment
+	PaymentDeadline time.Time
+	PaymentsCounted int // payments credited towards the amount due
+	Shipment        models.Shipment
+}
+
+// OrderResult is how an order ended. Cancelled and failed orders are
+// results, not workflow errors: they are business outcomes.
+type OrderResult struct {
+	Status         models.OrderStatus
+	PaymentStatus  models.PaymentStatus
+	AmountReceived decimal.Decimal
+}
+
+// StartOptions returns the options to start the Order workflow for in on
+// taskQueue. The workflow id is derived from the order id, and a second
+// start for the same order returns the run already going (so a retried API
+// request is harmless) while a finished order is never started again.
+func StartOptions(in OrderInput, taskQueue string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       models.WorkflowID(in.OrderID),
+		TaskQueue:                taskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchAttrOrderNumber.ValueSet(in.OrderNumber),
+			SearchAttrOrderStatus.ValueSet(string(models.OrderCreated)),
+			SearchAttrPaymentStatus.ValueSet(string(models.PaymentPending)),
+		),
+		StaticSummary: fmt.Sprintf("Order %s — %s %s", in.OrderNumber, in.PaymentAmount.String(), in.PaymentAsset),
+		StaticDetails: fmt.Sprintf("Order **%s** (id `%s`, %s mode)\n\nAwaiting **%s %s**, memo `%s`, until %s.",
+			in.OrderNumber, in.OrderID, in.Mode, in.PaymentAmount.String(), in.PaymentAsset, in.OrderNumber,
+			in.PaymentDeadline.UTC().Format(time.RFC3339)),
+	}
+}
+
+// Order is the workflow of one order, from payment to delivery.
+//
+//  1. It waits for payment signals until the tally reaches the amount due,
+//     an operator cancels, or the payment deadline passes. Payments are
+//     received, deduplicated and recorded for the whole life of the
+//     workflow, also after payment (overpaid) and after cancellation (the
+//     money is due back).
+//  2. Paid, it sources, ships and delivers through the order's fulfiller,
+//     recording each step. A marketplace refusal ends the order as failed,
+//     with the payment due back.
+//
+// Every step is written to the database by an idempotent activity and
+// mirrored in the search attributes. A cancelled or failed order is a
+// result, not an error.
+//
+// Versioning: runs of this workflow may be in flight for days. Any change
+// to what it does — the order of activities, timers, signal handling,
+// transition decisions — must be guarded with workflow.GetVersion so
+// running histories still replay, and the replay test in replay_test.go
+// must keep passing over the committed histories in testdata/.
+func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
+	if err := validateInput(in); err != nil {
+		return OrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(models.CodeInvalidRequest), nil)
+	}
+	o, err := startOrder(ctx, in)
+	if err != nil {
+		return OrderResult{}, err
+	}
+	runErr := o.run(ctx)
+	// Whatever the outcome, nothing received may be lost with the run:
+	// take in the signals still buffered and record every payment. The
+	// disconnected context keeps this going if the workflow was cancelled.
+	if err := o.settle(o.bg); err != nil && runErr == nil {
+		runErr = err
+	}
+	return o.result(), runErr
+}
+
+func validateInput(in OrderInput) error {
+	var missing []string
+	if in.OrderID == "" {
+		missing = append(missing, "OrderID")
+	}
+	if in.OrderNumber == "" {
+		missing = append(missing, "OrderNumber")
+	}
+	if in.PaymentAsset == "" {
+		missing = append(missing, "PaymentAsset")
+	}
+	if !in.PaymentAmount.IsPositive() {
+		missing = append(missing, "PaymentAmount")
+	}
+	if in.PaymentDeadline.IsZero() {
+		missing = append(missing, "PaymentDeadline")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("order input: missing or invalid %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// order is the state of one Order run. Its fields are touched by the main
+// coroutine and the signal coroutines; workflow coroutines never run in
+// parallel, so no locking is needed except to keep database writes in
+// order (writeMu).
+type order struct {
+	in     OrderInput
+	logger log.Logger
+	// bg is never cancelled: bookkeeping (database writes, payment
+	// records) must complete even when the workflow is cancelled.
+	bg workflow.Context
+
+	status models.OrderStatus
+	// unpaidClose is the payment status a cancelled order shows when it
+	// received nothing: expired (deadline) or cancelled (operator).
+	unpaidClose models.PaymentStatus
+	reason      string
+	at          time.Time // workflow time the current status was reached: the step's timestamp
+	tally       models.PaymentTally
+	seen        map[string]bool // every payment id taken in, credited or not; looked up, never iterated
+	strays      int             // payments recorded but not credited: wrong asset
+	shipment    models.Shipment
+	cancelReq   *CancelSignal
+
+	payments, cancels workflow.ReceiveChannel
+	toRecord          []models.Payment // taken in, not yet recorded
+	recording         bool
+
+	writeMu workflow.Mutex
+	written models.Transition // last state written, initially what the API wrote
+	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
+}
+
+func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
+	bg, _ := workflow.NewDisconnectedContext(ctx)
+	o := &order{
+		in:       in,
+		logger:   log.With(workflow.GetLogger(ctx), "OrderID", in.OrderID, "OrderNumber", in.OrderNumber),
+		bg:       bg,
+		status:   models.OrderCreated,
+		at:       workflow.Now(ctx),
+		tally:    models.NewPaymentTally(in.PaymentAmount),
+		seen:     map[string]bool{},
+		payments: workflow.GetSignalChannelWithOptions(ctx, SignalPaymentMatched, workflow.SignalChannelOptions{Description: "A payment whose memo matched the order (PaymentSignal)"}),
+		cancels:  workflow.GetSignalChannelWithOptions(ctx, SignalCancel, workflow.SignalChannelOptions{Description: "Cancel the order while it awaits payment (CancelSignal)"}),
+		writeMu:  workflow.NewMutex(ctx),
+	}
+	// The API wrote the order as created and pending; nothing to write
+	// until that changes.
+	o.written = o.transition()
+
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, o.view,
+		workflow.QueryHandlerOptions{Description: "Order and payment status, amounts and shipment (StatusView)"}); err != nil {
+		return nil, err
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx,
+		SearchAttrOrderNumber.ValueSet(in.OrderNumber),
+		SearchAttrOrderStatus.ValueSet(string(o.status)),
+		SearchAttrPaymentStatus.ValueSet(string(o.paymentStatus())),
+	); err != nil {
+		return nil, err
+	}
+	o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
+
+	// Signals are taken in for the whole life of the workflow, on the
+	// disconnected context so cancelling the workflow does not stop them.
+	workflow.Go(bg, func(ctx workflow.Context) {
+		for {
+			var p PaymentSignal
+			o.payments.Receive(ctx, &p)
+			o.acceptPayment(p)
+		}
+	})
+	workflow.Go(bg, func(ctx workflow.Context) {
+		for {
+			var c CancelSignal
+			o.cancels.Receive(ctx, &c)
+			o.acceptCancel(c)
+		}
+	})
+	workflow.Go(bg, o.recordPayments)
+	return o, nil
+}
+
+// run waits for the payment and, if paid, fulfils the order.
+func (o *order) run(ctx workflow.Context) error {
+	err := o.awaitPayment(ctx)
+	if temporal.IsCanceledError(err) {
+		// The workflow itself was cancelled (from the Temporal UI or CLI)
+		// while the order awaited payment: close it as an operator cancel
+		// would, then report the cancellation.
+		o.acceptBuffered(ctx)
+		o.set(ctx, models.OrderCancelled, models.PaymentCancelled, "workflow cancelled")
+		if serr := o.sync(o.bg); serr != nil {
+			return serr
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if o.status != models.OrderPaid {
+		return o.sync(o.bg)
+	}
+	return o.fulfil(ctx)
+}
+
+// awaitPayment waits until the order is paid, an operator cancels it, or
+// the deadline passes, and moves it to paid or cancelled.
+func (o *order) awaitPayment(ctx workflow.Context) error {
+	settled := func() bool { return o.cancelReq != nil || o.tally.Paid() }
+	if wait := o.in.PaymentDeadline.Sub(workflow.Now(ctx)); wait > 0 {
+		_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+			Timeout:      wait,
+			TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
+		}, settled)
+		if err != nil {
+			return err
+		}
+	}
+	// Signals delivered together with the deadline, or before a run that
+	// started already past it, have not reached the coroutines yet. They
+	// arrived in time as far as the workflow can tell, so they count.
+	o.acceptBuffered(ctx)
+	status, unpaidClose, reason := paymentOutcome(o.cancelReq, o.tally.Paid())
+	o.set(ctx, status, unpaidClose, reason)
+	o.logger.Info("Payment wait over", "Status", o.status, "PaymentStatus", o.paymentStatus(),
+		"AmountReceived", o.tally.Received.String(), "Reason", reason)
+	return nil
+}
+
+// fulfil records the payment, then sources, ships and delivers the order.
+func (o *order) fulfil(ctx workflow.Context) error {
+	// The payments that paid the order are attached before it says paid.
+	if err := workflow.Await(o.bg, o.idle); err != nil {
+		return err
+	}
+	if err := o.sync(o.bg); err != nil {
+		return err
+	}
+
+	var a *activities.Activities
+	var supplierRef string
+	err := workflow.ExecuteActivity(withOptions(ctx, fulfilmentOptions("Buy the items on the marketplace")),
+		a.SourceOrder, o.in.OrderID).Get(ctx, &supplierRef)
+	if reason, ok := sourcingFailure(err); ok {
+		o.logger.Warn("Sourcing refused; order failed, payment due back", "Reason", reason)
+		return o.move(ctx, models.OrderFailed, reason)
+	}
+	if err != nil {
+		return err
+	}
+	o.logger.Info("Order sourced", "SupplierRef", supplierRef)
+	if err := o.move(ctx, models.OrderOrdered, ""); err != nil {
+		return err
+	}
+
+	var shipment models.Shipment
+	err = workflow.ExecuteActivity(withOptions(ctx, fulfilmentOptions("Wait for the parcel to ship")),
+		a.ShipOrder, o.in.OrderID).Get(ctx, &shipment)
+	if err != nil {
+		return err
+	}
+	o.shipment = shipment
+	if err := o.move(ctx, models.OrderShipped, ""); err != nil {
+		return err
+	}
+
+	err = workflow.ExecuteActivity(withOptions(ctx, fulfilmentOptions("Wait for delivery")),
+		a.DeliverOrder, o.in.OrderID).Get(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return o.move(ctx, models.OrderDelivered, "")
+}
+
+// move advances the order along an allowed transition and writes it.
+func (o *order) move(ctx workflow.Context, to models.OrderStatus, reason string) error {
+	if !models.CanTransition(o.status, to) {
+		// A bug in this file, not in the order: fail the workflow task so
+		// it can be fixed and the run replayed.
+		panic(fmt.Sprintf("order workflow: transition %s → %s not allowed", o.status, to))
+	}
+	o.set(ctx, to, o.unpaidClose, reason)
+	return o.sync(o.bg)
+}
+
+// set changes the order's status in memory; sync writes it.
+func (o *order) set(ctx workflow.Context, status models.OrderStatus, unpaidClose models.PaymentStatus, reason string) {
+	o.status, o.unpaidClose, o.reason, o.at = status, unpaidClose, reason, workflow.Now(ctx)
+}
+
+// acceptPayment takes in a payment signal: deduplicates it, credits it if
+// it is in the order's asset, and queues it to be recorded. It never
+// blocks, so the main coroutine may call it too.
+func (o *order) acceptPayment(p PaymentSignal) {
+	logger := log.With(o.logger, "PaymentID", p.PaymentID, "Asset", p.Asset, "Amount", p.Amount.String())
+	switch {
+	case p.PaymentID == "":
+		logger.Warn("Payment signal without an id ignored")
+		return
+	case o.seen[p.PaymentID]:
+		logger.Info("Duplicate payment signal ignored")
+		return
+	case !p.Amount.IsPositive():
+		logger.Warn("Payment signal with a non-positive amount ignored")
+		return
+	}
+	o.seen[p.PaymentID] = true
+	if credits(p, o.in.PaymentAsset) {
+		o.tally.Add(p.PaymentID, p.Amount)
+		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.tally.Received.String())
+	} else {
+		o.strays++
+		logger.Warn("Payment in another asset recorded, not credited; it is due back", "OrderAsset", o.in.PaymentAsset)
+	}
+	o.toRecord = append(o.toRecord, models.Payment{
+		ID:         p.PaymentID,
+		Mode:       o.in.Mode,
+		Asset:      p.Asset,
+		Amount:     p.Amount,
+		Memo:       p.Memo,
+		Sender:     p.Sender,
+		ReceivedAt: p.ReceivedAt,
+		OrderID:    o.in.OrderID,
+	})
+}
+
+// acceptCancel takes in a cancel request. Only an order still waiting for
+// payment can be cancelled; later requests are logged and dropped.
+func (o *order) acceptCancel(c CancelSignal) {
+	if o.cancelReq != nil || !models.CanTransition(o.status, models.OrderCancelled) {
+		o.logger.Info("Cancel request ignored", "Status", o.status, "RequestedBy", c.RequestedBy, "Reason", c.Reason)
+		return
+	}
+	o.logger.Info("Cancel requested", "RequestedBy", c.RequestedBy, "Reason", c.Reason)
+	o.cancelReq = &c
+}
+
+// acceptBuffered takes in every signal already delivered but not yet
+// received by the coroutines.
+func (o *order) acceptBuffered(ctx workflow.Context) {
+	for {
+		var p PaymentSignal
+		if !o.payments.ReceiveAsync(&p) {
+			break
+		}
+		o.acceptPayment(p)
+	}
+	for {
+		var c CancelSignal
+		if !o.cancels.ReceiveAsync(&c) {
+			break
+		}
+		o.acceptCancel(c)
+	}
+}
+
+// recordPayments records taken-in payments in the order they arrived, then
+// writes the order's new state (partial, overpaid, refund_due). It runs for
+// the whole life of the workflow.
+func (o *order) recordPayments(ctx workflow.Context) {
+	var a *activities.Activities
+	for {
+		_ = workflow.Await(ctx, func() bool { return len(o.toRecord) > 0 })
+		o.recording = true
+		for len(o.toRecord) > 0 {
+			p := o.toRecord[0]
+			o.toRecord = o.toRecord[1:]
+			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
+			if err := workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)),
+				a.RecordPayment, o.in.OrderID, p).Get(ctx, nil); err != nil {
+				o.logger.Error("Recording a payment failed", "PaymentID", p.ID, "Error", err)
+			}
+		}
+		if err := o.sync(ctx); err != nil {
+			o.logger.Error("Recording the payment status failed", "Error", err)
+		}
+		o.recording = false
+	}
+}
+
+// idle reports whether every payment taken in has been recorded.
+func (o *order) idle() bool { return len(o.toRecord) == 0 && !o.recording }
+
+// settle takes in the signals still buffered and waits until every payment
+// is recorded, until nothing is left: a signal lost here would be money
+// nobody knows about.
+func (o *order) settle(ctx workflow.Context) error {
+	for {
+		o.acceptBuffered(ctx)
+		if err := workflow.Await(ctx, o.idle); err != nil {
+			return err
+		}
+		// Nothing yields between this check and the workflow's return.
+		if o.payments.Len() == 0 && o.cancels.Len() == 0 && o.idle() {
+			return nil
+		}
+	}
+}
+
+// sync writes the order's current state, if it changed since the last
+// write, and mirrors it in the search attributes. Writes are serialised so
+// they reach the database in the order the workflow decided them.
+func (o *order) sync(ctx workflow.Context) error {
+	if err := o.writeMu.Lock(ctx); err != nil {
+		return err
+	}
+	defer o.writeMu.Unlock()
+
+	t := o.transition()
+	if sameTransition(o.written, t) {
+		return nil
+	}
+	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.attrs {
+		if err := workflow.UpsertTypedSearchAttributes(ctx,
+			SearchAttrOrderStatus.ValueSet(attrs[0]),
+			SearchAttrPaymentStatus.ValueSet(attrs[1]),
+		); err != nil {
+			return err
+		}
+		o.attrs = attrs
+	}
+	var a *activities.Activities
+	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
+	if err := workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)),
+		a.RecordTransition, o.in.OrderID, t).Get(ctx, nil); err != nil {
+		return err
+	}
+	o.written = t
+	return nil
+}
+
+// transition is the order's current state as a database write.
+func (o *order) transition() models.Transition {
+	t := models.Transition{
+		Status:         o.status,
+		PaymentStatus:  o.paymentStatus(),
+		At:             o.at,
+		AmountReceived: o.tally.Received,
+		Reason:         o.reason,
+	}
+	if o.shipment != (models.Shipment{}) {
+		s := o.shipment
+		t.Shipment = &s
+	}
+	return t
+}
+
+func (o *order) paymentStatus() models.PaymentStatus {
+	return paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
+}
+
+// view answers QueryStatus.
+func (o *order) view() (StatusView, error) {
+	v := StatusView{
+		Status:          o.status,
+		PaymentStatus:   o.paymentStatus(),
+		AmountDue:       o.in.PaymentAmount,
+		AmountReceived:  o.tally.Received,
+		AmountRemaining: decimal.Zero,
+		PaymentDeadline: o.in.PaymentDeadline,
+		PaymentsCounted: len(o.tally.Seen),
+		Shipment:        o.shipment,
+	}
+	if o.status == models.OrderCreated {
+		v.AmountRemaining = o.tally.Remaining()
+	}
+	return v, nil
+}
+
+func (o *order) result() OrderResult {
+	return OrderResult{Status: o.status, PaymentStatus: o.paymentStatus(), AmountReceived: o.tally.Received}
+}
+
+// withOptions returns ctx with activity options set.
+func withOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.Context {
+	return workflow.WithActivityOptions(ctx, opts)
+}
+
+// Activity timeouts. Database writes are quick; fulfilment activities
+// block on a marketplace and heartbeat while they wait, so a dead worker
+// is noticed within HeartbeatTimeout rather than StartToCloseTimeout.
+const (
+	storeTimeout         = 30 * time.Second
+	fulfilmentTimeout    = 15 * time.Minute
+	fulfilmentHeartbeat  = time.Minute
+	retryInitialInterval = time.Second
+	retryMaxInterval     = time.Minute
+)
+
+// retryPolicy retries without limit: every activity is idempotent, and
+// every business failure is non-retryable, so a retry only ever waits out
+// an outage. A stuck activity shows its attempt count and last failure in
+// the Temporal UI.
+func retryPolicy() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    retryInitialInterval,
+		BackoffCoefficient: 2,
+		MaximumInterval:    retryMaxInterval,
+		// The activities already mark these non-retryable; listing them
+		// here holds even for an activity that forgets.
+		NonRetryableErrorTypes: []string{
+			string(models.CodeOrderNotFound),
+			string(models.CodeSourcingFailed),
+			string(models.CodeLiveUnavailable),
+			string(models.CodeInvalidRequest),
+		},
+	}
+}
+
+func storeOptions(summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: storeTimeout,
+		RetryPolicy:         retryPolicy(),
+		Summary:             summary,
+	}
+}
+
+func fulfilmentOptions(summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: fulfilmentTimeout,
+		HeartbeatTimeout:    fulfilmentHeartbeat,
+		RetryPolicy:         retryPolicy(),
+		Summary:             summary,
+	}
+}
+
+// sourcingFailure reports whether err is the marketplace's permanent
+// refusal to sell, and the reason to keep for operators.
+func sourcingFailure(err error) (string, bool) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != string(models.CodeSourcingFailed) {
+		return "", false
+	}
+	// The cause carries the fulfiller's own words (which product, why).
+	var cause *temporal.ApplicationError
+	if errors.As(appErr.Unwrap(), &cause) && cause.Message() != "" {
+		return cause.Message(), true
+	}
+	return appErr.Message(), true
+}

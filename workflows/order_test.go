@@ -1,0 +1,548 @@
+package workflows_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+var t0 = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+
+const (
+	orderID     = "ord_0001"
+	orderNumber = "12345678903"
+	deadline    = 30 * time.Minute
+)
+
+var shipment = models.Shipment{Carrier: "Test Post", TrackingNumber: "TP000123", EstimatedDelivery: "2026-03-17"}
+
+// harness runs one Order workflow against the real activities, backed by
+// a fake store and a fake fulfiller.
+type harness struct {
+	t     *testing.T
+	env   *testsuite.TestWorkflowEnvironment
+	in    workflows.OrderInput
+	store *fakeStore
+	ff    *fakeFulfiller
+	attrs []temporal.SearchAttributes // every upsert, in order
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+
+	in := workflows.OrderInput{
+		OrderID:         orderID,
+		OrderNumber:     orderNumber,
+		Mode:            models.ModeTest,
+		PaymentAsset:    "USDC",
+		PaymentAmount:   decimal.RequireFromString("995.98"),
+		PaymentDeadline: t0.Add(deadline),
+	}
+	h := &harness{
+		t:   t,
+		env: env,
+		in:  in,
+		store: newFakeStore(models.Order{
+			ID: orderID, Number: orderNumber, Mode: models.ModeTest,
+			Items: []models.CartItem{{Marketplace: models.MarketplaceAmazon, ProductID: "B0ABC12345", Quantity: 1}},
+		}),
+		ff: &fakeFulfiller{shipment: shipment},
+	}
+	env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
+	env.RegisterActivity(&activities.Activities{
+		Store:      h.store,
+		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: h.ff},
+	})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		h.attrs = append(h.attrs, args.Get(0).(temporal.SearchAttributes))
+	}).Return()
+	return h
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func pay(id, amount string) workflows.PaymentSignal {
+	return workflows.PaymentSignal{
+		PaymentID:  id,
+		Asset:      "USDC",
+		Amount:     decimal.RequireFromString(amount),
+		ReceivedAt: t0,
+		Memo:       orderNumber,
+		Sender:     "GSENDER",
+	}
+}
+
+func (h *harness) payAt(after time.Duration, p workflows.PaymentSignal) {
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(workflows.SignalPaymentMatched, p) }, after)
+}
+
+func (h *harness) cancelAt(after time.Duration, c workflows.CancelSignal) {
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(workflows.SignalCancel, c) }, after)
+}
+
+func (h *harness) queryAt(after time.Duration, into *workflows.StatusView) {
+	h.env.RegisterDelayedCallback(func() { *into = h.query() }, after)
+}
+
+func (h *harness) query() workflows.StatusView {
+	h.t.Helper()
+	v, err := h.env.QueryWorkflow(workflows.QueryStatus)
+	require.NoError(h.t, err)
+	var view workflows.StatusView
+	require.NoError(h.t, v.Get(&view))
+	return view
+}
+
+// run executes the workflow by its registered name and returns its result.
+func (h *harness) run() workflows.OrderResult {
+	h.t.Helper()
+	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	require.NoError(h.t, h.env.GetWorkflowError())
+	var res workflows.OrderResult
+	require.NoError(h.t, h.env.GetWorkflowResult(&res))
+	return res
+}
+
+func result(status models.OrderStatus, ps models.PaymentStatus, received string) workflows.OrderResult {
+	return workflows.OrderResult{Status: status, PaymentStatus: ps, AmountReceived: decimal.RequireFromString(received)}
+}
+
+func assertResult(t *testing.T, want, got workflows.OrderResult) {
+	t.Helper()
+	assert.Equal(t, want.Status, got.Status, "status")
+	assert.Equal(t, want.PaymentStatus, got.PaymentStatus, "payment status")
+	assert.True(t, want.AmountReceived.Equal(got.AmountReceived), "amount received: want %s, got %s", want.AmountReceived, got.AmountReceived)
+}
+
+var fulfilled = []string{
+	"transition:ordered/confirmed", "transition:shipped/confirmed", "transition:delivered/confirmed",
+}
+
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestOrderHappyPath(t *testing.T) {
+	h := newHarness(t)
+	h.payAt(5*time.Minute, pay("sandbox:p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	transitions, payments, writes := h.store.snapshot()
+	// The payment is attached before the order says paid; then one write
+	// per step, in order.
+	assert.Equal(t, concat([]string{"payment:sandbox:p1", "transition:paid/confirmed"}, fulfilled), writes)
+	assert.Equal(t, []string{"source", "ship", "deliver"}, h.ff.Calls())
+
+	require.Len(t, transitions, 4)
+	paid := transitions[0]
+	assert.Equal(t, t0.Add(5*time.Minute), paid.At, "paid at the workflow time the payment arrived")
+	assert.True(t, paid.AmountReceived.Equal(decimal.RequireFromString("995.98")))
+	for i, tr := range transitions {
+		assert.False(t, tr.At.Before(paid.At), "step %d before paid", i)
+		if i > 0 {
+			assert.False(t, tr.At.Before(transitions[i-1].At), "step %d out of order", i)
+		}
+		assert.Empty(t, tr.Reason)
+	}
+	assert.Nil(t, transitions[0].Shipment, "no shipment when paid")
+	assert.Nil(t, transitions[1].Shipment, "no shipment when ordered")
+	require.NotNil(t, transitions[2].Shipment, "shipment recorded on shipped")
+	assert.Equal(t, shipment, *transitions[2].Shipment)
+
+	assert.Equal(t, []models.Payment{{
+		ID: "sandbox:p1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("995.98"),
+		Memo: orderNumber, Sender: "GSENDER", ReceivedAt: t0, OrderID: orderID,
+	}}, payments)
+
+	view := h.query()
+	assert.Equal(t, models.OrderDelivered, view.Status)
+	assert.Equal(t, shipment, view.Shipment)
+}
+
+// TestOrderPaymentWait covers how the wait for payment ends: the deadline,
+// operator cancels, and the payment tally's rules.
+func TestOrderPaymentWait(t *testing.T) {
+	type event struct {
+		at     time.Duration
+		pay    *workflows.PaymentSignal
+		cancel *workflows.CancelSignal
+	}
+	payEv := func(at time.Duration, p workflows.PaymentSignal) event { return event{at: at, pay: &p} }
+	inAsset := func(p workflows.PaymentSignal, asset string) workflows.PaymentSignal { p.Asset = asset; return p }
+	cancel := &workflows.CancelSignal{Reason: "customer asked", RequestedBy: "ops@memocart"}
+
+	tests := []struct {
+		name       string
+		events     []event
+		want       workflows.OrderResult
+		wantWrites []string
+		wantEnd    time.Duration // workflow time at completion
+		wantReason string
+	}{
+		{
+			name:       "no payment: the deadline cancels, nothing to refund",
+			want:       result(models.OrderCancelled, models.PaymentExpired, "0"),
+			wantWrites: []string{"transition:cancelled/expired"},
+			wantEnd:    deadline,
+			wantReason: "payment deadline passed",
+		},
+		{
+			name:   "partial then top-up pays",
+			events: []event{payEv(5*time.Minute, pay("p1", "500")), payEv(10*time.Minute, pay("p2", "495.98"))},
+			want:   result(models.OrderDelivered, models.PaymentConfirmed, "995.98"),
+			wantWrites: concat([]string{
+				"payment:p1", "transition:created/partial", "payment:p2", "transition:paid/confirmed",
+			}, fulfilled),
+			wantEnd: 10 * time.Minute,
+		},
+		{
+			name:       "the same payment twice counts once",
+			events:     []event{payEv(5*time.Minute, pay("p1", "497.99")), payEv(10*time.Minute, pay("p1", "497.99"))},
+			want:       result(models.OrderCancelled, models.PaymentRefundDue, "497.99"),
+			wantWrites: []string{"payment:p1", "transition:created/partial", "transition:cancelled/refund_due"},
+			wantEnd:    deadline,
+			wantReason: "payment deadline passed",
+		},
+		{
+			name:       "a payment in another asset is recorded, not credited, and due back",
+			events:     []event{payEv(5*time.Minute, inAsset(pay("p1", "995.98"), "XLM"))},
+			want:       result(models.OrderCancelled, models.PaymentRefundDue, "0"),
+			wantWrites: []string{"payment:p1", "transition:cancelled/refund_due"},
+			wantEnd:    deadline,
+			wantReason: "payment deadline passed",
+		},
+		{
+			name: "a stray asset next to the full amount makes it overpaid",
+			events: []event{
+				payEv(5*time.Minute, inAsset(pay("p1", "10"), "XLM")),
+				payEv(6*time.Minute, pay("p2", "995.98")),
+			},
+			want: result(models.OrderDelivered, models.PaymentOverpaid, "995.98"),
+			wantWrites: []string{
+				"payment:p1", "payment:p2", "transition:paid/overpaid",
+				"transition:ordered/overpaid", "transition:shipped/overpaid", "transition:delivered/overpaid",
+			},
+			wantEnd: 6 * time.Minute,
+		},
+		{
+			name:       "asset codes compare without case",
+			events:     []event{payEv(5*time.Minute, inAsset(pay("p1", "995.98"), "usdc"))},
+			want:       result(models.OrderDelivered, models.PaymentConfirmed, "995.98"),
+			wantWrites: concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled),
+			wantEnd:    5 * time.Minute,
+		},
+		{
+			name:   "overpayment",
+			events: []event{payEv(5*time.Minute, pay("p1", "1000"))},
+			want:   result(models.OrderDelivered, models.PaymentOverpaid, "1000"),
+			wantWrites: []string{
+				"payment:p1", "transition:paid/overpaid",
+				"transition:ordered/overpaid", "transition:shipped/overpaid", "transition:delivered/overpaid",
+			},
+			wantEnd: 5 * time.Minute,
+		},
+		{
+			name:       "underpaid at the deadline: cancelled, refund due",
+			events:     []event{payEv(5*time.Minute, pay("p1", "500"))},
+			want:       result(models.OrderCancelled, models.PaymentRefundDue, "500"),
+			wantWrites: []string{"payment:p1", "transition:created/partial", "transition:cancelled/refund_due"},
+			wantEnd:    deadline,
+			wantReason: "payment deadline passed",
+		},
+		{
+			name:       "payments without an id or amount are ignored",
+			events:     []event{payEv(5*time.Minute, pay("", "995.98")), payEv(6*time.Minute, pay("p0", "0"))},
+			want:       result(models.OrderCancelled, models.PaymentExpired, "0"),
+			wantWrites: []string{"transition:cancelled/expired"},
+			wantEnd:    deadline,
+			wantReason: "payment deadline passed",
+		},
+		{
+			name:       "operator cancel before payment",
+			events:     []event{{at: 5 * time.Minute, cancel: cancel}},
+			want:       result(models.OrderCancelled, models.PaymentCancelled, "0"),
+			wantWrites: []string{"transition:cancelled/cancelled"},
+			wantEnd:    5 * time.Minute,
+			wantReason: "cancelled by ops@memocart: customer asked",
+		},
+		{
+			name:       "operator cancel after a partial payment: refund due",
+			events:     []event{payEv(5*time.Minute, pay("p1", "500")), {at: 6 * time.Minute, cancel: cancel}},
+			want:       result(models.OrderCancelled, models.PaymentRefundDue, "500"),
+			wantWrites: []string{"payment:p1", "transition:created/partial", "transition:cancelled/refund_due"},
+			wantEnd:    6 * time.Minute,
+			wantReason: "cancelled by ops@memocart: customer asked",
+		},
+		{
+			name: "a second cancel is ignored",
+			events: []event{
+				{at: 5 * time.Minute, cancel: cancel},
+				{at: 5 * time.Minute, cancel: &workflows.CancelSignal{Reason: "again", RequestedBy: "someone else"}},
+			},
+			want:       result(models.OrderCancelled, models.PaymentCancelled, "0"),
+			wantWrites: []string{"transition:cancelled/cancelled"},
+			wantEnd:    5 * time.Minute,
+			wantReason: "cancelled by ops@memocart: customer asked",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			for _, ev := range tt.events {
+				if ev.pay != nil {
+					h.payAt(ev.at, *ev.pay)
+				}
+				if ev.cancel != nil {
+					h.cancelAt(ev.at, *ev.cancel)
+				}
+			}
+
+			res := h.run()
+
+			assertResult(t, tt.want, res)
+			transitions, _, writes := h.store.snapshot()
+			assert.Equal(t, tt.wantWrites, writes)
+			assert.Equal(t, t0.Add(tt.wantEnd), h.env.Now().UTC(), "completion time")
+			last := transitions[len(transitions)-1]
+			assert.Equal(t, tt.wantReason, last.Reason)
+			if tt.want.Status == models.OrderCancelled {
+				assert.Empty(t, h.ff.Calls(), "no fulfilment for a cancelled order")
+				assert.Equal(t, t0.Add(tt.wantEnd), last.At, "cancelled at the workflow time it was decided")
+			}
+		})
+	}
+}
+
+func TestOrderDeadlineAlreadyPassed(t *testing.T) {
+	h := newHarness(t)
+	h.in.PaymentDeadline = t0.Add(-time.Minute)
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderCancelled, models.PaymentExpired, "0"), res)
+	_, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"transition:cancelled/expired"}, writes)
+	assert.Equal(t, t0, h.env.Now().UTC())
+}
+
+func TestOrderSourcingFailed(t *testing.T) {
+	h := newHarness(t)
+	h.ff.sourceErr = fmt.Errorf("fake marketplace: B0ABC12345 withdrawn by the seller: %w", models.ErrSourcingFailed)
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run() // a failed order is a result, not a workflow error
+
+	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due"}, writes)
+	assert.Contains(t, transitions[len(transitions)-1].Reason, "withdrawn by the seller")
+	assert.Equal(t, []string{"source"}, h.ff.Calls(), "sourced once (non-retryable), never shipped")
+}
+
+func TestOrderTransientStoreErrorIsRetried(t *testing.T) {
+	h := newHarness(t)
+	h.store.failTransitions = 2
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	_, _, writes := h.store.snapshot()
+	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
+	assert.Equal(t, 6, h.store.transitionCalls, "two failed attempts, then four writes")
+}
+
+func TestOrderCancelAfterPaidIsIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	h.ff.onSource = func() {
+		h.env.SignalWorkflow(workflows.SignalCancel, workflows.CancelSignal{Reason: "too late", RequestedBy: "ops"})
+	}
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	_, _, writes := h.store.snapshot()
+	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
+}
+
+func TestOrderPaymentDuringFulfilmentIsOverpaid(t *testing.T) {
+	h := newHarness(t)
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	h.ff.onShip = func() { h.env.SignalWorkflow(workflows.SignalPaymentMatched, pay("p2", "1")) }
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentOverpaid, "996.98"), res)
+	transitions, payments, writes := h.store.snapshot()
+	assert.Contains(t, writes, "payment:p2")
+	assert.Len(t, payments, 2)
+	last := transitions[len(transitions)-1]
+	assert.Equal(t, models.OrderDelivered, last.Status)
+	assert.Equal(t, models.PaymentOverpaid, last.PaymentStatus)
+	assert.True(t, last.AmountReceived.Equal(decimal.RequireFromString("996.98")))
+}
+
+// TestOrderPaymentAfterCancelIsRecorded sends a payment just as the order
+// is closed: the workflow must take it in before returning, record it and
+// mark the money as due back.
+func TestOrderPaymentAfterCancelIsRecorded(t *testing.T) {
+	h := newHarness(t)
+	h.store.onTransition = func(tr models.Transition) {
+		if tr.Status == models.OrderCancelled && tr.PaymentStatus == models.PaymentExpired {
+			h.env.SignalWorkflow(workflows.SignalPaymentMatched, pay("late", "995.98"))
+		}
+	}
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderCancelled, models.PaymentRefundDue, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"transition:cancelled/expired", "payment:late", "transition:cancelled/refund_due"}, writes)
+	assert.Equal(t, transitions[0].At, transitions[1].At, "the cancelled step keeps its time")
+	assert.Empty(t, h.ff.Calls())
+}
+
+func TestOrderStatusQuery(t *testing.T) {
+	h := newHarness(t)
+	var start, partial workflows.StatusView
+	h.queryAt(time.Minute, &start)
+	h.payAt(5*time.Minute, pay("p1", "500"))
+	h.queryAt(6*time.Minute, &partial)
+	h.payAt(10*time.Minute, pay("p2", "495.98"))
+
+	h.run()
+
+	due := decimal.RequireFromString("995.98")
+	assert.Equal(t, models.OrderCreated, start.Status)
+	assert.Equal(t, models.PaymentPending, start.PaymentStatus)
+	assert.True(t, start.AmountDue.Equal(due))
+	assert.True(t, start.AmountReceived.IsZero())
+	assert.True(t, start.AmountRemaining.Equal(due))
+	assert.Equal(t, t0.Add(deadline), start.PaymentDeadline.UTC())
+	assert.Zero(t, start.PaymentsCounted)
+
+	assert.Equal(t, models.OrderCreated, partial.Status)
+	assert.Equal(t, models.PaymentPartial, partial.PaymentStatus)
+	assert.True(t, partial.AmountReceived.Equal(decimal.RequireFromString("500")))
+	assert.True(t, partial.AmountRemaining.Equal(decimal.RequireFromString("495.98")), "remaining %s", partial.AmountRemaining)
+	assert.Equal(t, 1, partial.PaymentsCounted)
+
+	final := h.query()
+	assert.Equal(t, models.OrderDelivered, final.Status)
+	assert.Equal(t, models.PaymentConfirmed, final.PaymentStatus)
+	assert.True(t, final.AmountRemaining.IsZero())
+	assert.Equal(t, 2, final.PaymentsCounted)
+	assert.Equal(t, shipment, final.Shipment)
+}
+
+func TestOrderSearchAttributes(t *testing.T) {
+	h := newHarness(t)
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	h.run()
+
+	type sa struct{ number, status, payment string }
+	var got []sa
+	for _, a := range h.attrs {
+		var s sa
+		s.number, _ = a.GetKeyword(workflows.SearchAttrOrderNumber)
+		s.status, _ = a.GetKeyword(workflows.SearchAttrOrderStatus)
+		s.payment, _ = a.GetKeyword(workflows.SearchAttrPaymentStatus)
+		got = append(got, s)
+	}
+	assert.Equal(t, []sa{
+		{orderNumber, "created", "pending"},
+		{"", "paid", "confirmed"},
+		{"", "ordered", "confirmed"},
+		{"", "shipped", "confirmed"},
+		{"", "delivered", "confirmed"},
+	}, got)
+}
+
+func TestOrderWorkflowCancelled(t *testing.T) {
+	h := newHarness(t)
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)
+
+	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
+
+	require.True(t, h.env.IsWorkflowCompleted())
+	err := h.env.GetWorkflowError()
+	require.Error(t, err)
+	assert.True(t, temporal.IsCanceledError(err), "got %v", err)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"transition:cancelled/cancelled"}, writes)
+	assert.Equal(t, "workflow cancelled", transitions[0].Reason)
+	assert.Empty(t, h.ff.Calls())
+}
+
+func TestOrderInvalidInput(t *testing.T) {
+	h := newHarness(t)
+	h.in.PaymentAmount = decimal.Zero
+	h.in.OrderID = ""
+
+	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
+
+	err := h.env.GetWorkflowError()
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, string(models.CodeInvalidRequest), appErr.Type())
+	assert.Contains(t, appErr.Message(), "OrderID, PaymentAmount")
+}
+
+func TestStartOptions(t *testing.T) {
+	in := workflows.OrderInput{
+		OrderID: orderID, OrderNumber: orderNumber, Mode: models.ModeTest,
+		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("995.98"), PaymentDeadline: t0,
+	}
+	opts := workflows.StartOptions(in, "orders-q")
+	assert.Equal(t, "order-"+orderID, opts.ID)
+	assert.Equal(t, models.WorkflowID(orderID), opts.ID)
+	assert.Equal(t, "orders-q", opts.TaskQueue)
+	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, opts.WorkflowIDReusePolicy)
+	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
+	assert.Equal(t, "Order 12345678903 — 995.98 USDC", opts.StaticSummary)
+	assert.Contains(t, opts.StaticDetails, orderID)
+	for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
+		workflows.SearchAttrOrderNumber:   orderNumber,
+		workflows.SearchAttrOrderStatus:   "created",
+		workflows.SearchAttrPaymentStatus: "pending",
+	} {
+		got, ok := opts.TypedSearchAttributes.GetKeyword(key)
+		assert.True(t, ok, key.GetName())
+		assert.Equal(t, want, got, key.GetName())
+	}
+}
