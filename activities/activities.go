@@ -48,8 +48,10 @@ type Activities struct {
 	// fulfilment with live_mode_unavailable.
 	Fulfillers map[models.Mode]Fulfiller
 
-	// heartbeatEvery overrides the heartbeat interval; tests set it.
-	heartbeatEvery time.Duration
+	// Tests override how often and how heartbeats are recorded: the SDK
+	// forwards at most one heartbeat per throttle interval (30s by default).
+	heartbeatEvery  time.Duration
+	recordHeartbeat func(ctx context.Context, details ...any)
 }
 
 // RecordTransition writes one step of the workflow's progress.
@@ -131,6 +133,10 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	if every <= 0 {
 		every = defaultHeartbeatEvery
 	}
+	record := a.recordHeartbeat
+	if record == nil {
+		record = activity.RecordHeartbeat
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -142,7 +148,7 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				record(ctx)
 			}
 		}
 	}()

@@ -178,6 +178,11 @@ func (s *Server) createOrder(c *gin.Context) {
 	c.JSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
 }
 
+// SetAfterOrderCommit installs f to run between committing an order and
+// starting its workflow. Tests use it to make the process "die" at exactly
+// that point; production never sets it.
+func (s *Server) SetAfterOrderCommit(f func(models.Order) error) { s.afterOrderCommit = f }
+
 func (s *Server) startWorkflow(ctx context.Context, o models.Order) error {
 	if err := s.deps.Workflows.StartOrder(ctx, o); err != nil {
 		return err

@@ -33,9 +33,9 @@ var errRandomnessExhausted = errors.New("order number: randomness source returne
 //   - random, not sequential, so they reveal nothing about order volume and
 //     cannot be guessed from a neighbour's number;
 //   - 11 digits: 10 random ones, the first never 0 (so the number keeps its
-//     length wherever a leading zero would be dropped), then a Luhn check
-//     digit, so most typos are rejected instead of matching another order
-//     (see ValidOrderNumber).
+//     length wherever a leading zero would be dropped), then a Damm check
+//     digit, so a typo in a memo is rejected instead of paying another
+//     order (see ValidOrderNumber).
 //
 // Digits are drawn by rejection sampling, so all 9×10⁹ numbers are equally
 // likely. That makes collisions rare, not impossible, and this package
@@ -72,14 +72,15 @@ func NewOrderNumber(random io.Reader) (string, error) {
 			}
 		}
 	}
-	return string(append(digits, luhnCheckDigit(digits))), nil
+	return string(append(digits, dammCheckDigit(digits))), nil
 }
 
 // ValidOrderNumber reports whether s is an order number in canonical form:
-// 11 ASCII digits, the first not 0, with a correct Luhn check digit. The
-// check digit catches every single mistyped digit and every swap of two
-// adjacent different digits except 09 ↔ 90, the one transposition Luhn
-// cannot see.
+// 11 ASCII digits, the first not 0, with a correct Damm check digit. Order
+// numbers double as payment memos, so a typo must never turn one order's
+// number into another's: the Damm check digit rejects every single
+// mistyped digit and every swap of two adjacent different digits, 09 ↔ 90
+// included, the one transposition a Luhn check digit would let through.
 func ValidOrderNumber(s string) bool {
 	if len(s) != orderNumberLen || s[0] == '0' {
 		return false
@@ -89,7 +90,7 @@ func ValidOrderNumber(s string) bool {
 			return false
 		}
 	}
-	return luhnSum([]byte(s), false)%10 == 0
+	return dammInterim([]byte(s)) == 0
 }
 
 // NormalizeOrderNumber returns the canonical order number in s, the way a
@@ -131,29 +132,41 @@ func isDash(r rune) bool {
 	return false
 }
 
-// luhnCheckDigit returns the digit that makes payload followed by it pass
-// the Luhn check.
-func luhnCheckDigit(payload []byte) byte {
-	// With the check digit appended, the payload's last digit is the
-	// second from the right, the first one Luhn doubles.
-	return '0' + byte((10-luhnSum(payload, true)%10)%10)
+// dammTable is the operation table of the order-10 totally anti-symmetric
+// quasigroup from H. Michael Damm's 2004 thesis (the one Wikipedia's
+// "Damm algorithm" article uses): row is the interim digit, column the next
+// digit. Its diagonal is all zeros, and because the quasigroup is totally
+// anti-symmetric, the check digit detects every single-digit substitution
+// and every transposition of two adjacent digits.
+var dammTable = [10][10]byte{
+	{0, 3, 1, 7, 5, 9, 8, 6, 4, 2},
+	{7, 0, 9, 2, 1, 5, 4, 8, 6, 3},
+	{4, 2, 0, 6, 8, 7, 1, 3, 5, 9},
+	{1, 7, 5, 0, 9, 8, 3, 4, 2, 6},
+	{6, 1, 2, 3, 0, 4, 5, 9, 7, 8},
+	{3, 6, 7, 4, 2, 0, 9, 5, 8, 1},
+	{5, 8, 6, 9, 7, 2, 0, 1, 3, 4},
+	{8, 9, 4, 5, 3, 6, 2, 0, 1, 7},
+	{9, 4, 3, 8, 6, 1, 7, 2, 0, 5},
+	{2, 5, 8, 1, 4, 3, 6, 7, 9, 0},
 }
 
-// luhnSum is the Luhn sum of the ASCII digits in digits, walking from the
-// right; doubleFirst says whether the rightmost digit is doubled.
-func luhnSum(digits []byte, doubleFirst bool) int {
-	sum := 0
-	double := doubleFirst
-	for i := len(digits) - 1; i >= 0; i-- {
-		d := int(digits[i] - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
+// dammCheckDigit returns the ASCII digit that makes payload followed by it
+// pass the Damm check. payload must hold ASCII digits only.
+func dammCheckDigit(payload []byte) byte {
+	// The table's diagonal is zero, so appending the interim digit itself
+	// brings the interim to 0.
+	return '0' + dammInterim(payload)
+}
+
+// dammInterim runs the Damm algorithm over the ASCII digits in digits,
+// left to right from an interim of 0, and returns the final interim digit:
+// 0 exactly when digits ends in a correct check digit. digits must hold
+// ASCII digits only.
+func dammInterim(digits []byte) byte {
+	var interim byte
+	for _, c := range digits {
+		interim = dammTable[interim][c-'0']
 	}
-	return sum
+	return interim
 }

@@ -27,26 +27,26 @@ func TestNewOrderNumberFromKnownBytes(t *testing.T) {
 	}{
 		{
 			// 0 → first digit 1 (1 + 0 mod 9), then one digit per byte.
-			name:  "textbook Luhn example",
+			name:  "one digit per byte",
 			bytes: []byte{0, 2, 3, 4, 5, 6, 7, 8, 9, 0},
-			want:  "12345678903",
+			want:  "12345678906",
 		},
 		{
 			// 252..255 would bias the first digit, 250..255 the others:
 			// they are skipped, and the digits come from the bytes after.
 			name:  "out-of-range bytes skipped",
 			bytes: []byte{255, 253, 252, 0, 250, 255, 2, 3, 4, 5, 6, 7, 8, 9, 0},
-			want:  "12345678903",
+			want:  "12345678906",
 		},
 		{
 			name:  "highest accepted bytes",
 			bytes: []byte{251, 249, 249, 249, 249, 249, 249, 249, 249, 249},
-			want:  "99999999990",
+			want:  "99999999992",
 		},
 		{
 			name:  "reduction modulo 9 and 10",
 			bytes: []byte{9, 10, 20, 30, 40, 50, 60, 70, 80, 90},
-			want:  "10000000009",
+			want:  "10000000003",
 		},
 	}
 	for _, tc := range tests {
@@ -71,7 +71,7 @@ func TestNewOrderNumberUnbiasedDigits(t *testing.T) {
 		n, err := NewOrderNumber(bytes.NewReader(src))
 		require.NoError(t, err)
 		if b >= 252 {
-			assert.Equal(t, "10000000009", n, "byte %d must be skipped", b)
+			assert.Equal(t, "10000000003", n, "byte %d must be skipped", b)
 			continue
 		}
 		first[n[0]]++
@@ -87,7 +87,7 @@ func TestNewOrderNumberUnbiasedDigits(t *testing.T) {
 		n, err := NewOrderNumber(bytes.NewReader(src))
 		require.NoError(t, err)
 		if b >= 250 {
-			assert.Equal(t, "10000000009", n, "byte %d must be skipped", b)
+			assert.Equal(t, "10000000003", n, "byte %d must be skipped", b)
 			continue
 		}
 		later[n[1]]++
@@ -141,34 +141,96 @@ type failingReader struct{ err error }
 
 func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
 
+func TestDammCheckDigit(t *testing.T) {
+	tests := []struct {
+		payload string
+		want    byte
+	}{
+		{"572", '4'}, // the textbook example: 5724 is valid
+		{"", '0'},
+		{"0", '0'},
+		{"1234567890", '6'},
+		{"1000000000", '3'},
+		{"9999999999", '2'},
+	}
+	for _, tc := range tests {
+		t.Run(tc.payload, func(t *testing.T) {
+			got := dammCheckDigit([]byte(tc.payload))
+			assert.Equal(t, string(tc.want), string(got))
+			assert.Zero(t, dammInterim([]byte(tc.payload+string(got))), "payload+check must verify")
+		})
+	}
+	assert.Zero(t, dammInterim([]byte("5724")), "5724 is valid")
+	for d := byte('0'); d <= '9'; d++ {
+		if d != '4' {
+			assert.NotZero(t, dammInterim([]byte{'5', '7', '2', d}), "572%c is invalid", d)
+		}
+	}
+}
+
+// TestDammTable checks the properties the error detection rests on, so a
+// mistyped table entry cannot go unnoticed: every row and column is a
+// permutation of 0–9 (a quasigroup, hence every single-digit substitution
+// is caught), the diagonal is zero, and the quasigroup is weakly totally
+// anti-symmetric, (x∗a)∗b ≠ (x∗b)∗a for a ≠ b (hence every adjacent
+// transposition is caught).
+func TestDammTable(t *testing.T) {
+	for i := range 10 {
+		var row, col [10]bool
+		for j := range 10 {
+			row[dammTable[i][j]] = true
+			col[dammTable[j][i]] = true
+		}
+		assert.Equal(t, [10]bool{true, true, true, true, true, true, true, true, true, true}, row, "row %d", i)
+		assert.Equal(t, [10]bool{true, true, true, true, true, true, true, true, true, true}, col, "column %d", i)
+		assert.Zero(t, dammTable[i][i], "diagonal at %d", i)
+	}
+	for x := range 10 {
+		for a := range 10 {
+			for b := range 10 {
+				if a == b {
+					continue
+				}
+				assert.NotEqual(t, dammTable[dammTable[x][a]][b], dammTable[dammTable[x][b]][a],
+					"interim %d, digits %d%d", x, a, b)
+			}
+		}
+	}
+}
+
 func TestValidOrderNumber(t *testing.T) {
 	tests := []struct {
 		in   string
 		want bool
 	}{
-		{"12345678903", true},
-		{"79927398713", true}, // the textbook Luhn example
-		{"10000000009", true},
-		{"12345678904", false}, // wrong check digit
-		{"79927398710", false},
-		{"01234567897", false}, // Luhn-valid, but never issued: leading 0
+		{"12345678906", true},
+		{"10000000003", true},
+		{"99999999992", true},
+		{"12345678907", false}, // wrong check digit
+		{"12345678903", false}, // the Luhn check digit, not the Damm one
+		{"79927398713", false}, // the textbook Luhn example is not Damm-valid
+		{"12345678096", false}, // 90 → 09 swap, which Luhn would miss
+		{"01234567894", false}, // Damm-valid, but never issued: leading 0
 		{"1234567890", false},
-		{"123456789031", false},
+		{"123456789061", false},
 		{"", false},
 		{"1234567890a", false},
-		{"1234-5678-903", false}, // canonical form only; see NormalizeOrderNumber
-		{" 12345678903", false},
-		{"１２３４５６７８９０３", false}, // full-width digits
+		{"1234-5678-906", false}, // canonical form only; see NormalizeOrderNumber
+		{" 12345678906", false},
+		{"１２３４５６７８９０６", false}, // full-width digits
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
 			assert.Equal(t, tc.want, ValidOrderNumber(tc.in))
 		})
 	}
+	// The leading-zero case above must fail for the leading zero alone.
+	assert.Zero(t, dammInterim([]byte("01234567894")))
 }
 
 // sampleOrderNumbers returns generated numbers plus crafted ones that hold
-// every adjacent digit pair, including the 09 and 90 Luhn cannot tell apart.
+// every adjacent digit pair, including 09 and 90, the pair Luhn cannot tell
+// apart.
 func sampleOrderNumbers(t *testing.T) []string {
 	t.Helper()
 	var out []string
@@ -181,13 +243,13 @@ func sampleOrderNumbers(t *testing.T) []string {
 	for a := range 10 {
 		for b := range 10 {
 			// Payload "1<a><b><a><b>...": the pair appears at several
-			// positions of both parities.
+			// positions, and next to the check digit.
 			p := []byte{'1'}
 			for len(p) < 10 {
 				p = append(p, byte('0'+a), byte('0'+b))
 			}
 			p = p[:10]
-			n := string(append(p, luhnCheckDigit(p)))
+			n := string(append(p, dammCheckDigit(p)))
 			require.True(t, ValidOrderNumber(n), n)
 			out = append(out, n)
 		}
@@ -210,7 +272,7 @@ func TestOrderNumberCatchesEverySingleDigitTypo(t *testing.T) {
 }
 
 func TestOrderNumberCatchesAdjacentSwaps(t *testing.T) {
-	blind := 0
+	zeroNine, leadingZero := 0, 0
 	for _, n := range sampleOrderNumbers(t) {
 		for i := range len(n) - 1 {
 			a, b := n[i], n[i+1]
@@ -218,18 +280,18 @@ func TestOrderNumberCatchesAdjacentSwaps(t *testing.T) {
 				continue // not a change
 			}
 			swapped := n[:i] + string(b) + string(a) + n[i+2:]
-			// Luhn maps both 0 and 9 to 9 when doubled, so swapping 0 and 9
-			// keeps the sum: the one documented blind spot. At position 0 it
-			// is still caught, because a number never starts with 0.
-			if (a == '0' && b == '9' || a == '9' && b == '0') && i > 0 {
-				assert.True(t, ValidOrderNumber(swapped), "%s → %s", n, swapped)
-				blind++
-				continue
+			if i == 0 && b == '0' {
+				// Never issued anyway, whatever the check digit says.
+				leadingZero++
+			}
+			if a == '0' && b == '9' || a == '9' && b == '0' {
+				zeroNine++
 			}
 			assert.False(t, ValidOrderNumber(swapped), "%s → %s", n, swapped)
 		}
 	}
-	assert.Positive(t, blind, "the sample must exercise the 09/90 case")
+	assert.Positive(t, zeroNine, "the sample must exercise the 09/90 swap Luhn misses")
+	assert.Positive(t, leadingZero, "the sample must exercise a swap that puts 0 first")
 }
 
 func TestNormalizeOrderNumber(t *testing.T) {
@@ -239,23 +301,25 @@ func TestNormalizeOrderNumber(t *testing.T) {
 		want   string
 		wantOK bool
 	}{
-		{"canonical", "12345678903", "12345678903", true},
-		{"surrounding spaces", "  12345678903\n", "12345678903", true},
-		{"dashes", "1234-5678-903", "12345678903", true},
-		{"spaces", "1234 5678 903", "12345678903", true},
-		{"en dashes", "1234–5678–903", "12345678903", true},
-		{"mixed", " 123 456-789 03 ", "12345678903", true},
-		{"every digit spaced", "1 2 3 4 5 6 7 8 9 0 3", "12345678903", true},
-		{"typo", "1234-5678-904", "", false},
-		{"swap", "2134-5678-903", "", false},
-		{"hash prefix", "#12345678903", "", false},
-		{"words", "Order 12345678903", "", false},
-		{"too long", "1234-5678-9031", "", false},
+		{"canonical", "12345678906", "12345678906", true},
+		{"surrounding spaces", "  12345678906\n", "12345678906", true},
+		{"dashes", "1234-5678-906", "12345678906", true},
+		{"spaces", "1234 5678 906", "12345678906", true},
+		{"en dashes", "1234–5678–906", "12345678906", true},
+		{"mixed", " 123 456-789 06 ", "12345678906", true},
+		{"every digit spaced", "1 2 3 4 5 6 7 8 9 0 6", "12345678906", true},
+		{"typo", "1234-5678-907", "", false},
+		{"swap", "2134-5678-906", "", false},
+		{"09 swap", "1234-5678-096", "", false},
+		{"luhn number", "1234-5678-903", "", false},
+		{"hash prefix", "#12345678906", "", false},
+		{"words", "Order 12345678906", "", false},
+		{"too long", "1234-5678-9061", "", false},
 		{"too short", "1234-5678-90", "", false},
 		{"dashes only", "---", "", false},
 		{"empty", "", "", false},
-		{"full-width digits", "１２３４５６７８９０３", "", false},
-		{"very long digits", "12345678903" + string(bytes.Repeat([]byte("0"), 1000)), "", false},
+		{"full-width digits", "１２３４５６７８９０６", "", false},
+		{"very long digits", "12345678906" + string(bytes.Repeat([]byte("0"), 1000)), "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -267,7 +267,7 @@ func (o *order) run(ctx workflow.Context) error {
 		// The workflow itself was cancelled (from the Temporal UI or CLI)
 		// while the order awaited payment: close it as an operator cancel
 		// would, then report the cancellation.
-		o.acceptBuffered(ctx)
+		o.acceptBuffered()
 		o.set(ctx, models.OrderCancelled, models.PaymentCancelled, "workflow cancelled")
 		if serr := o.sync(o.bg); serr != nil {
 			return serr
@@ -299,7 +299,7 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 	// Signals delivered together with the deadline, or before a run that
 	// started already past it, have not reached the coroutines yet. They
 	// arrived in time as far as the workflow can tell, so they count.
-	o.acceptBuffered(ctx)
+	o.acceptBuffered()
 	status, unpaidClose, reason := paymentOutcome(o.cancelReq, o.tally.Paid())
 	o.set(ctx, status, unpaidClose, reason)
 	o.logger.Info("Payment wait over", "Status", o.status, "PaymentStatus", o.paymentStatus(),
@@ -417,7 +417,7 @@ func (o *order) acceptCancel(c CancelSignal) {
 
 // acceptBuffered takes in every signal already delivered but not yet
 // received by the coroutines.
-func (o *order) acceptBuffered(ctx workflow.Context) {
+func (o *order) acceptBuffered() {
 	for {
 		var p PaymentSignal
 		if !o.payments.ReceiveAsync(&p) {
@@ -466,7 +466,7 @@ func (o *order) idle() bool { return len(o.toRecord) == 0 && !o.recording }
 // nobody knows about.
 func (o *order) settle(ctx workflow.Context) error {
 	for {
-		o.acceptBuffered(ctx)
+		o.acceptBuffered()
 		if err := workflow.Await(ctx, o.idle); err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 
 const (
 	orderID     = "ord_0001"
-	orderNumber = "12345678903"
+	orderNumber = "12345678906"
 	deadline    = 30 * time.Minute
 )
 
@@ -347,16 +347,45 @@ func TestOrderPaymentWait(t *testing.T) {
 	}
 }
 
+// TestOrderDeadlineAlreadyPassed starts a run after its deadline (a late
+// start, a retried start): it closes at once, but a payment delivered with
+// the start (signal-with-start) still counts.
 func TestOrderDeadlineAlreadyPassed(t *testing.T) {
-	h := newHarness(t)
-	h.in.PaymentDeadline = t0.Add(-time.Minute)
+	tests := []struct {
+		name       string
+		withStart  *workflows.PaymentSignal
+		want       workflows.OrderResult
+		wantWrites []string
+	}{
+		{
+			name:       "nothing received",
+			want:       result(models.OrderCancelled, models.PaymentExpired, "0"),
+			wantWrites: []string{"transition:cancelled/expired"},
+		},
+		{
+			name:       "paid with the start",
+			withStart:  &workflows.PaymentSignal{PaymentID: "p1", Asset: "USDC", Amount: decimal.RequireFromString("995.98")},
+			want:       result(models.OrderDelivered, models.PaymentConfirmed, "995.98"),
+			wantWrites: concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.in.PaymentDeadline = t0.Add(-time.Minute)
+			if tt.withStart != nil {
+				// A zero delay delivers the signal in the first workflow task.
+				h.payAt(0, *tt.withStart)
+			}
 
-	res := h.run()
+			res := h.run()
 
-	assertResult(t, result(models.OrderCancelled, models.PaymentExpired, "0"), res)
-	_, _, writes := h.store.snapshot()
-	assert.Equal(t, []string{"transition:cancelled/expired"}, writes)
-	assert.Equal(t, t0, h.env.Now().UTC())
+			assertResult(t, tt.want, res)
+			_, _, writes := h.store.snapshot()
+			assert.Equal(t, tt.wantWrites, writes)
+			assert.Equal(t, t0, h.env.Now().UTC())
+		})
+	}
 }
 
 func TestOrderSourcingFailed(t *testing.T) {
@@ -534,7 +563,7 @@ func TestStartOptions(t *testing.T) {
 	assert.Equal(t, "orders-q", opts.TaskQueue)
 	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, opts.WorkflowIDReusePolicy)
 	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
-	assert.Equal(t, "Order 12345678903 — 995.98 USDC", opts.StaticSummary)
+	assert.Equal(t, "Order 12345678906 — 995.98 USDC", opts.StaticSummary)
 	assert.Contains(t, opts.StaticDetails, orderID)
 	for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
 		workflows.SearchAttrOrderNumber:   orderNumber,

@@ -29,7 +29,6 @@ type Store interface {
 	SavePayment(ctx context.Context, p models.Payment) (bool, error)
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)
 	AttachPayment(ctx context.Context, paymentID, orderID string) error
-	MarkPaymentSignaled(ctx context.Context, paymentID string, at time.Time) error
 	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
 	PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
 }
@@ -100,16 +99,19 @@ func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.Payment
 	if err != nil {
 		return "", fmt.Errorf("signalling order workflow: %w", err)
 	}
-	if err := m.store.MarkPaymentSignaled(ctx, p.ID, m.now()); err != nil {
-		return "", err
-	}
+	// Not marked as delivered here: a signal accepted by Temporal can still
+	// miss a workflow that is completing at that instant. The workflow's
+	// own RecordPayment activity is the acknowledgement; until it runs,
+	// Redeliver keeps trying, and finds the order closed if it was.
 	return models.PaymentOutcomeMatched, nil
 }
 
-// Redeliver signals matched payments whose workflow never acknowledged them
-// (the process died between matching and signalling, or Temporal was
-// down). Older than grace, so it does not race a Handle in flight; the
-// workflow's de-duplication makes a race harmless anyway.
+// Redeliver signals matched payments whose workflow has not acknowledged
+// them (recorded them through its RecordPayment activity) within grace:
+// the process died between matching and signalling, Temporal was down, or
+// the signal reached a workflow in the instant it completed. The workflow
+// counts each payment id once, so delivering twice is harmless; a closed
+// workflow turns the payment late, due back.
 func (m *Matcher) Redeliver(ctx context.Context, grace time.Duration) (int, error) {
 	ps, err := m.store.PaymentsAwaitingSignal(ctx, m.now().Add(-grace), 100)
 	if err != nil {

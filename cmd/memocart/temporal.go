@@ -67,6 +67,11 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 	return nil
 }
 
+// testHookAfterOrderCommit is set only by this package's end-to-end tests,
+// before run starts, to simulate a crash between an order's commit and its
+// workflow start.
+var testHookAfterOrderCommit func(models.Order) error
+
 // apiStack is the API and what it drives: the sandbox payment source with
 // its matcher, and the reconciler.
 type apiStack struct {
@@ -95,6 +100,9 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			Logger:       e.log,
 		},
 	)
+	if testHookAfterOrderCommit != nil {
+		srv.SetAfterOrderCommit(testHookAfterOrderCommit)
+	}
 	return &apiStack{server: srv, matcher: matcher, sandbox: src, orders: orders}
 }
 
@@ -111,7 +119,8 @@ func (s *apiStack) run(ctx context.Context, e env, ready chan<- string) error {
 // but not yet handed to its workflow. Both are idempotent, so every replica
 // may run this.
 func (s *apiStack) reconcile(ctx context.Context, e env) {
-	const grace = 30 * time.Second
+	// A hand-off younger than grace may still be in flight.
+	grace := 3 * e.cfg.ReconcileEvery
 	t := time.NewTicker(e.cfg.ReconcileEvery)
 	defer t.Stop()
 	for {

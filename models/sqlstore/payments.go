@@ -98,17 +98,26 @@ func (s *Store) AttachPayment(ctx context.Context, paymentID, orderID string) er
 	return nil
 }
 
-// MarkPaymentSignaled records that the order's workflow has the payment.
-func (s *Store) MarkPaymentSignaled(ctx context.Context, paymentID string, at time.Time) error {
-	return s.db.WithContext(ctx).Model(&paymentRow{}).Where("id = ? AND signaled_at IS NULL", paymentID).
-		Update("signaled_at", at.UTC()).Error
-}
-
 // MarkPaymentLate records that a payment reached its order after the order
-// closed; the money is due back.
+// closed: the payment is marked late and the order's payment status
+// refund_due, so neither the operator nor the client can miss that money
+// must go back.
 func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error {
-	return s.db.WithContext(ctx).Model(&paymentRow{}).Where("id = ?", paymentID).
-		Updates(map[string]any{"status": PaymentLate, "signaled_at": at.UTC()}).Error
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var p paymentRow
+		if err := tx.Where("id = ?", paymentID).Take(&p).Error; err != nil {
+			return fmt.Errorf("reading payment: %w", err)
+		}
+		if err := tx.Model(&paymentRow{}).Where("id = ?", paymentID).
+			Updates(map[string]any{"status": PaymentLate, "signaled_at": at.UTC()}).Error; err != nil {
+			return fmt.Errorf("marking payment late: %w", err)
+		}
+		if p.OrderID == nil {
+			return nil
+		}
+		return tx.Model(&orderRow{}).Where("id = ?", *p.OrderID).
+			Updates(map[string]any{"payment_status": string(models.PaymentRefundDue), "updated_at": at.UTC()}).Error
+	})
 }
 
 // PaymentsAwaitingSignal returns matched payments whose workflow has not

@@ -84,6 +84,8 @@ const (
 	// has no deadline, so a server that never becomes ready is an error
 	// rather than a hang.
 	startupTimeout = 2 * time.Minute
+	// levelSilent is a log floor above every level the server uses.
+	levelSilent = slog.LevelError + 100
 )
 
 // Start starts the server and returns once the frontend accepts
@@ -102,12 +104,17 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	logLevel.Set(slog.LevelWarn)
 	logger := opts.Logger.With(slog.String("component", "devtemporal"))
 
+	// Fail fast, before touching DataDir, when a requested port is taken
+	// (typically by another dev server).
+	if err := checkRequestedPorts(opts); err != nil {
+		return nil, err
+	}
 	sqlConf, err := prepareSQLite(opts.DataDir, opts.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	// Ports last, right before the server binds them, to keep the window in
-	// which another process could take a free port we picked short.
+	// which another process could take a port short.
 	p, err := pickPorts(opts)
 	if err != nil {
 		return nil, err
@@ -268,9 +275,11 @@ func (s *Server) Namespace() string { return s.namespace }
 // the same DataDir reuses that connection, so restarting in-process works.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		// Shutdown makes the services log warnings about cancelled polls
-		// and closed connections; none of it is news to whoever called Stop.
-		s.logLevel.Set(slog.LevelError)
+		// Shutdown makes the services log warnings and errors about
+		// cancelled polls and closed task queues ("task queue closed");
+		// none of it is news to whoever called Stop, and a failure to stop
+		// is returned below.
+		s.logLevel.Set(levelSilent)
 		if s.ui != nil {
 			s.ui.Stop()
 			<-s.uiDone

@@ -115,9 +115,9 @@ func TestServerLogger(t *testing.T) {
 			want: []string{"service=history", "msg=slow"},
 		},
 		{
-			name:  "raised floor drops warnings",
-			floor: slog.LevelError,
-			log:   func(l serverLogger) { l.Warn("shutting down") },
+			name:  "silenced while stopping",
+			floor: levelSilent,
+			log:   func(l serverLogger) { l.Error("task queue closed") },
 		},
 		{
 			name:  "DPanic logs without panicking",

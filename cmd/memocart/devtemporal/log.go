@@ -11,7 +11,8 @@ import (
 // serverLogger adapts a *slog.Logger to the Temporal server's logger
 // interface. level is a floor below which records are dropped before any
 // tag is rendered: the server logs thousands of info lines, and Stop raises
-// the floor to keep shutdown chatter out of the caller's logs.
+// the floor above everything to keep shutdown chatter out of the caller's
+// logs.
 type serverLogger struct {
 	log   *slog.Logger
 	level *slog.LevelVar

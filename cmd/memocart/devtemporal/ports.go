@@ -25,26 +25,36 @@ type ports struct {
 	ui           int // 0 when the UI is disabled
 }
 
-// pickPorts resolves every port the server needs. Requested ports are
-// checked up front because both the Temporal server and the UI server end
-// the process (or panic) instead of returning an error when a bind fails.
-// Free ports are reserved all at once, so one server's ports are distinct,
-// and released just before the server binds them; the remaining race with
-// other processes is the usual one for free-port pickers.
+// checkRequestedPorts checks that the ports the caller asked for can be
+// bound. Both the Temporal server and the UI server end the process (or
+// panic) instead of returning an error when a bind fails, so a taken port
+// must be caught before they try.
+func checkRequestedPorts(o Options) error {
+	if o.GRPCPort != 0 {
+		if err := checkPortFree(o.Host, o.GRPCPort); err != nil {
+			return fmt.Errorf("devtemporal: frontend gRPC port %d: %w", o.GRPCPort, err)
+		}
+	}
+	if o.UIPort > 0 {
+		if err := checkPortFree(o.Host, o.UIPort); err != nil {
+			return fmt.Errorf("devtemporal: UI port %d: %w", o.UIPort, err)
+		}
+	}
+	return nil
+}
+
+// pickPorts resolves every port the server needs. It checks requested ports
+// again, as late as possible, and reserves free ports all at once, so one
+// server's ports are distinct, releasing them just before the server binds
+// them; the remaining race with other processes is the usual one for
+// free-port pickers.
 func pickPorts(o Options) (ports, error) {
 	p := ports{host: o.Host, dialHost: o.Host, frontendGRPC: o.GRPCPort, ui: o.UIPort}
 	if ip := net.ParseIP(o.Host); ip.IsUnspecified() {
 		p.dialHost = "127.0.0.1"
 	}
-	if p.frontendGRPC != 0 {
-		if err := checkPortFree(p.host, p.frontendGRPC); err != nil {
-			return p, fmt.Errorf("devtemporal: frontend gRPC port %d: %w", p.frontendGRPC, err)
-		}
-	}
-	if p.ui > 0 {
-		if err := checkPortFree(p.host, p.ui); err != nil {
-			return p, fmt.Errorf("devtemporal: UI port %d: %w", p.ui, err)
-		}
+	if err := checkRequestedPorts(o); err != nil {
+		return p, err
 	}
 
 	type want struct {

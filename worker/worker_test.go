@@ -1,0 +1,94 @@
+package worker_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/worker"
+	"github.com/memocart/memocart/workflows"
+)
+
+type memStore struct {
+	mu       sync.Mutex
+	order    models.Order
+	statuses []models.OrderStatus
+}
+
+func (s *memStore) Order(context.Context, string) (models.Order, error) { return s.order, nil }
+
+func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statuses = append(s.statuses, t.Status)
+	return nil
+}
+
+func (s *memStore) RecordPayment(context.Context, string, models.Payment) error { return nil }
+
+// TestRegister runs an order end to end with exactly the registrations and
+// options the real worker uses, with the sandbox fulfiller: if the names
+// the workflow calls (method values) and the names registered ever drift
+// apart, the activities are not found and this fails.
+func TestRegister(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options())
+	store := &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}}
+	worker.Register(env, &activities.Activities{
+		Store:      store,
+		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)},
+	})
+	start := env.Now()
+	in := workflows.OrderInput{
+		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
+		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("10"), PaymentDeadline: start.Add(time.Hour),
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalPaymentMatched, workflows.PaymentSignal{
+			PaymentID: "sandbox:1", Asset: "USDC", Amount: decimal.RequireFromString("10"),
+		})
+	}, time.Minute)
+
+	env.ExecuteWorkflow(workflows.OrderWorkflowName, in)
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.OrderResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Equal(t, models.OrderDelivered, res.Status)
+	assert.Equal(t, []models.OrderStatus{models.OrderPaid, models.OrderOrdered, models.OrderShipped, models.OrderDelivered}, store.statuses)
+
+	v, err := env.QueryWorkflow(workflows.QueryStatus)
+	require.NoError(t, err)
+	var view workflows.StatusView
+	require.NoError(t, v.Get(&view))
+	assert.Equal(t, sandbox.TrackingNumber("ord_1"), view.Shipment.TrackingNumber)
+}
+
+func TestNew(t *testing.T) {
+	// A lazy client never dials: enough to build (not start) a worker and
+	// check that registration does not panic on duplicates or bad names.
+	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	defer c.Close()
+	w := worker.New(c, worker.DefaultTaskQueue, &activities.Activities{})
+	require.NotNil(t, w)
+	assert.Equal(t, "memocart-orders", worker.DefaultTaskQueue)
+}
+
+func TestOptions(t *testing.T) {
+	o := worker.Options()
+	assert.True(t, o.DisableRegistrationAliasing)
+	assert.Positive(t, o.WorkerStopTimeout)
+}
