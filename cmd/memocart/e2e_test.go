@@ -532,3 +532,29 @@ func writeHistory(t *testing.T, s *stack, orderID, name string) {
 	require.NoError(t, os.WriteFile(path, b, 0o644))
 	t.Logf("wrote %s (%d events)", path, len(h.Events))
 }
+
+// TestE2EOperatorSignals sends the two operator signals of
+// docs/operators.md to real workflows, with the JSON an operator types.
+func TestE2EOperatorSignals(t *testing.T) {
+	s := startDev(t, "sqlite", nil)
+	ctx := context.Background()
+
+	unpaid := s.newOrder(s.key, product)
+	var cancel workflows.CancelSignal
+	require.NoError(t, json.Unmarshal([]byte(`{"Reason": "customer asked to cancel", "RequestedBy": "ops@memocart.com"}`), &cancel))
+	require.NoError(t, s.client.SignalWorkflow(ctx, models.WorkflowID(str(unpaid, "id")), "", workflows.SignalCancel, cancel))
+	final, _ := s.waitStatus(s.key, str(unpaid, "number"), "cancelled")
+	assert.Equal(t, "cancelled", str(final, "payment_status"))
+
+	manual := s.newOrder(s.key, product)
+	var pay workflows.PaymentSignal
+	require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf(
+		`{"PaymentID": "manual:ticket-4711", "Asset": "USDC", "Amount": %q, "ReceivedAt": "2026-11-21T23:40:00Z", "Sender": "ops"}`,
+		str(manual, "payment_amount"))), &pay))
+	for range 2 { // sent twice by mistake: counted once
+		require.NoError(t, s.client.SignalWorkflow(ctx, models.WorkflowID(str(manual, "id")), "", workflows.SignalPaymentMatched, pay))
+	}
+	final, _ = s.waitStatus(s.key, str(manual, "number"), "delivered")
+	assert.Equal(t, "confirmed", str(final, "payment_status"))
+	assert.Equal(t, str(manual, "payment_amount"), str(obj(final, "payment"), "amount_received"), "the duplicate signal was not counted")
+}

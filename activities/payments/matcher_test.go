@@ -1,0 +1,182 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+)
+
+// fakeStore is an in-memory Store.
+type fakeStore struct {
+	payments map[string]models.Payment
+	late     map[string]bool
+	orders   map[string]string // number -> order id (test mode)
+	failSave error
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, orders: map[string]string{}}
+}
+
+func (f *fakeStore) SavePayment(_ context.Context, p models.Payment) (bool, error) {
+	if f.failSave != nil {
+		return false, f.failSave
+	}
+	if _, ok := f.payments[p.ID]; ok {
+		return false, nil
+	}
+	f.payments[p.ID] = p
+	return true, nil
+}
+
+func (f *fakeStore) OrderIDByNumber(_ context.Context, mode models.Mode, number string) (string, error) {
+	if id, ok := f.orders[number]; ok && mode == models.ModeTest {
+		return id, nil
+	}
+	return "", models.ErrOrderNotFound
+}
+
+func (f *fakeStore) AttachPayment(_ context.Context, paymentID, orderID string) error {
+	p := f.payments[paymentID]
+	p.OrderID = orderID
+	f.payments[paymentID] = p
+	return nil
+}
+
+func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
+	f.late[paymentID] = true
+	return nil
+}
+
+func (f *fakeStore) PaymentsAwaitingSignal(context.Context, time.Time, int) ([]models.Payment, error) {
+	var out []models.Payment
+	for _, p := range f.payments {
+		if p.OrderID != "" && !f.late[p.ID] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// fakeSignaler records signals and can answer closed or fail.
+type fakeSignaler struct {
+	signals []string
+	closed  map[string]bool
+	err     error
+}
+
+func (f *fakeSignaler) PaymentMatched(_ context.Context, orderID string, p models.Payment) error {
+	if f.err != nil {
+		return f.err
+	}
+	if f.closed[orderID] {
+		return models.ErrOrderClosed
+	}
+	f.signals = append(f.signals, orderID+"/"+p.ID)
+	return nil
+}
+
+// validNumber is a valid order number: ten digits and their check digit.
+var validNumber = func() string {
+	for c := '0'; c <= '9'; c++ {
+		if s := "1234567890" + string(c); models.ValidOrderNumber(s) {
+			return s
+		}
+	}
+	panic("no check digit makes 1234567890 valid")
+}()
+
+func payment(id, memo string) models.Payment {
+	return models.Payment{ID: id, Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("10"), Memo: memo, ReceivedAt: time.Unix(0, 0)}
+}
+
+func TestMatcherHandle(t *testing.T) {
+	spaced := validNumber[:4] + "-" + validNumber[4:8] + " " + validNumber[8:]
+	tests := []struct {
+		name    string
+		memo    string
+		closed  bool
+		want    models.PaymentOutcome
+		signals []string
+	}{
+		{name: "exact memo", memo: validNumber, want: models.PaymentOutcomeMatched, signals: []string{"ord_1/p1"}},
+		{name: "memo typed with dashes and spaces", memo: spaced, want: models.PaymentOutcomeMatched, signals: []string{"ord_1/p1"}},
+		{name: "no memo", memo: "", want: models.PaymentOutcomeUnmatched},
+		{name: "memo not an order number", memo: "hello", want: models.PaymentOutcomeUnmatched},
+		{name: "valid number of no order", memo: func() string {
+			for c := '0'; c <= '9'; c++ {
+				if s := "2" + validNumber[1:10] + string(c); models.ValidOrderNumber(s) {
+					return s
+				}
+			}
+			return ""
+		}(), want: models.PaymentOutcomeUnmatched},
+		{name: "order already closed", memo: validNumber, closed: true, want: models.PaymentOutcomeLate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newFakeStore()
+			st.orders[validNumber] = "ord_1"
+			sig := &fakeSignaler{closed: map[string]bool{"ord_1": tt.closed}}
+			m := NewMatcher(st, sig, nil)
+			got, err := m.Handle(context.Background(), payment("p1", tt.memo))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.signals, sig.signals)
+			assert.Contains(t, st.payments, "p1", "every payment is kept, matched or not")
+			assert.Equal(t, tt.closed, st.late["p1"])
+		})
+	}
+}
+
+func TestMatcherRedeliveryIsSafe(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{err: errors.New("temporal unavailable")}
+	m := NewMatcher(st, sig, nil)
+
+	_, err := m.Handle(context.Background(), payment("p1", validNumber))
+	require.Error(t, err, "a failed signal is reported so the source re-delivers")
+	assert.Equal(t, "ord_1", st.payments["p1"].OrderID, "but the payment is stored and matched already")
+
+	sig.err = nil
+	n, err := m.Redeliver(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	// The source re-delivering the same payment signals again; the
+	// workflow de-duplicates by payment id.
+	got, err := m.Handle(context.Background(), payment("p1", validNumber))
+	require.NoError(t, err)
+	assert.Equal(t, models.PaymentOutcomeMatched, got)
+	assert.Equal(t, []string{"ord_1/p1", "ord_1/p1"}, sig.signals)
+	assert.Len(t, st.payments, 1, "stored once")
+
+	sig.closed = map[string]bool{"ord_1": true}
+	_, err = m.Redeliver(context.Background(), 0)
+	require.NoError(t, err)
+	assert.True(t, st.late["p1"], "an unacknowledged payment whose order closed is due back")
+}
+
+func TestMatcherRejectsPaymentsWithoutIdentity(t *testing.T) {
+	m := NewMatcher(newFakeStore(), &fakeSignaler{}, nil)
+	_, err := m.Handle(context.Background(), models.Payment{Mode: models.ModeTest})
+	assert.Error(t, err)
+	_, err = m.Handle(context.Background(), models.Payment{ID: "x"})
+	assert.Error(t, err)
+}
+
+func TestMatcherStoreFailure(t *testing.T) {
+	st := newFakeStore()
+	st.failSave = errors.New("db down")
+	sig := &fakeSignaler{}
+	_, err := NewMatcher(st, sig, nil).Handle(context.Background(), payment("p1", validNumber))
+	assert.Error(t, err)
+	assert.Empty(t, sig.signals, "nothing is signalled before the payment is stored")
+}
