@@ -13,12 +13,16 @@ import (
 // "stellar:testnet:<operation id>"), so the same payment seen twice is
 // stored and counted once.
 type Payment struct {
-	ID         string
-	Mode       Mode
-	Asset      string
-	Amount     decimal.Decimal
-	Memo       string
+	ID     string
+	Mode   Mode
+	Asset  string // "USDC", "XLM", or CODE:ISSUER for an asset the service does not accept
+	Amount decimal.Decimal
+	Memo   string
+	// MemoType is the chain's memo type: "text" or "id" can name an order;
+	// "hash", "return" and "none" never do. Empty for the sandbox (text).
+	MemoType   string
 	Sender     string
+	TxHash     string // the chain transaction carrying the payment, for operators
 	ReceivedAt time.Time
 	// OrderID is the matched order, empty while unmatched.
 	OrderID string
