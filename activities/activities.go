@@ -44,9 +44,13 @@ type Fulfiller interface {
 type Activities struct {
 	Store Store
 	// Fulfillers holds one fulfiller per mode: the sandbox for test, the
-	// marketplaces for live. A mode without one fails its orders'
-	// fulfilment with live_mode_unavailable.
+	// marketplaces for live. A paid order of a mode without one keeps
+	// retrying its sourcing (live_mode_unavailable, retryable) until one
+	// is deployed.
 	Fulfillers map[models.Mode]Fulfiller
+	// Watchers holds the chain payment watchers this worker can run, keyed
+	// "network/account".
+	Watchers map[string]PaymentWatcher
 
 	// Tests override how often and how heartbeats are recorded: the SDK
 	// forwards at most one heartbeat per throttle interval (30s by default).
@@ -174,7 +178,10 @@ func temporalError(err error) error {
 		return err
 	}
 	switch e.Code {
-	case models.CodeUnavailable, models.CodeInternal:
+	// live_mode_unavailable: a paid live order whose marketplace fulfiller
+	// is not deployed yet waits at paid, retrying visibly in the Temporal
+	// UI, instead of failing with the customer's money held.
+	case models.CodeUnavailable, models.CodeInternal, models.CodeLiveUnavailable:
 		return temporal.NewApplicationErrorWithCause(e.Message, string(e.Code), err)
 	}
 	return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err)

@@ -124,7 +124,7 @@ func TestTemporalError(t *testing.T) {
 	}{
 		{name: "sourcing refusal", err: fmt.Errorf("vendor: gone: %w", models.ErrSourcingFailed), wantApp: true, wantType: "sourcing_failed"},
 		{name: "order not found", err: models.ErrOrderNotFound, wantApp: true, wantType: "order_not_found"},
-		{name: "live unavailable", err: models.ErrLiveUnavailable, wantApp: true, wantType: "live_mode_unavailable"},
+		{name: "live unavailable waits, retrying", err: models.ErrLiveUnavailable, wantApp: true, wantType: "live_mode_unavailable", wantRetryable: true},
 		{name: "service unavailable stays retryable", err: fmt.Errorf("db: %w", models.ErrUnavailable), wantApp: true, wantType: "service_unavailable", wantRetryable: true},
 		{name: "internal stays retryable", err: models.NewError(models.CodeInternal), wantApp: true, wantType: "internal_error", wantRetryable: true},
 		{name: "plain error passes through", err: errors.New("connection reset")},
@@ -211,8 +211,9 @@ func TestFulfilmentActivities(t *testing.T) {
 		setup    func()
 		orderID  string
 		wantType string
+		retry    bool
 	}{
-		{name: "no fulfiller for the mode", orderID: "ord_live", wantType: "live_mode_unavailable"},
+		{name: "no fulfiller for the mode", orderID: "ord_live", wantType: "live_mode_unavailable", retry: true},
 		{name: "unknown order", orderID: "ord_missing", wantType: "order_not_found"},
 		{name: "marketplace refusal", orderID: "ord_test", wantType: "sourcing_failed",
 			setup: func() { ff.err = fmt.Errorf("vendor: withdrawn: %w", models.ErrSourcingFailed) }},
@@ -226,7 +227,7 @@ func TestFulfilmentActivities(t *testing.T) {
 			var appErr *temporal.ApplicationError
 			require.ErrorAs(t, err, &appErr)
 			assert.Equal(t, tt.wantType, appErr.Type())
-			assert.True(t, appErr.NonRetryable())
+			assert.Equal(t, !tt.retry, appErr.NonRetryable())
 		})
 	}
 }

@@ -34,6 +34,7 @@ var httpStatus = map[models.Code]int{
 	models.CodeInternal:            http.StatusInternalServerError,
 	models.CodeLiveUnavailable:     http.StatusServiceUnavailable,
 	models.CodeUnavailable:         http.StatusServiceUnavailable,
+	models.CodeRateUnavailable:     http.StatusServiceUnavailable,
 }
 
 // StatusOf returns the HTTP status for an error code.

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -119,36 +121,63 @@ func (s *Server) createOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	payTo, ok := s.cfg.PaymentAddresses[key.Mode]
-	if !ok || payTo == "" {
+	setup, ok := s.cfg.Payments[key.Mode]
+	if !ok || setup.Address == "" {
 		abort(c, models.ErrLiveUnavailable)
 		return
 	}
 	now := s.deps.Now().UTC().Truncate(time.Second)
+	// An asset not quoted 1:1 needs a fresh rate, fetched before the
+	// transaction (no I/O under the cart's lock) and locked on the order.
+	// A failure only matters if a new order is built: a replay of an
+	// existing order must succeed while the rate source is down.
+	var (
+		rate    *models.Rate
+		rateErr error
+	)
+	if asset.Code == "XLM" {
+		r, err := s.freshRate(ctx, key.Mode, asset.Code, now)
+		rate, rateErr = &r, err
+	}
 	order, created, err := s.deps.Store.CreateOrder(ctx, models.OrderRequest{
 		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID,
 		IdempotencyKey: idemKey, RequestHash: norm.hash(), Now: now,
 		Build: func(cart models.Cart) (models.Order, error) {
+			if rateErr != nil {
+				return models.Order{}, rateErr
+			}
 			if cart.ShipToCountry != norm.Address.Country {
 				return models.Order{}, models.FieldError(models.CodeInvalidAddress, "shipping_address.country",
 					"shipping_address.country must be the cart's destination, %s", cart.ShipToCountry)
-			}
-			amount, err := models.QuoteAmount(asset, cart.Total, cart.Currency)
-			if err != nil {
-				return models.Order{}, err
 			}
 			id, err := models.NewID("ord", rand.Reader)
 			if err != nil {
 				return models.Order{}, err
 			}
-			return models.Order{
+			o := models.Order{
 				ID: id, AccountID: key.AccountID, Mode: key.Mode, CartID: cart.ID,
 				Status: models.OrderCreated, PaymentStatus: models.PaymentPending,
 				CustomerEmail: norm.Email, Address: norm.Address, Currency: cart.Currency, Total: cart.Total,
-				PaymentAsset: asset.Code, PaymentAmount: amount, PaymentAddress: payTo,
-				PaymentExpiresAt: now.Add(s.cfg.PaymentWindow), AmountReceived: decimal.Zero,
+				PaymentAsset: asset.Code, PaymentAddress: setup.Address, PaymentNetwork: setup.Network,
+				PaymentMemoType: "text", PaymentExpiresAt: now.Add(s.cfg.PaymentWindow), AmountReceived: decimal.Zero,
 				CreatedAt: now, UpdatedAt: now,
-			}, nil
+			}
+			if rate != nil {
+				if cart.Currency != rate.Quote {
+					return models.Order{}, models.FieldError(models.CodeUnsupportedAsset, "payment_asset",
+						"%s cannot be quoted for a %s cart yet", asset.Code, cart.Currency)
+				}
+				if o.PaymentAmount, err = models.QuoteXLM(cart.Total, rate.Price); err != nil {
+					return models.Order{}, err
+				}
+				o.RatePrice, o.RateSource, o.RateAt = rate.Price, rate.Source, &rate.At
+			} else {
+				if o.PaymentAmount, err = models.QuoteAmount(asset, cart.Total, cart.Currency); err != nil {
+					return models.Order{}, err
+				}
+				o.PaymentAssetIssuer = setup.USDCIssuer
+			}
+			return o, nil
 		},
 		NewNumber: func() (string, error) { return models.NewOrderNumber(rand.Reader) },
 	})
@@ -183,6 +212,25 @@ func (s *Server) createOrder(c *gin.Context) {
 // that point; production never sets it.
 func (s *Server) SetAfterOrderCommit(f func(models.Order) error) { s.afterOrderCommit = f }
 
+// freshRate returns a rate for base in USD no older than RateMaxAge, or
+// rate_unavailable: quoting on a stale or missing rate would guess.
+func (s *Server) freshRate(ctx context.Context, mode models.Mode, base string, now time.Time) (models.Rate, error) {
+	p, ok := s.deps.Rates[mode]
+	if !ok || p == nil {
+		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
+	}
+	r, err := p.Rate(ctx, base, "USD")
+	if err != nil {
+		s.deps.Logger.WarnContext(ctx, "exchange rate unavailable", slog.String("asset", base), slog.Any("error", err))
+		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
+	}
+	if !r.FreshAt(now, s.cfg.RateMaxAge) {
+		s.deps.Logger.WarnContext(ctx, "exchange rate too old", slog.String("asset", base), slog.Time("at", r.At))
+		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
+	}
+	return r, nil
+}
+
 func (s *Server) startWorkflow(ctx context.Context, o models.Order) error {
 	if err := s.deps.Workflows.StartOrder(ctx, o); err != nil {
 		return err
@@ -199,14 +247,17 @@ func (s *Server) ReconcileOrders(ctx context.Context, grace time.Duration) (int,
 		return 0, err
 	}
 	n := 0
+	var errs []error
 	for _, o := range orders {
+		// One order that keeps failing must not hold back the others.
 		if err := s.startWorkflow(ctx, o); err != nil {
-			return n, err
+			errs = append(errs, fmt.Errorf("order %s: %w", o.ID, err))
+			continue
 		}
 		s.deps.Logger.InfoContext(ctx, "reconciler started order workflow", slog.String("order_id", o.ID))
 		n++
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 type createdOrderJSON struct {
@@ -223,6 +274,26 @@ type createdOrderJSON struct {
 	PaymentExpiresAt string               `json:"payment_expires_at"`
 	TrackingURL      string               `json:"tracking_url"`
 	CreatedAt        string               `json:"created_at"`
+	// Beyond the contract: what a payer's wallet needs.
+	PaymentNetwork     string        `json:"payment_network"`
+	PaymentAssetIssuer *string       `json:"payment_asset_issuer"`
+	PaymentMemoType    string        `json:"payment_memo_type"`
+	PaymentURI         string        `json:"payment_uri"`
+	ExchangeRate       *exchangeRate `json:"exchange_rate,omitempty"`
+}
+
+// exchangeRate is the rate locked on an order quoted in a non-dollar asset.
+type exchangeRate struct {
+	Price  string `json:"price"` // order currency per unit of the asset
+	Source string `json:"source"`
+	At     string `json:"at"`
+}
+
+func rateJSON(o models.Order) *exchangeRate {
+	if o.RateAt == nil {
+		return nil
+	}
+	return &exchangeRate{Price: o.RatePrice.String(), Source: o.RateSource, At: timestamp(*o.RateAt)}
 }
 
 func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
@@ -232,8 +303,29 @@ func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
 		PaymentAsset: o.PaymentAsset, PaymentAmount: o.PaymentAmount.String(),
 		PaymentAddress: o.PaymentAddress, PaymentMemo: o.PaymentMemo,
 		PaymentExpiresAt: timestamp(o.PaymentExpiresAt), TrackingURL: s.trackingURL(o),
-		CreatedAt: timestamp(o.CreatedAt),
+		CreatedAt: timestamp(o.CreatedAt), PaymentNetwork: o.PaymentNetwork,
+		PaymentAssetIssuer: optional(o.PaymentAssetIssuer), PaymentMemoType: o.PaymentMemoType,
+		PaymentURI: s.payURI(o), ExchangeRate: rateJSON(o),
 	}
+}
+
+// payURI is the SEP-0007 link a wallet opens to pay the order exactly.
+func (s *Server) payURI(o models.Order) string {
+	return models.PayURI(models.PayRequest{
+		Destination: o.PaymentAddress, Amount: o.PaymentAmount,
+		AssetCode: assetCodeForURI(o), AssetIssuer: o.PaymentAssetIssuer,
+		Memo: o.PaymentMemo, MemoType: "MEMO_TEXT",
+		Message:           "Memocart order " + o.Number,
+		NetworkPassphrase: s.cfg.Payments[o.Mode].NetworkPassphrase,
+	})
+}
+
+// assetCodeForURI: SEP-0007 names no asset for XLM, the native asset.
+func assetCodeForURI(o models.Order) string {
+	if o.PaymentAsset == "XLM" {
+		return ""
+	}
+	return o.PaymentAsset
 }
 
 func (s *Server) trackingURL(o models.Order) string {
@@ -256,13 +348,18 @@ type orderJSON struct {
 // paymentInfoJSON repeats the payment instructions and shows progress, so
 // a client polling an underpaid order can tell the payer what remains.
 type paymentInfoJSON struct {
-	Asset          string `json:"asset"`
-	Amount         string `json:"amount"`
-	AmountReceived string `json:"amount_received"`
-	AmountDue      string `json:"amount_due"`
-	Address        string `json:"address"`
-	Memo           string `json:"memo"`
-	ExpiresAt      string `json:"expires_at"`
+	Network        string        `json:"network"`
+	AssetIssuer    *string       `json:"asset_issuer"`
+	MemoType       string        `json:"memo_type"`
+	URI            string        `json:"uri"`
+	ExchangeRate   *exchangeRate `json:"exchange_rate,omitempty"`
+	Asset          string        `json:"asset"`
+	Amount         string        `json:"amount"`
+	AmountReceived string        `json:"amount_received"`
+	AmountDue      string        `json:"amount_due"`
+	Address        string        `json:"address"`
+	Memo           string        `json:"memo"`
+	ExpiresAt      string        `json:"expires_at"`
 }
 
 // trackingJSON is the contract's tracking object. Carrier, tracking number
@@ -303,6 +400,8 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 		Payment: paymentInfoJSON{
 			Asset: o.PaymentAsset, Amount: o.PaymentAmount.String(), AmountReceived: o.AmountReceived.String(),
 			AmountDue: due.String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
+			Network: o.PaymentNetwork, AssetIssuer: optional(o.PaymentAssetIssuer), MemoType: o.PaymentMemoType,
+			URI: s.payURI(o), ExchangeRate: rateJSON(o),
 		},
 	}
 	for _, st := range o.TrackingSteps() {

@@ -53,11 +53,28 @@ type Config struct {
 	CartTTL       time.Duration
 	PaymentWindow time.Duration
 	Pricing       models.PricingRules
-	// PaymentAddresses is where payers send funds, per mode. A mode
-	// without one cannot take orders (live_mode_unavailable).
-	PaymentAddresses map[models.Mode]string
+	// Payments says where and how payers pay, per mode. A mode without
+	// one cannot take orders (live_mode_unavailable).
+	Payments map[models.Mode]PaymentSetup
+	// RateMaxAge is how old an exchange rate may be to quote an order.
+	RateMaxAge time.Duration
 	// PublicURL is the base of tracking_url, e.g. https://track.memocart.com.
 	PublicURL string
+}
+
+// PaymentSetup is the receiving side of one mode.
+type PaymentSetup struct {
+	Address    string // the receiving account
+	Network    string // "pubnet", "testnet" or "sandbox"
+	USDCIssuer string // the accepted USDC issuer
+	// NetworkPassphrase goes into SEP-0007 links for networks other than
+	// pubnet; empty for pubnet and the sandbox.
+	NetworkPassphrase string
+}
+
+// RateProvider prices one asset in another (XLM in USD).
+type RateProvider interface {
+	Rate(ctx context.Context, base, quote string) (models.Rate, error)
 }
 
 // Deps are the adapters the API talks to. Catalogs maps a mode to its
@@ -68,6 +85,9 @@ type Deps struct {
 	Catalogs  map[models.Mode]Catalog
 	Limiter   RateLimiter
 	Workflows OrderWorkflows
+	// Rates quote non-dollar assets, per mode: the sandbox uses a fixed
+	// rate so test mode stays offline.
+	Rates map[models.Mode]RateProvider
 	// TestPayments is the sandbox payment source behind the test helpers.
 	TestPayments TestPayments
 	Logger       *slog.Logger
@@ -96,6 +116,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	}
 	if cfg.PaymentWindow <= 0 {
 		cfg.PaymentWindow = models.DefaultPaymentWindow
+	}
+	if cfg.RateMaxAge <= 0 {
+		cfg.RateMaxAge = time.Minute
 	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)

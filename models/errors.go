@@ -34,6 +34,7 @@ const (
 	CodeMethodNotAllowed    Code = "method_not_allowed"
 	CodeInternal            Code = "internal_error"
 	CodeUnavailable         Code = "service_unavailable" // a dependency (database, Temporal) is down; safe to retry
+	CodeRateUnavailable     Code = "rate_unavailable"    // no fresh exchange rate to quote the asset; retry or pay in USDC
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -65,6 +66,7 @@ var defaultMessages = map[Code]string{
 	CodeMethodNotAllowed:    "Method not allowed on this endpoint",
 	CodeInternal:            "Internal error",
 	CodeUnavailable:         "Service temporarily unavailable, retry later",
+	CodeRateUnavailable:     "No fresh exchange rate for this asset right now; retry shortly or pay in USDC",
 	CodeSourcingFailed:      "The marketplace could not supply the product",
 }
 

@@ -125,6 +125,22 @@ type Order struct {
 	PaymentExpiresAt time.Time
 	AmountReceived   decimal.Decimal
 
+	// What a payer's wallet needs beyond the contract's fields.
+	PaymentNetwork     string // "pubnet", "testnet", or "sandbox" in test mode
+	PaymentAssetIssuer string // empty for XLM
+	PaymentMemoType    string // "text"
+	PaymentURI         string // SEP-0007 web+stellar:pay link
+
+	// The exchange rate locked for the payment window, when the asset is
+	// not quoted 1:1 (XLM): its price in the order's currency, source and
+	// when it was taken.
+	RatePrice  decimal.Decimal
+	RateSource string
+	RateAt     *time.Time
+
+	RefundedAt *time.Time
+	RefundTx   string
+
 	Items    []CartItem
 	Shipment Shipment
 	Steps    map[OrderStatus]time.Time // when each reached step was reached

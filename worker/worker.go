@@ -31,6 +31,7 @@ const stopTimeout = 30 * time.Second
 // the workflow uses when it calls them through method values.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.StellarWatcher, workflow.RegisterOptions{Name: workflows.StellarWatcherName})
 	r.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 }
 

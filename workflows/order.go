@@ -581,7 +581,6 @@ func retryPolicy() *temporal.RetryPolicy {
 		NonRetryableErrorTypes: []string{
 			string(models.CodeOrderNotFound),
 			string(models.CodeSourcingFailed),
-			string(models.CodeLiveUnavailable),
 			string(models.CodeInvalidRequest),
 		},
 	}

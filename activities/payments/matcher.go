@@ -29,8 +29,11 @@ type Store interface {
 	SavePayment(ctx context.Context, p models.Payment) (bool, error)
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)
 	AttachPayment(ctx context.Context, paymentID, orderID string) error
+	MarkPaymentUnmatched(ctx context.Context, paymentID string) error
 	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
 	PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
+	PaymentsToMatch(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
+	AttachUnmatched(ctx context.Context, paymentID, orderNumber string) (models.Payment, error)
 }
 
 // Signaler hands a matched payment to the order's workflow. It returns
@@ -66,15 +69,16 @@ func (m *Matcher) Handle(ctx context.Context, p models.Payment) (models.PaymentO
 	if _, err := m.store.SavePayment(ctx, p); err != nil {
 		return "", err
 	}
-	number, ok := models.NormalizeOrderNumber(p.Memo)
+	number, ok := orderNumberFromMemo(p.MemoType, p.Memo)
 	if !ok {
-		m.log.InfoContext(ctx, "payment kept as unmatched: memo is not an order number", slog.String("payment_id", p.ID))
-		return models.PaymentOutcomeUnmatched, nil
+		m.log.InfoContext(ctx, "payment kept as unmatched: memo names no order number",
+			slog.String("payment_id", p.ID), slog.String("memo_type", p.MemoType))
+		return m.unmatched(ctx, p)
 	}
 	orderID, err := m.store.OrderIDByNumber(ctx, p.Mode, number)
 	if errors.Is(err, models.ErrOrderNotFound) {
 		m.log.InfoContext(ctx, "payment kept as unmatched: no such order", slog.String("payment_id", p.ID))
-		return models.PaymentOutcomeUnmatched, nil
+		return m.unmatched(ctx, p)
 	}
 	if err != nil {
 		return "", err
@@ -83,6 +87,34 @@ func (m *Matcher) Handle(ctx context.Context, p models.Payment) (models.PaymentO
 		return "", err
 	}
 	p.OrderID = orderID
+	return m.deliver(ctx, p)
+}
+
+// orderNumberFromMemo reads an order number from a memo: text memos as a
+// person typed them, numeric id memos as digits; hash and return memos, or
+// none, never name an order. The sandbox sends text memos without a type.
+func orderNumberFromMemo(memoType, memo string) (string, bool) {
+	if memoType == "" {
+		memoType = "text"
+	}
+	return models.OrderNumberFromMemo(memoType, memo)
+}
+
+func (m *Matcher) unmatched(ctx context.Context, p models.Payment) (models.PaymentOutcome, error) {
+	if err := m.store.MarkPaymentUnmatched(ctx, p.ID); err != nil {
+		return "", err
+	}
+	return models.PaymentOutcomeUnmatched, nil
+}
+
+// Attach hands an unmatched payment to the order an operator names (the
+// payer got the memo wrong), through the same delivery as a match.
+func (m *Matcher) Attach(ctx context.Context, paymentID, orderNumber string) (models.PaymentOutcome, error) {
+	p, err := m.store.AttachUnmatched(ctx, paymentID, orderNumber)
+	if err != nil {
+		return "", err
+	}
+	m.log.InfoContext(ctx, "operator attached payment to order", slog.String("payment_id", p.ID), slog.String("order_id", p.OrderID))
 	return m.deliver(ctx, p)
 }
 
@@ -106,18 +138,33 @@ func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.Payment
 	return models.PaymentOutcomeMatched, nil
 }
 
-// Redeliver signals matched payments whose workflow has not acknowledged
-// them (recorded them through its RecordPayment activity) within grace:
-// the process died between matching and signalling, Temporal was down, or
-// the signal reached a workflow in the instant it completed. The workflow
-// counts each payment id once, so delivering twice is harmless; a closed
-// workflow turns the payment late, due back.
+// Redeliver re-drives the matcher's two hand-offs a crash or an outage can
+// interrupt, for payments older than grace (younger ones may be in flight):
+//   - payments a source stored but never matched are matched now;
+//   - matched payments whose workflow has not acknowledged them (recorded
+//     them through its RecordPayment activity) are signalled again: the
+//     process died before signalling, Temporal was down, or the signal
+//     reached a workflow in the instant it completed.
+//
+// The workflow counts each payment id once, so delivering twice is
+// harmless; a closed workflow turns the payment late, due back.
 func (m *Matcher) Redeliver(ctx context.Context, grace time.Duration) (int, error) {
-	ps, err := m.store.PaymentsAwaitingSignal(ctx, m.now().Add(-grace), 100)
+	cutoff := m.now().Add(-grace)
+	toMatch, err := m.store.PaymentsToMatch(ctx, cutoff, 100)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	for _, p := range toMatch {
+		if _, err := m.Handle(ctx, p); err != nil {
+			return n, err
+		}
+		n++
+	}
+	ps, err := m.store.PaymentsAwaitingSignal(ctx, cutoff, 100)
+	if err != nil {
+		return n, err
+	}
 	for _, p := range ps {
 		if _, err := m.deliver(ctx, p); err != nil {
 			return n, err

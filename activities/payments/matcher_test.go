@@ -15,14 +15,16 @@ import (
 
 // fakeStore is an in-memory Store.
 type fakeStore struct {
-	payments map[string]models.Payment
-	late     map[string]bool
-	orders   map[string]string // number -> order id (test mode)
-	failSave error
+	payments  map[string]models.Payment
+	late      map[string]bool
+	unmatched map[string]bool
+	acked     map[string]bool   // recorded by the workflow
+	orders    map[string]string // number -> order id (test mode)
+	failSave  error
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, orders: map[string]string{}}
+	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, unmatched: map[string]bool{}, acked: map[string]bool{}, orders: map[string]string{}}
 }
 
 func (f *fakeStore) SavePayment(_ context.Context, p models.Payment) (bool, error) {
@@ -50,6 +52,36 @@ func (f *fakeStore) AttachPayment(_ context.Context, paymentID, orderID string) 
 	return nil
 }
 
+func (f *fakeStore) MarkPaymentUnmatched(_ context.Context, paymentID string) error {
+	f.unmatched[paymentID] = true
+	return nil
+}
+
+func (f *fakeStore) PaymentsToMatch(context.Context, time.Time, int) ([]models.Payment, error) {
+	var out []models.Payment
+	for _, p := range f.payments {
+		if p.OrderID == "" && !f.unmatched[p.ID] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) AttachUnmatched(_ context.Context, paymentID, orderNumber string) (models.Payment, error) {
+	p, ok := f.payments[paymentID]
+	if !ok || !f.unmatched[paymentID] {
+		return models.Payment{}, errors.New("not an unmatched payment")
+	}
+	id, ok := f.orders[orderNumber]
+	if !ok {
+		return models.Payment{}, models.ErrOrderNotFound
+	}
+	p.OrderID = id
+	f.payments[paymentID] = p
+	delete(f.unmatched, paymentID)
+	return p, nil
+}
+
 func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
 	f.late[paymentID] = true
 	return nil
@@ -58,7 +90,7 @@ func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.
 func (f *fakeStore) PaymentsAwaitingSignal(context.Context, time.Time, int) ([]models.Payment, error) {
 	var out []models.Payment
 	for _, p := range f.payments {
-		if p.OrderID != "" && !f.late[p.ID] {
+		if p.OrderID != "" && !f.late[p.ID] && !f.acked[p.ID] {
 			out = append(out, p)
 		}
 	}
@@ -179,4 +211,62 @@ func TestMatcherStoreFailure(t *testing.T) {
 	_, err := NewMatcher(st, sig, nil).Handle(context.Background(), payment("p1", validNumber))
 	assert.Error(t, err)
 	assert.Empty(t, sig.signals, "nothing is signalled before the payment is stored")
+}
+
+func TestMatcherMemoTypes(t *testing.T) {
+	tests := []struct {
+		memoType, memo string
+		want           models.PaymentOutcome
+	}{
+		{"text", validNumber, models.PaymentOutcomeMatched},
+		{"id", validNumber, models.PaymentOutcomeMatched},
+		{"hash", validNumber, models.PaymentOutcomeUnmatched},
+		{"return", validNumber, models.PaymentOutcomeUnmatched},
+		{"none", "", models.PaymentOutcomeUnmatched},
+	}
+	for _, tt := range tests {
+		t.Run(tt.memoType, func(t *testing.T) {
+			st := newFakeStore()
+			st.orders[validNumber] = "ord_1"
+			p := payment("p1", tt.memo)
+			p.MemoType = tt.memoType
+			got, err := NewMatcher(st, &fakeSignaler{}, nil).Handle(context.Background(), p)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want == models.PaymentOutcomeUnmatched, st.unmatched["p1"], "unmatched payments are marked for operators")
+		})
+	}
+}
+
+func TestMatcherRedeliverMatchesStoredPayments(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	// A watcher stored these, then the process died before matching.
+	st.payments["p1"] = payment("p1", validNumber)
+	st.payments["p2"] = payment("p2", "not-a-number")
+	sig := &fakeSignaler{}
+	m := NewMatcher(st, sig, nil)
+	_, err := m.Redeliver(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, "ord_1", st.payments["p1"].OrderID)
+	assert.True(t, st.unmatched["p2"])
+	assert.Contains(t, sig.signals, "ord_1/p1")
+}
+
+func TestMatcherOperatorAttach(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{}
+	m := NewMatcher(st, sig, nil)
+	got, err := m.Handle(context.Background(), payment("p1", "order 1234"))
+	require.NoError(t, err)
+	require.Equal(t, models.PaymentOutcomeUnmatched, got)
+
+	got, err = m.Attach(context.Background(), "p1", validNumber)
+	require.NoError(t, err)
+	assert.Equal(t, models.PaymentOutcomeMatched, got)
+	assert.Equal(t, []string{"ord_1/p1"}, sig.signals)
+
+	_, err = m.Attach(context.Background(), "p1", validNumber)
+	assert.Error(t, err, "only an unmatched payment can be attached")
 }

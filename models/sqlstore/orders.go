@@ -14,39 +14,48 @@ import (
 )
 
 type orderRow struct {
-	ID                string
-	Number            string
-	AccountID         string
-	Mode              string
-	CartID            string
-	Status            string
-	PaymentStatus     string
-	StatusReason      string
-	CustomerEmail     string
-	ShipName          string
-	ShipPhone         string
-	ShipLine1         string
-	ShipLine2         string
-	ShipCity          string
-	ShipRegion        string
-	ShipPostalCode    string
-	ShipCountry       string
-	Currency          string
-	Total             decimal.Decimal
-	PaymentAsset      string
-	PaymentAmount     decimal.Decimal
-	PaymentAddress    string
-	PaymentMemo       string
-	PaymentExpiresAt  time.Time
-	AmountReceived    decimal.Decimal
-	Carrier           string
-	TrackingNumber    string
-	EstimatedDelivery string
-	IdempotencyKey    *string
-	RequestHash       string
-	WorkflowStartedAt *time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	ID                 string
+	Number             string
+	AccountID          string
+	Mode               string
+	CartID             string
+	Status             string
+	PaymentStatus      string
+	StatusReason       string
+	CustomerEmail      string
+	ShipName           string
+	ShipPhone          string
+	ShipLine1          string
+	ShipLine2          string
+	ShipCity           string
+	ShipRegion         string
+	ShipPostalCode     string
+	ShipCountry        string
+	Currency           string
+	Total              decimal.Decimal
+	PaymentAsset       string
+	PaymentAmount      decimal.Decimal
+	PaymentAddress     string
+	PaymentMemo        string
+	PaymentExpiresAt   time.Time
+	AmountReceived     decimal.Decimal
+	PaymentNetwork     string
+	PaymentAssetIssuer string
+	PaymentMemoType    string
+	PaymentURI         string `gorm:"column:payment_uri"`
+	RatePrice          decimal.NullDecimal
+	RateSource         string
+	RateAt             *time.Time
+	RefundedAt         *time.Time
+	RefundTx           string
+	Carrier            string
+	TrackingNumber     string
+	EstimatedDelivery  string
+	IdempotencyKey     *string
+	RequestHash        string
+	WorkflowStartedAt  *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 func (orderRow) TableName() string { return "orders" }
@@ -69,6 +78,9 @@ func newOrderRow(o models.Order) orderRow {
 		Currency: o.Currency, Total: o.Total, PaymentAsset: o.PaymentAsset, PaymentAmount: o.PaymentAmount,
 		PaymentAddress: o.PaymentAddress, PaymentMemo: o.PaymentMemo, PaymentExpiresAt: o.PaymentExpiresAt.UTC(),
 		AmountReceived: o.AmountReceived, Carrier: o.Shipment.Carrier, TrackingNumber: o.Shipment.TrackingNumber,
+		PaymentNetwork: o.PaymentNetwork, PaymentAssetIssuer: o.PaymentAssetIssuer, PaymentMemoType: o.PaymentMemoType,
+		PaymentURI: o.PaymentURI, RatePrice: decimal.NullDecimal{Decimal: o.RatePrice, Valid: !o.RatePrice.IsZero()},
+		RateSource: o.RateSource, RateAt: o.RateAt,
 		EstimatedDelivery: o.Shipment.EstimatedDelivery, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
 	}
 }
@@ -85,6 +97,9 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		Currency: r.Currency, Total: r.Total, PaymentAsset: r.PaymentAsset, PaymentAmount: r.PaymentAmount,
 		PaymentAddress: r.PaymentAddress, PaymentMemo: r.PaymentMemo, PaymentExpiresAt: utc(r.PaymentExpiresAt),
 		AmountReceived: r.AmountReceived, Items: items,
+		PaymentNetwork: r.PaymentNetwork, PaymentAssetIssuer: r.PaymentAssetIssuer, PaymentMemoType: r.PaymentMemoType,
+		PaymentURI: r.PaymentURI, RatePrice: r.RatePrice.Decimal, RateSource: r.RateSource,
+		RateAt: utcPtr(r.RateAt), RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx,
 		Shipment:  models.Shipment{Carrier: r.Carrier, TrackingNumber: r.TrackingNumber, EstimatedDelivery: r.EstimatedDelivery},
 		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
@@ -366,4 +381,12 @@ func (it cartItemRow) toModel() models.CartItem {
 		ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
 		Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
 	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }

@@ -227,6 +227,10 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 
 		_, err = st.SavePayment(ctx, models.Payment{ID: "sandbox:2", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), Memo: "nope", ReceivedAt: t0})
 		require.NoError(t, err)
+		toMatch, err := st.PaymentsToMatch(ctx, time.Now().Add(time.Minute), 10)
+		require.NoError(t, err)
+		require.Len(t, toMatch, 1, "a stored payment waits for the matcher")
+		require.NoError(t, st.MarkPaymentUnmatched(ctx, "sandbox:2"))
 		unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
 		require.NoError(t, err)
 		require.Len(t, unmatched, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -15,10 +16,12 @@ import (
 
 // Payment dispositions, stored in payments.status.
 const (
-	PaymentUnmatched = "unmatched" // memo matches no order: kept for an operator
-	PaymentMatched   = "matched"   // attached to an order and handed to its workflow
-	PaymentLate      = "late"      // arrived after its order closed: refund due
-	PaymentRefunded  = "refunded"
+	PaymentReceived  = "received"   // stored by a source, not yet through the matcher
+	PaymentUnmatched = "unmatched"  // memo names no order: kept for an operator
+	PaymentMatched   = "matched"    // attached to an order and handed to its workflow
+	PaymentLate      = "late"       // arrived after its order closed: refund due
+	PaymentRefundDue = "refund_due" // recorded against its order but not credited (wrong asset): due back
+	PaymentRefunded  = "refunded"   // an operator sent it back
 )
 
 type paymentRow struct {
@@ -27,11 +30,15 @@ type paymentRow struct {
 	Asset      string
 	Amount     decimal.Decimal
 	Memo       string
+	MemoType   string
+	TxHash     string
 	Sender     string
 	ReceivedAt time.Time
 	OrderID    *string
 	Status     string
 	SignaledAt *time.Time
+	RefundTx   string
+	RefundedAt *time.Time
 	CreatedAt  time.Time
 }
 
@@ -40,7 +47,7 @@ func (paymentRow) TableName() string { return "payments" }
 func (r paymentRow) toModel() models.Payment {
 	p := models.Payment{
 		ID: r.ID, Mode: models.Mode(r.Mode), Asset: r.Asset, Amount: r.Amount, Memo: r.Memo,
-		Sender: r.Sender, ReceivedAt: utc(r.ReceivedAt),
+		MemoType: r.MemoType, TxHash: r.TxHash, Sender: r.Sender, ReceivedAt: utc(r.ReceivedAt),
 	}
 	if r.OrderID != nil {
 		p.OrderID = *r.OrderID
@@ -53,20 +60,92 @@ type StoredPayment struct {
 	models.Payment
 	Status     string
 	SignaledAt *time.Time
+	RefundTx   string
+	RefundedAt *time.Time
+	// OrderNumber is the matched order's number, for operators.
+	OrderNumber string
 }
 
-// SavePayment stores an observed payment once, keyed by its id. It reports
-// whether the payment was new; seeing it again changes nothing.
-func (s *Store) SavePayment(ctx context.Context, p models.Payment) (bool, error) {
-	row := paymentRow{
-		ID: p.ID, Mode: string(p.Mode), Asset: p.Asset, Amount: p.Amount, Memo: p.Memo, Sender: p.Sender,
-		ReceivedAt: p.ReceivedAt.UTC(), Status: PaymentUnmatched, CreatedAt: time.Now().UTC(),
+func newPaymentRow(p models.Payment, status string) paymentRow {
+	return paymentRow{
+		ID: p.ID, Mode: string(p.Mode), Asset: p.Asset, Amount: p.Amount, Memo: p.Memo, MemoType: p.MemoType,
+		TxHash: p.TxHash, Sender: p.Sender, ReceivedAt: p.ReceivedAt.UTC(), Status: status, CreatedAt: time.Now().UTC(),
 	}
+}
+
+// SavePayment stores an observed payment once, keyed by its id, as
+// received (not yet matched). It reports whether the payment was new;
+// seeing it again changes nothing.
+func (s *Store) SavePayment(ctx context.Context, p models.Payment) (bool, error) {
+	row := newPaymentRow(p, PaymentReceived)
 	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
 		return false, fmt.Errorf("saving payment: %w", res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// MarkPaymentUnmatched records that the matcher found no order for a
+// received payment. It stays listed for an operator.
+func (s *Store) MarkPaymentUnmatched(ctx context.Context, paymentID string) error {
+	return s.db.WithContext(ctx).Model(&paymentRow{}).
+		Where("id = ? AND status = ?", paymentID, PaymentReceived).Update("status", PaymentUnmatched).Error
+}
+
+// PaymentsToMatch returns payments a source stored but the matcher has not
+// processed (the process died in between), oldest first.
+func (s *Store) PaymentsToMatch(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error) {
+	var rows []paymentRow
+	err := s.db.WithContext(ctx).Where("status = ? AND created_at < ?", PaymentReceived, createdBefore.UTC()).
+		Order("created_at, id").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing payments to match: %w", err)
+	}
+	out := make([]models.Payment, len(rows))
+	for i, r := range rows {
+		out[i] = r.toModel()
+	}
+	return out, nil
+}
+
+// StellarCursor returns the watcher's saved paging token for an account,
+// or "" before its first start.
+func (s *Store) StellarCursor(ctx context.Context, network, account string) (string, error) {
+	var row struct{ Cursor string }
+	err := s.db.WithContext(ctx).Table("stellar_cursors").Select("cursor").
+		Where("network = ? AND account = ?", network, account).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading stellar cursor: %w", err)
+	}
+	return row.Cursor, nil
+}
+
+// SaveStellarPayments stores a page of observed payments (each once, by
+// id) and advances the watcher's cursor past them in one transaction: a
+// crash either keeps both or neither, so no payment is skipped or counted
+// twice on restart.
+func (s *Store) SaveStellarPayments(ctx context.Context, network, account string, ps []models.Payment, cursor string) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if len(ps) > 0 {
+			rows := make([]paymentRow, len(ps))
+			for i, p := range ps {
+				rows[i] = newPaymentRow(p, PaymentReceived)
+			}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Exec(`INSERT INTO stellar_cursors (network, account, cursor, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (network, account) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
+			network, account, cursor, time.Now().UTC()).Error
+	})
+	if err != nil {
+		return fmt.Errorf("saving stellar payments: %w", err)
+	}
+	return nil
 }
 
 // OrderIDByNumber finds the order a memo names, within a mode: a test-mode
@@ -136,26 +215,44 @@ func (s *Store) PaymentsAwaitingSignal(ctx context.Context, createdBefore time.T
 	return out, nil
 }
 
-// RecordPayment is the workflow's write of a payment it counted (or
-// refused to credit): it stores the payment if it is new (an operator's
-// manual payment reaches the service only through the workflow) and
-// attaches it to the order. Idempotent.
+// RecordPayment is the workflow's write of a payment it took in: it stores
+// the payment if it is new (an operator's manual payment reaches the
+// service only through the workflow), attaches it to the order, and marks
+// it acknowledged. A payment in another asset than the order's is kept as
+// refund_due: recorded, never credited. Idempotent.
 func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
-	row := paymentRow{
-		ID: p.ID, Mode: string(p.Mode), Asset: p.Asset, Amount: p.Amount, Memo: p.Memo, Sender: p.Sender,
-		ReceivedAt: p.ReceivedAt.UTC(), OrderID: &orderID, Status: PaymentMatched, CreatedAt: time.Now().UTC(),
-	}
-	now := time.Now().UTC()
-	row.SignaledAt = &now
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.Assignments(map[string]any{
-			"order_id":    gorm.Expr("COALESCE(payments.order_id, ?)", orderID),
-			"signaled_at": gorm.Expr("COALESCE(payments.signaled_at, ?)", now),
-			"status":      gorm.Expr("CASE WHEN payments.status = ? THEN ? ELSE payments.status END", PaymentUnmatched, PaymentMatched),
-		}),
-	}).Create(&row).Error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var o orderRow
+		if err := tx.Select("id", "payment_asset").Where("id = ?", orderID).Take(&o).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.ErrOrderNotFound
+			}
+			return err
+		}
+		status := PaymentMatched
+		if !strings.EqualFold(p.Asset, o.PaymentAsset) {
+			status = PaymentRefundDue
+		}
+		now := time.Now().UTC()
+		row := newPaymentRow(p, status)
+		row.OrderID, row.SignaledAt = &orderID, &now
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+			return err
+		}
+		// Already stored (by the matcher): attach and acknowledge. A late,
+		// refunded or refund_due payment keeps its status.
+		return tx.Model(&paymentRow{}).Where("id = ?", p.ID).Updates(map[string]any{
+			"order_id":    gorm.Expr("COALESCE(order_id, ?)", orderID),
+			"signaled_at": gorm.Expr("COALESCE(signaled_at, ?)", now),
+			"status": gorm.Expr("CASE WHEN status IN (?, ?, ?) THEN ? ELSE status END",
+				PaymentReceived, PaymentUnmatched, PaymentMatched, status),
+		}).Error
+	})
 	if err != nil {
+		var me *models.Error
+		if errors.As(err, &me) {
+			return err
+		}
 		return fmt.Errorf("recording payment: %w", err)
 	}
 	return nil
@@ -174,7 +271,7 @@ func (s *Store) Payments(ctx context.Context, statuses ...string) ([]StoredPayme
 	}
 	out := make([]StoredPayment, len(rows))
 	for i, r := range rows {
-		out[i] = StoredPayment{Payment: r.toModel(), Status: r.Status, SignaledAt: r.SignaledAt}
+		out[i] = StoredPayment{Payment: r.toModel(), Status: r.Status, SignaledAt: r.SignaledAt, RefundTx: r.RefundTx, RefundedAt: r.RefundedAt}
 	}
 	return out, nil
 }
@@ -187,7 +284,7 @@ func (s *Store) PaymentsForOrder(ctx context.Context, orderID string) ([]StoredP
 	}
 	out := make([]StoredPayment, len(rows))
 	for i, r := range rows {
-		out[i] = StoredPayment{Payment: r.toModel(), Status: r.Status, SignaledAt: r.SignaledAt}
+		out[i] = StoredPayment{Payment: r.toModel(), Status: r.Status, SignaledAt: r.SignaledAt, RefundTx: r.RefundTx, RefundedAt: r.RefundedAt}
 	}
 	return out, nil
 }

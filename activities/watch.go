@@ -1,0 +1,47 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// PaymentWatcher reads incoming payments from a chain until ctx ends,
+// reporting its cursor through progress.
+type PaymentWatcher interface {
+	Run(ctx context.Context, progress func(cursor string)) error
+}
+
+// WatchInput names the account a watch activity reads.
+type WatchInput struct {
+	Network string
+	Account string
+}
+
+// watchMargin is how long before its deadline a watch activity stops, so
+// it returns cleanly instead of timing out.
+const watchMargin = time.Minute
+
+// WatchPayments runs the payment watcher for up to the activity's
+// deadline, heartbeating the cursor, and returns cleanly so the workflow
+// starts the next run. The watcher saves its cursor in the database with
+// every page, so a run that dies loses nothing.
+func (a *Activities) WatchPayments(ctx context.Context, in WatchInput) error {
+	w, ok := a.Watchers[in.Network+"/"+in.Account]
+	if !ok {
+		return errors.New("this worker has no watcher for " + in.Network + " account " + in.Account)
+	}
+	runCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(ctx, deadline.Add(-watchMargin))
+		defer cancel()
+	}
+	err := w.Run(runCtx, func(cursor string) { activity.RecordHeartbeat(ctx, cursor) })
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil // our own margin: a clean end of this run
+	}
+	return err
+}

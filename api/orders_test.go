@@ -1,0 +1,1255 @@
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/activities/rates"
+	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/ratelimit"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+)
+
+// ---- Order fixtures ----
+
+const (
+	// sandboxPayTo is the test-mode receiving account, as cmd configures it.
+	sandboxPayTo = "GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX"
+	// ordersPublicURL is the base of tracking_url.
+	ordersPublicURL = "https://track.memocart.test"
+	// ordersPaymentWindow is not the default, so a test sees the config used.
+	ordersPaymentWindow = 45 * time.Minute
+	ordersRateMaxAge    = 5 * time.Minute
+
+	customerEmail = "ada@example.com"
+	customerName  = "Ada Lovelace"
+	customerLine1 = "1 Infinite Loop"
+	// testnetPassphraseEscaped is how SEP-0007 writes the testnet passphrase.
+	testnetPassphraseEscaped = "network_passphrase=Test%20SDF%20Network%20%3B%20September%202015"
+)
+
+var (
+	// liveIssuer and livePayTo are syntactically valid Stellar accounts,
+	// distinct so a test can tell the issuer from the receiving account.
+	liveIssuer = models.DefaultUSDCIssuer(models.StellarTestnet)
+	livePayTo  = models.DefaultUSDCIssuer(models.StellarPubnet)
+	liveSetup  = api.PaymentSetup{
+		Address: livePayTo, Network: "testnet", USDCIssuer: liveIssuer,
+		NetworkPassphrase: models.StellarTestnet.Passphrase(),
+	}
+)
+
+// ---- Fakes ----
+
+// recordingWorkflows records every StartOrder call and fails them while
+// told to.
+type recordingWorkflows struct {
+	mu    sync.Mutex
+	calls []models.Order
+	err   error
+}
+
+func (w *recordingWorkflows) StartOrder(_ context.Context, o models.Order) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls = append(w.calls, o)
+	return w.err
+}
+
+func (w *recordingWorkflows) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = err
+}
+
+func (w *recordingWorkflows) started() []models.Order {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.calls)
+}
+
+// staticRates answers every rate request with the same rate or error.
+type staticRates struct {
+	rate models.Rate
+	err  error
+}
+
+func (r staticRates) Rate(context.Context, string, string) (models.Rate, error) { return r.rate, r.err }
+
+// switchRates forwards to a provider a test can swap mid-test.
+type switchRates struct {
+	mu sync.Mutex
+	p  api.RateProvider
+}
+
+func (s *switchRates) Rate(ctx context.Context, base, quote string) (models.Rate, error) {
+	s.mu.Lock()
+	p := s.p
+	s.mu.Unlock()
+	return p.Rate(ctx, base, quote)
+}
+
+func (s *switchRates) set(p api.RateProvider) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.p = p
+}
+
+// recordingTestPayments is the sandbox chain: it records what was sent.
+type recordingTestPayments struct {
+	mu   sync.Mutex
+	sent []models.Payment
+}
+
+func (p *recordingTestPayments) Send(_ context.Context, pay models.Payment) (models.PaymentOutcome, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, pay)
+	return models.PaymentOutcomeMatched, nil
+}
+
+func (p *recordingTestPayments) all() []models.Payment {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.sent)
+}
+
+// ---- Environment ----
+
+// ordersEnv is a server wired for orders: payments config, rates, a
+// recording workflow starter and sandbox payment source.
+type ordersEnv struct {
+	*env
+	srv *api.Server
+	wf  *recordingWorkflows
+	pay *recordingTestPayments
+}
+
+type ordersOption func(cfg *api.Config, deps *api.Deps, clock *fakeClock)
+
+// withTestRates replaces the test-mode rate provider; nil removes it.
+func withTestRates(p func(clock *fakeClock) api.RateProvider) ordersOption {
+	return func(_ *api.Config, d *api.Deps, clock *fakeClock) {
+		if p == nil {
+			d.Rates = nil
+			return
+		}
+		d.Rates = map[models.Mode]api.RateProvider{models.ModeTest: p(clock)}
+	}
+}
+
+func withLivePayments() ordersOption {
+	return func(cfg *api.Config, _ *api.Deps, _ *fakeClock) { cfg.Payments[models.ModeLive] = liveSetup }
+}
+
+func newOrdersEnv(t *testing.T, dialect string, opts ...ordersOption) *ordersEnv {
+	t.Helper()
+	st := sqlstoretest.Open(t, dialect)
+	clock := newFakeClock()
+	wf := &recordingWorkflows{}
+	pay := &recordingTestPayments{}
+	cfg := api.Config{
+		KeyPrefix: "mc", CartTTL: testCartTTL, PaymentWindow: ordersPaymentWindow,
+		Pricing: models.DefaultPricingRules(), RateMaxAge: ordersRateMaxAge, PublicURL: ordersPublicURL,
+		Payments: map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}},
+	}
+	deps := api.Deps{
+		Store:        st,
+		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
+		Limiter:      ratelimit.NewMemory(clock.Now),
+		Workflows:    wf,
+		Rates:        map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
+		TestPayments: pay,
+		Now:          clock.Now,
+	}
+	for _, o := range opts {
+		o(&cfg, &deps, clock)
+	}
+	srv := api.NewServer(cfg, deps)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &ordersEnv{env: &env{st: st, clock: clock, ts: ts}, srv: srv, wf: wf, pay: pay}
+}
+
+// accountKey creates a key for account and returns its secret and account id.
+func (e *ordersEnv) accountKey(t *testing.T, account string, mode models.Mode, tier models.Tier) (string, string) {
+	t.Helper()
+	secret, k := sqlstoretest.MustAccount(t, e.st, account, mode, tier)
+	return secret, k.AccountID
+}
+
+// newCart creates a US cart through the API and returns its id and total.
+func (e *ordersEnv) newCart(t *testing.T, key string) (string, decimal.Decimal) {
+	t.Helper()
+	c, _ := createCart(t, e.env, key, cartJSON("US", cartItemReq{ProductURL: amazonURL, Quantity: 2}))
+	require.Equal(t, "US", c.ShipToCountry)
+	return c.ID, amount(t, "cart total", c.Total)
+}
+
+// seedLiveCart stores a live cart directly: there is no live catalog to
+// create one through the API.
+func (e *ordersEnv) seedLiveCart(t *testing.T, accountID string) models.Cart {
+	t.Helper()
+	id, err := models.NewID("crt", rand.Reader)
+	require.NoError(t, err)
+	now := e.clock.Now().UTC().Truncate(time.Second)
+	d := decimal.RequireFromString
+	c := models.Cart{
+		ID: id, AccountID: accountID, Mode: models.ModeLive, Status: models.CartReady, ShipToCountry: "US",
+		Quote: models.Quote{Currency: "USD", Subtotal: d("40.00"), Shipping: d("5.99"), Tax: d("3.30"), ServiceFee: d("2.00"), Total: d("51.29")},
+		Items: []models.CartItem{{
+			ProductURL: amazonURL, Marketplace: models.MarketplaceAmazon, ProductID: "B07XJ8C8F5",
+			Title: "Live Widget", ImageURL: "https://m.media-amazon.com/images/I/live.jpg",
+			Quantity: 1, UnitPrice: d("40.00"), LineTotal: d("40.00"),
+		}},
+		CreatedAt: now, ExpiresAt: now.Add(testCartTTL),
+	}
+	require.NoError(t, e.st.CreateCart(t.Context(), c))
+	return c
+}
+
+func usAddress() map[string]any {
+	return map[string]any{
+		"name": customerName, "phone": "+1 408 555 0100", "line1": customerLine1,
+		"city": "Cupertino", "region": "CA", "postal_code": "95014", "country": "US",
+	}
+}
+
+// orderBody is a valid order request for cartID, changed by edits.
+func orderBody(cartID string, edits ...func(body, addr map[string]any)) string {
+	addr := usAddress()
+	body := map[string]any{
+		"cart_id": cartID, "customer_email": customerEmail, "payment_asset": "USDC", "shipping_address": addr,
+	}
+	for _, f := range edits {
+		f(body, addr)
+	}
+	b, _ := json.Marshal(body)
+	return string(b)
+}
+
+func withAsset(asset string) func(body, addr map[string]any) {
+	return func(body, _ map[string]any) { body["payment_asset"] = asset }
+}
+
+func (e *ordersEnv) postOrder(t *testing.T, key, body string, header map[string]string) response {
+	t.Helper()
+	return e.send(t, request{method: http.MethodPost, path: "/v1/orders", auth: "Bearer " + key, body: body, header: header})
+}
+
+// createdOrder is the order as order creation serves it.
+type createdOrder struct {
+	ID                 string            `json:"id"`
+	Number             string            `json:"number"`
+	Status             string            `json:"status"`
+	PaymentStatus      string            `json:"payment_status"`
+	Currency           string            `json:"currency"`
+	Total              json.RawMessage   `json:"total"`
+	PaymentAsset       string            `json:"payment_asset"`
+	PaymentAmount      json.RawMessage   `json:"payment_amount"`
+	PaymentAddress     string            `json:"payment_address"`
+	PaymentMemo        string            `json:"payment_memo"`
+	PaymentExpiresAt   string            `json:"payment_expires_at"`
+	TrackingURL        string            `json:"tracking_url"`
+	CreatedAt          string            `json:"created_at"`
+	PaymentNetwork     string            `json:"payment_network"`
+	PaymentAssetIssuer *string           `json:"payment_asset_issuer"`
+	PaymentMemoType    string            `json:"payment_memo_type"`
+	PaymentURI         string            `json:"payment_uri"`
+	ExchangeRate       *exchangeRateBody `json:"exchange_rate"`
+}
+
+type exchangeRateBody struct {
+	Price  string `json:"price"`
+	Source string `json:"source"`
+	At     string `json:"at"`
+}
+
+// createdOrderKeys are the keys order creation must always send: the
+// contract's, then the wallet fields Memocart adds.
+var createdOrderKeys = []string{
+	"id", "number", "status", "total", "payment_asset", "payment_amount", "payment_address",
+	"payment_memo", "payment_expires_at", "tracking_url",
+	"payment_network", "payment_asset_issuer", "payment_memo_type", "payment_uri",
+}
+
+// decodeCreated checks the creation body's shape and decodes it.
+func decodeCreated(t *testing.T, r response) createdOrder {
+	t.Helper()
+	require.Contains(t, r.header.Get("Content-Type"), "application/json")
+	raw := rawObject(t, r.body, "order")
+	for _, k := range createdOrderKeys {
+		assert.Containsf(t, raw, k, "order creation must send %q; body %s", k, r.body)
+	}
+	var body struct {
+		Order createdOrder `json:"order"`
+	}
+	decodeStrict(t, r.body, &body)
+	return body.Order
+}
+
+// rawObject returns the object at path in body, key by key, unparsed.
+func rawObject(t *testing.T, body []byte, path ...string) map[string]json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoErrorf(t, json.Unmarshal(body, &m), "body %s", body)
+	for _, p := range path {
+		require.Containsf(t, m, p, "body %s", body)
+		next := map[string]json.RawMessage{}
+		require.NoErrorf(t, json.Unmarshal(m[p], &next), "%s in %s", p, body)
+		m = next
+	}
+	return m
+}
+
+// stringAmount asserts raw is a JSON string holding a plain decimal with at
+// most 7 places (a Stellar amount) and returns it.
+func stringAmount(t *testing.T, name string, raw json.RawMessage) decimal.Decimal {
+	t.Helper()
+	var s string
+	require.NoErrorf(t, json.Unmarshal(raw, &s), "%s must be a JSON string, got %s", name, raw)
+	require.Regexpf(t, `^[0-9]+(\.[0-9]{1,7})?$`, s, "%s must be a plain decimal with at most 7 places", name)
+	d, err := decimal.NewFromString(s)
+	require.NoError(t, err)
+	return d
+}
+
+func parseTS(t *testing.T, name, s string) time.Time {
+	t.Helper()
+	require.Truef(t, strings.HasSuffix(s, "Z"), "%s %q must be UTC", name, s)
+	at, err := time.Parse(time.RFC3339, s)
+	require.NoErrorf(t, err, "%s %q", name, s)
+	return at
+}
+
+// payQuery checks a SEP-0007 pay link's prefix and returns its parameters.
+func payQuery(t *testing.T, uri string) url.Values {
+	t.Helper()
+	require.Truef(t, strings.HasPrefix(uri, "web+stellar:pay?destination="), "payment_uri %q", uri)
+	rest := strings.TrimPrefix(uri, "web+stellar:pay?")
+	assert.NotContains(t, rest, "+", "spaces are %20 in SEP-0007 links, never +")
+	q, err := url.ParseQuery(rest)
+	require.NoError(t, err)
+	return q
+}
+
+// ceilQuote is total/price rounded up to 7 decimals, computed with exact
+// rationals, independently of models.QuoteXLM.
+func ceilQuote(total, price decimal.Decimal) decimal.Decimal {
+	q := new(big.Rat).Quo(total.Rat(), price.Rat())
+	scaled := new(big.Rat).Mul(q, new(big.Rat).SetInt64(10_000_000))
+	n := new(big.Int).Quo(scaled.Num(), scaled.Denom())
+	if new(big.Rat).SetInt(n).Cmp(scaled) != 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	return decimal.NewFromBigInt(n, -7)
+}
+
+// storedOrder reads an order straight from the store.
+func (e *ordersEnv) storedOrder(t *testing.T, accountID string, mode models.Mode, ref string) models.Order {
+	t.Helper()
+	o, err := e.st.OrderForAccount(t.Context(), accountID, mode, ref)
+	require.NoError(t, err)
+	return o
+}
+
+// ---- Tests ----
+
+func TestCreateOrder(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, total := e.newCart(t, key)
+
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		assert.Empty(t, r.header.Get("Idempotent-Replayed"), "a new order is not a replay")
+		o := decodeCreated(t, r)
+
+		assert.True(t, strings.HasPrefix(o.ID, "ord_"), o.ID)
+		assert.Len(t, o.Number, 11)
+		assert.True(t, models.ValidOrderNumber(o.Number), "number %q has a valid check digit", o.Number)
+		assert.Equal(t, "created", o.Status)
+		assert.Equal(t, "pending", o.PaymentStatus)
+		assert.Equal(t, "USD", o.Currency)
+		assert.True(t, total.Equal(amount(t, "total", o.Total)), "total %s is the cart's %s", o.Total, total)
+		assert.Equal(t, "USDC", o.PaymentAsset)
+		amt := stringAmount(t, "payment_amount", o.PaymentAmount)
+		assert.Truef(t, amt.Equal(total), "USDC payment_amount %s is the total %s", amt, total)
+		assert.Equal(t, sandboxPayTo, o.PaymentAddress)
+		assert.Equal(t, o.Number, o.PaymentMemo, "the memo is the order number")
+		assert.Equal(t, "text", o.PaymentMemoType)
+		assert.Equal(t, "sandbox", o.PaymentNetwork)
+		assert.Nil(t, o.PaymentAssetIssuer, "the sandbox setup names no USDC issuer")
+		assert.Nil(t, o.ExchangeRate, "USDC is quoted 1:1, without a rate")
+
+		created := parseTS(t, "created_at", o.CreatedAt)
+		assert.Equal(t, e.clock.Now().Truncate(time.Second), created)
+		assert.Equal(t, created.Add(ordersPaymentWindow), parseTS(t, "payment_expires_at", o.PaymentExpiresAt))
+		assert.Equal(t, ordersPublicURL+"/track/"+o.Number, o.TrackingURL)
+
+		q := payQuery(t, o.PaymentURI)
+		assert.Equal(t, sandboxPayTo, q.Get("destination"))
+		assert.Equal(t, amt.String(), q.Get("amount"))
+		assert.Equal(t, "USDC", q.Get("asset_code"))
+		assert.Equal(t, o.Number, q.Get("memo"))
+		assert.Equal(t, "MEMO_TEXT", q.Get("memo_type"))
+		assert.False(t, q.Has("network_passphrase"), "the sandbox setup has no passphrase")
+
+		calls := e.wf.started()
+		require.Len(t, calls, 1, "StartOrder once")
+		assert.Equal(t, o.ID, calls[0].ID)
+		assert.Equal(t, o.Number, calls[0].Number)
+		assert.Equal(t, o.Number, calls[0].PaymentMemo)
+		assert.Equal(t, accountID, calls[0].AccountID)
+		assert.Equal(t, models.ModeTest, calls[0].Mode)
+		assert.Equal(t, cartID, calls[0].CartID)
+		assert.True(t, calls[0].PaymentAmount.Equal(amt))
+		assert.True(t, calls[0].PaymentExpiresAt.Equal(created.Add(ordersPaymentWindow)))
+
+		st := e.storedOrder(t, accountID, models.ModeTest, o.ID)
+		assert.NotNil(t, st.WorkflowStartedAt, "the order is marked started")
+		assert.Equal(t, customerEmail, st.CustomerEmail)
+		assert.Equal(t, models.ShippingAddress{
+			Name: customerName, Phone: st.Address.Phone, Line1: customerLine1, City: "Cupertino",
+			Region: "CA", PostalCode: "95014", Country: "US",
+		}, st.Address)
+	})
+}
+
+func TestCreateOrderXLM(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		t.Run("fixed rate 0.25", func(t *testing.T) {
+			e := newOrdersEnv(t, dialect)
+			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+			cartID, total := e.newCart(t, key)
+
+			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			o := decodeCreated(t, r)
+			assert.Equal(t, "XLM", o.PaymentAsset)
+			assert.True(t, total.Equal(amount(t, "total", o.Total)))
+			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
+			want := ceilQuote(total, decimal.RequireFromString("0.25"))
+			assert.Truef(t, want.Equal(amt), "payment_amount %s, want %s (total %s / 0.25)", amt, want, total)
+			assert.Nil(t, o.PaymentAssetIssuer, "XLM has no issuer")
+			require.NotNil(t, o.ExchangeRate)
+			assert.Equal(t, exchangeRateBody{Price: "0.25", Source: "fixed", At: e.clock.Now().UTC().Format(time.RFC3339)}, *o.ExchangeRate)
+
+			q := payQuery(t, o.PaymentURI)
+			assert.False(t, q.Has("asset_code"), "SEP-0007 names no asset for XLM: %s", o.PaymentURI)
+			assert.False(t, q.Has("asset_issuer"))
+			assert.Equal(t, amt.String(), q.Get("amount"))
+			assert.Equal(t, o.Number, q.Get("memo"))
+			require.Len(t, e.wf.started(), 1)
+
+			// The locked rate survives the store: retrieval shows the same.
+			g := e.get(t, "/v1/orders/"+o.ID, key)
+			require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
+			got := decodeOrderView(t, g)
+			assert.Equal(t, amt.String(), got.Payment.Amount)
+			assert.Equal(t, o.ExchangeRate, got.Payment.ExchangeRate)
+			assert.Equal(t, o.PaymentURI, got.Payment.URI)
+		})
+		t.Run("inexact rate rounds up to the stroop", func(t *testing.T) {
+			price := decimal.RequireFromString("0.3")
+			e := newOrdersEnv(t, dialect, withTestRates(func(c *fakeClock) api.RateProvider {
+				return staticRates{rate: models.Rate{Base: "XLM", Quote: "USD", Price: price, Source: "static", At: c.Now()}}
+			}))
+			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+			cartID, total := e.newCart(t, key)
+			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			o := decodeCreated(t, r)
+			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
+			assert.Truef(t, ceilQuote(total, price).Equal(amt), "payment_amount %s for %s at %s", amt, total, price)
+			assert.True(t, amt.Mul(price).GreaterThanOrEqual(total), "the amount pays the total")
+			assert.True(t, amt.Sub(decimal.New(1, -7)).Mul(price).LessThan(total), "one stroop less would not")
+		})
+	})
+}
+
+func TestCreateOrderRateUnavailable(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		rateAt := func(c *fakeClock, d time.Duration, price string) api.RateProvider {
+			return staticRates{rate: models.Rate{Base: "XLM", Quote: "USD", Price: decimal.RequireFromString(price), Source: "static", At: c.Now().Add(d)}}
+		}
+		tests := []struct {
+			name  string
+			rates func(*fakeClock) api.RateProvider
+		}{
+			{"provider fails", func(*fakeClock) api.RateProvider {
+				return staticRates{err: errors.New("coinbase XLM-USD: status 502: " + secretDetail)}
+			}},
+			{"rate older than RateMaxAge", func(c *fakeClock) api.RateProvider { return rateAt(c, -ordersRateMaxAge-time.Second, "0.25") }},
+			{"rate dated in the future", func(c *fakeClock) api.RateProvider { return rateAt(c, 2*time.Minute, "0.25") }},
+			{"zero price", func(c *fakeClock) api.RateProvider { return rateAt(c, 0, "0") }},
+			{"no provider for the mode", nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				e := newOrdersEnv(t, dialect, withTestRates(tt.rates))
+				key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+				cartID, _ := e.newCart(t, key)
+
+				r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+				requireError(t, r, http.StatusServiceUnavailable, models.CodeRateUnavailable, "")
+				assert.NotContains(t, string(r.body), "hunter2")
+				assert.NotContains(t, string(r.body), "coinbase")
+				assert.Empty(t, e.wf.started(), "no order, no workflow")
+
+				// Nothing was committed: the cart can still be paid in USDC.
+				r = e.postOrder(t, key, orderBody(cartID), nil)
+				assert.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			})
+		}
+	})
+}
+
+func TestCreateOrderValidation(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+
+		tests := []struct {
+			name   string
+			body   string
+			status int
+			code   models.Code
+			field  string
+		}{
+			{"missing cart_id", orderBody(cartID, func(b, _ map[string]any) { delete(b, "cart_id") }), 400, models.CodeInvalidRequest, "cart_id"},
+			{"empty cart_id", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = "" }), 400, models.CodeInvalidRequest, "cart_id"},
+			{"cart_id not a string", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = 42 }), 400, models.CodeInvalidRequest, "cart_id"},
+			{"missing customer_email", orderBody(cartID, func(b, _ map[string]any) { delete(b, "customer_email") }), 400, models.CodeInvalidRequest, "customer_email"},
+			{"missing payment_asset", orderBody(cartID, func(b, _ map[string]any) { delete(b, "payment_asset") }), 400, models.CodeInvalidRequest, "payment_asset"},
+			{"missing shipping_address", orderBody(cartID, func(b, _ map[string]any) { delete(b, "shipping_address") }), 422, models.CodeInvalidAddress, "shipping_address"},
+			{"bad e-mail", orderBody(cartID, func(b, _ map[string]any) { b["customer_email"] = "ada.example.com" }), 422, models.CodeInvalidEmail, "customer_email"},
+			{"e-mail with display name", orderBody(cartID, func(b, _ map[string]any) { b["customer_email"] = "Ada <ada@example.com>" }), 422, models.CodeInvalidEmail, "customer_email"},
+			{"unsupported asset", orderBody(cartID, withAsset("BTC")), 422, models.CodeUnsupportedAsset, "payment_asset"},
+			{"missing line1", orderBody(cartID, func(_, a map[string]any) { delete(a, "line1") }), 422, models.CodeInvalidAddress, "shipping_address.line1"},
+			{"bad US postal code", orderBody(cartID, func(_, a map[string]any) { a["postal_code"] = "9501" }), 422, models.CodeInvalidAddress, "shipping_address.postal_code"},
+			{"missing US region", orderBody(cartID, func(_, a map[string]any) { delete(a, "region") }), 422, models.CodeInvalidAddress, "shipping_address.region"},
+			{"missing city", orderBody(cartID, func(_, a map[string]any) { a["city"] = "  " }), 422, models.CodeInvalidAddress, "shipping_address.city"},
+			{"country other than the cart's", orderBody(cartID, func(_, a map[string]any) {
+				a["country"], a["region"], a["postal_code"], a["city"] = "CA", "ON", "K1A 0B1", "Ottawa"
+			}), 422, models.CodeInvalidAddress, "shipping_address.country"},
+			{"unknown field", `{"cart_id":"` + cartID + `","customer_email":"ada@example.com","payment_asset":"USDC","shipping_address":{},"coupon":"x"}`, 400, models.CodeInvalidRequest, "coupon"},
+			{"malformed JSON", `{"cart_id":"` + cartID + `",`, 400, models.CodeInvalidRequest, ""},
+			{"not an object", `["` + cartID + `"]`, 400, models.CodeInvalidRequest, ""},
+			{"two objects", orderBody(cartID) + orderBody(cartID), 400, models.CodeInvalidRequest, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				r := e.postOrder(t, key, tt.body, nil)
+				requireError(t, r, tt.status, tt.code, tt.field)
+				assert.NotContains(t, string(r.body), customerName, "errors never repeat personal data")
+			})
+		}
+		t.Run("empty body", func(t *testing.T) {
+			r := e.send(t, request{method: http.MethodPost, path: "/v1/orders", auth: "Bearer " + key})
+			requireError(t, r, http.StatusBadRequest, models.CodeInvalidRequest, "")
+		})
+
+		// None of the rejected requests used the cart up.
+		assert.Empty(t, e.wf.started())
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		assert.Equalf(t, http.StatusCreated, r.status, "the cart is still usable; body %s", r.body)
+	})
+}
+
+func TestCreateOrderCartNotFound(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect, withLivePayments())
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
+		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+		soon, _ := e.newCart(t, key)
+		late, _ := e.newCart(t, key)
+
+		t.Run("unknown cart", func(t *testing.T) {
+			requireError(t, e.postOrder(t, key, orderBody("crt_doesnotexist"), nil), http.StatusNotFound, models.CodeCartNotFound, "")
+		})
+		t.Run("another account's cart", func(t *testing.T) {
+			requireError(t, e.postOrder(t, other, orderBody(soon), nil), http.StatusNotFound, models.CodeCartNotFound, "")
+		})
+		t.Run("same account, other mode", func(t *testing.T) {
+			requireError(t, e.postOrder(t, live, orderBody(soon), nil), http.StatusNotFound, models.CodeCartNotFound, "")
+			liveCart := e.seedLiveCart(t, accountID)
+			requireError(t, e.postOrder(t, key, orderBody(liveCart.ID), nil), http.StatusNotFound, models.CodeCartNotFound, "")
+		})
+		t.Run("expiry", func(t *testing.T) {
+			e.clock.Advance(testCartTTL - time.Second)
+			r := e.postOrder(t, key, orderBody(soon), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "a second before expiry; body %s", r.body)
+			e.clock.Advance(time.Second)
+			requireError(t, e.postOrder(t, key, orderBody(late), nil), http.StatusNotFound, models.CodeCartNotFound, "")
+		})
+		assert.Len(t, e.wf.started(), 1)
+	})
+}
+
+func TestCreateOrderIdempotency(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+
+		t.Run("same body twice", func(t *testing.T) {
+			cartID, _ := e.newCart(t, key)
+			before := len(e.wf.started())
+			first := e.postOrder(t, key, orderBody(cartID), nil)
+			require.Equalf(t, http.StatusCreated, first.status, "body %s", first.body)
+			o := decodeCreated(t, first)
+			require.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+
+			second := e.postOrder(t, key, orderBody(cartID), nil)
+			require.Equalf(t, http.StatusOK, second.status, "body %s", second.body)
+			assert.Equal(t, "true", second.header.Get("Idempotent-Replayed"))
+			again := decodeCreated(t, second)
+			assert.Equal(t, o.ID, again.ID)
+			assert.JSONEq(t, string(first.body), string(second.body), "a replay answers exactly what the first request did")
+			assert.Len(t, e.wf.started(), before+1, "StartOrder is not called again for a started order")
+		})
+		t.Run("XLM replay keeps the locked quote", func(t *testing.T) {
+			cartID, _ := e.newCart(t, key)
+			first := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusCreated, first.status, "body %s", first.body)
+			e.clock.Advance(time.Minute)
+			second := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusOK, second.status, "body %s", second.body)
+			assert.JSONEq(t, string(first.body), string(second.body))
+		})
+		t.Run("Idempotency-Key", func(t *testing.T) {
+			cartA, _ := e.newCart(t, key)
+			cartB, _ := e.newCart(t, key)
+			hdr := map[string]string{"Idempotency-Key": "order-attempt-7"}
+			first := e.postOrder(t, key, orderBody(cartA), hdr)
+			require.Equalf(t, http.StatusCreated, first.status, "body %s", first.body)
+			o := decodeCreated(t, first)
+
+			r := e.postOrder(t, key, orderBody(cartA), hdr)
+			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+			assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+			assert.Equal(t, o.ID, decodeCreated(t, r).ID)
+
+			r = e.postOrder(t, key, orderBody(cartB), hdr)
+			requireError(t, r, http.StatusConflict, models.CodeIdempotencyMismatch, "")
+			// cartB is untouched and can be ordered under another key.
+			r = e.postOrder(t, key, orderBody(cartB), map[string]string{"Idempotency-Key": "order-attempt-8"})
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			assert.NotEqual(t, o.ID, decodeCreated(t, r).ID)
+		})
+		t.Run("different body for an ordered cart", func(t *testing.T) {
+			cartID, _ := e.newCart(t, key)
+			r := e.postOrder(t, key, orderBody(cartID), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			for name, body := range map[string]string{
+				"other e-mail": orderBody(cartID, func(b, _ map[string]any) { b["customer_email"] = "grace@example.com" }),
+				"other asset":  orderBody(cartID, withAsset("XLM")),
+				"other street": orderBody(cartID, func(_, a map[string]any) { a["line1"] = "2 Infinite Loop" }),
+			} {
+				t.Run(name, func(t *testing.T) {
+					requireError(t, e.postOrder(t, key, body, nil), http.StatusConflict, models.CodeCartAlreadyOrdered, "")
+					requireError(t, e.postOrder(t, key, body, map[string]string{"Idempotency-Key": "fresh-" + name}),
+						http.StatusConflict, models.CodeCartAlreadyOrdered, "")
+				})
+			}
+		})
+		t.Run("Idempotency-Key length", func(t *testing.T) {
+			cartID, _ := e.newCart(t, key)
+			r := e.postOrder(t, key, orderBody(cartID), map[string]string{"Idempotency-Key": strings.Repeat("k", 256)})
+			requireError(t, r, http.StatusBadRequest, models.CodeInvalidRequest, "Idempotency-Key")
+			r = e.postOrder(t, key, orderBody(cartID), map[string]string{"Idempotency-Key": strings.Repeat("k", 255)})
+			assert.Equalf(t, http.StatusCreated, r.status, "255 characters is allowed; body %s", r.body)
+		})
+	})
+}
+
+func TestCreateOrderWorkflowStartFails(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		ctx := t.Context()
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		e.wf.fail(errors.New("temporal: dial tcp 10.0.0.7:7233: connection refused; " + secretDetail))
+
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		requireError(t, r, http.StatusServiceUnavailable, models.CodeUnavailable, "")
+		assert.NotContains(t, string(r.body), "hunter2")
+		assert.NotContains(t, string(r.body), "10.0.0.7")
+		assert.NotContains(t, string(r.body), "temporal:")
+
+		// The order was committed and waits for its workflow.
+		awaiting, err := e.st.OrdersAwaitingWorkflow(ctx, e.clock.Now().Add(time.Hour), 10)
+		require.NoError(t, err)
+		require.Len(t, awaiting, 1)
+		o := awaiting[0]
+		assert.Equal(t, cartID, o.CartID)
+		assert.Nil(t, o.WorkflowStartedAt)
+		require.Len(t, e.wf.started(), 1, "the failed attempt")
+		assert.Equal(t, o.ID, e.wf.started()[0].ID)
+		g := e.get(t, "/v1/orders/"+o.Number, key)
+		require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
+		assert.Equal(t, o.ID, decodeOrderView(t, g).ID)
+
+		// Within the grace period the reconciler leaves it alone.
+		e.wf.fail(nil)
+		n, err := e.srv.ReconcileOrders(ctx, time.Hour)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n)
+		assert.Len(t, e.wf.started(), 1)
+
+		n, err = e.srv.ReconcileOrders(ctx, 0)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		calls := e.wf.started()
+		require.Len(t, calls, 2)
+		assertSameWorkflowInput(t, calls[0], calls[1])
+		assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+		n, err = e.srv.ReconcileOrders(ctx, 0)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "a started order is not started again")
+
+		// The client's retry gets the same order, without another start.
+		r = e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+		assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+		got := decodeCreated(t, r)
+		assert.Equal(t, o.ID, got.ID)
+		assert.Equal(t, o.Number, got.Number)
+		assert.Len(t, e.wf.started(), 2)
+	})
+}
+
+// assertSameWorkflowInput checks that the reconciler starts a workflow
+// with what the request path would have: everything workflows.InputFor reads.
+func assertSameWorkflowInput(t *testing.T, want, got models.Order) {
+	t.Helper()
+	assert.Equal(t, want.ID, got.ID)
+	assert.Equal(t, want.Number, got.Number)
+	assert.Equal(t, want.Mode, got.Mode)
+	assert.Equal(t, want.PaymentAsset, got.PaymentAsset)
+	assert.Truef(t, want.PaymentAmount.Equal(got.PaymentAmount), "amount %s, want %s", got.PaymentAmount, want.PaymentAmount)
+	assert.Truef(t, want.PaymentExpiresAt.Equal(got.PaymentExpiresAt), "deadline %s, want %s", got.PaymentExpiresAt, want.PaymentExpiresAt)
+}
+
+// TestCreateOrderXLMReplayWithoutRate: replaying an XLM order returns the
+// stored order, whose rate is already locked; it must not need a fresh
+// rate. The 503 of a failed workflow start tells the client to "retry the
+// same request", so that retry must work while the rate source is down.
+func TestCreateOrderXLMReplayWithoutRate(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		sw := &switchRates{}
+		e := newOrdersEnv(t, dialect, withTestRates(func(c *fakeClock) api.RateProvider {
+			sw.set(rates.NewFixed(decimal.RequireFromString("0.25"), c.Now))
+			return sw
+		}))
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		down := staticRates{err: errors.New("rate source down")}
+
+		t.Run("plain replay", func(t *testing.T) {
+			sw.set(rates.NewFixed(decimal.RequireFromString("0.25"), e.clock.Now))
+			cartID, _ := e.newCart(t, key)
+			first := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusCreated, first.status, "body %s", first.body)
+
+			sw.set(down)
+			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
+			require.Equalf(t, http.StatusOK, r.status, "replay of an existing XLM order with the rate source down; body %s", r.body)
+			assert.JSONEq(t, string(first.body), string(r.body))
+		})
+		t.Run("retry after a failed workflow start", func(t *testing.T) {
+			sw.set(rates.NewFixed(decimal.RequireFromString("0.25"), e.clock.Now))
+			cartID, _ := e.newCart(t, key)
+			e.wf.fail(errors.New("temporal down"))
+			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), map[string]string{"Idempotency-Key": "xlm-1"})
+			requireError(t, r, http.StatusServiceUnavailable, models.CodeUnavailable, "")
+
+			e.wf.fail(nil)
+			sw.set(down)
+			r = e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), map[string]string{"Idempotency-Key": "xlm-1"})
+			require.Equalf(t, http.StatusOK, r.status, "the retry the 503 asked for; body %s", r.body)
+			assert.Equal(t, "XLM", decodeCreated(t, r).PaymentAsset)
+		})
+	})
+}
+
+// TestCreateOrderConcurrentRetries: the same request sent several times at
+// once makes one order.
+func TestCreateOrderConcurrentRetries(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		const n = 6
+		results := make([]response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { results[i] = e.postOrder(t, key, orderBody(cartID), nil) })
+		}
+		wg.Wait()
+		created, ids := 0, map[string]bool{}
+		for _, r := range results {
+			require.Containsf(t, []int{http.StatusCreated, http.StatusOK}, r.status, "body %s", r.body)
+			if r.status == http.StatusCreated {
+				created++
+			}
+			ids[decodeCreated(t, r).ID] = true
+		}
+		assert.Equal(t, 1, created, "exactly one request creates the order")
+		assert.Len(t, ids, 1, "every response is the same order")
+	})
+}
+
+func TestCreateOrderRetryStartsWorkflow(t *testing.T) {
+	e := newOrdersEnv(t, sqlstore.DialectSQLite)
+	key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+	cartID, _ := e.newCart(t, key)
+	e.wf.fail(errors.New("temporal down"))
+	requireError(t, e.postOrder(t, key, orderBody(cartID), nil), http.StatusServiceUnavailable, models.CodeUnavailable, "")
+
+	// Without the reconciler, the client's retry starts the workflow.
+	e.wf.fail(nil)
+	r := e.postOrder(t, key, orderBody(cartID), nil)
+	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+	o := decodeCreated(t, r)
+	calls := e.wf.started()
+	require.Len(t, calls, 2)
+	assert.Equal(t, o.ID, calls[1].ID)
+	assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+}
+
+func TestCreateOrderCrashAfterCommit(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		ctx := t.Context()
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		var (
+			mu     sync.Mutex
+			hooked []string
+		)
+		e.srv.SetAfterOrderCommit(func(o models.Order) error {
+			mu.Lock()
+			defer mu.Unlock()
+			hooked = append(hooked, o.ID)
+			return errors.New("process killed: " + secretDetail)
+		})
+
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		requireError(t, r, http.StatusInternalServerError, models.CodeInternal, "")
+		assert.NotContains(t, string(r.body), "hunter2")
+		mu.Lock()
+		require.Len(t, hooked, 1)
+		orderID := hooked[0]
+		mu.Unlock()
+		assert.Empty(t, e.wf.started(), "the process died before starting the workflow")
+
+		o := e.storedOrder(t, accountID, models.ModeTest, orderID)
+		assert.Equal(t, cartID, o.CartID, "the order was committed")
+		assert.Nil(t, o.WorkflowStartedAt)
+
+		e.srv.SetAfterOrderCommit(nil)
+		n, err := e.srv.ReconcileOrders(ctx, 0)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		calls := e.wf.started()
+		require.Len(t, calls, 1)
+		assert.Equal(t, o.ID, calls[0].ID)
+		assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+	})
+}
+
+func TestCreateOrderLiveMode(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		t.Run("no live payment setup", func(t *testing.T) {
+			e := newOrdersEnv(t, dialect)
+			live, accountID := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+			c := e.seedLiveCart(t, accountID)
+			r := e.postOrder(t, live, orderBody(c.ID), nil)
+			requireError(t, r, http.StatusServiceUnavailable, models.CodeLiveUnavailable, "")
+			assert.NotContains(t, string(r.body), sandboxPayTo, "never the sandbox account for a live key")
+			assert.Empty(t, e.wf.started())
+		})
+		t.Run("live payment setup", func(t *testing.T) {
+			e := newOrdersEnv(t, dialect, withLivePayments())
+			live, accountID := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+			c := e.seedLiveCart(t, accountID)
+
+			r := e.postOrder(t, live, orderBody(c.ID), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			o := decodeCreated(t, r)
+			assert.True(t, c.Total.Equal(amount(t, "total", o.Total)))
+			assert.True(t, c.Total.Equal(stringAmount(t, "payment_amount", o.PaymentAmount)))
+			assert.Equal(t, livePayTo, o.PaymentAddress)
+			assert.Equal(t, "testnet", o.PaymentNetwork)
+			if assert.NotNil(t, o.PaymentAssetIssuer) {
+				assert.Equal(t, liveIssuer, *o.PaymentAssetIssuer)
+			}
+			assert.Contains(t, o.PaymentURI, testnetPassphraseEscaped)
+			q := payQuery(t, o.PaymentURI)
+			assert.Equal(t, livePayTo, q.Get("destination"))
+			assert.Equal(t, "USDC", q.Get("asset_code"))
+			assert.Equal(t, liveIssuer, q.Get("asset_issuer"))
+			assert.Equal(t, models.StellarTestnet.Passphrase(), q.Get("network_passphrase"))
+			assert.Equal(t, o.Number, q.Get("memo"))
+			calls := e.wf.started()
+			require.Len(t, calls, 1)
+			assert.Equal(t, models.ModeLive, calls[0].Mode)
+
+			// XLM needs a rate, and only test mode has a provider here.
+			c2 := e.seedLiveCart(t, accountID)
+			r = e.postOrder(t, live, orderBody(c2.ID, withAsset("XLM")), nil)
+			requireError(t, r, http.StatusServiceUnavailable, models.CodeRateUnavailable, "")
+
+			// A test key of the same account still gets the sandbox.
+			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+			cartID, _ := e.newCart(t, key)
+			r = e.postOrder(t, key, orderBody(cartID), nil)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			tst := decodeCreated(t, r)
+			assert.Equal(t, sandboxPayTo, tst.PaymentAddress)
+			assert.NotContains(t, tst.PaymentURI, "network_passphrase")
+		})
+	})
+}
+
+// orderView is the order as retrieval serves it.
+type orderView struct {
+	ID            string          `json:"id"`
+	Number        string          `json:"number"`
+	Status        string          `json:"status"`
+	Total         json.RawMessage `json:"total"`
+	Currency      string          `json:"currency"`
+	PaymentStatus string          `json:"payment_status"`
+	CreatedAt     string          `json:"created_at"`
+	Tracking      trackingView    `json:"tracking"`
+	Payment       paymentView     `json:"payment"`
+	TrackingURL   string          `json:"tracking_url"`
+}
+
+type trackingView struct {
+	CurrentStep       string     `json:"current_step"`
+	Carrier           *string    `json:"carrier"`
+	TrackingNumber    *string    `json:"tracking_number"`
+	EstimatedDelivery *string    `json:"estimated_delivery"`
+	Steps             []stepView `json:"steps"`
+}
+
+type stepView struct {
+	Name      string  `json:"name"`
+	Completed bool    `json:"completed"`
+	Timestamp *string `json:"timestamp"`
+}
+
+type paymentView struct {
+	Network        string            `json:"network"`
+	AssetIssuer    *string           `json:"asset_issuer"`
+	MemoType       string            `json:"memo_type"`
+	URI            string            `json:"uri"`
+	ExchangeRate   *exchangeRateBody `json:"exchange_rate"`
+	Asset          string            `json:"asset"`
+	Amount         string            `json:"amount"`
+	AmountReceived string            `json:"amount_received"`
+	AmountDue      string            `json:"amount_due"`
+	Address        string            `json:"address"`
+	Memo           string            `json:"memo"`
+	ExpiresAt      string            `json:"expires_at"`
+}
+
+func decodeOrderView(t *testing.T, r response) orderView {
+	t.Helper()
+	var body struct {
+		Order orderView `json:"order"`
+	}
+	decodeStrict(t, r.body, &body)
+	return body.Order
+}
+
+func TestGetOrder(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
+		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+		cartID, total := e.newCart(t, key)
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		o := decodeCreated(t, r)
+		e.clock.Advance(3 * time.Minute) // retrieval reports creation time, not now
+
+		byID := e.get(t, "/v1/orders/"+o.ID, key)
+		require.Equalf(t, http.StatusOK, byID.status, "body %s", byID.body)
+		byNumber := e.get(t, "/v1/orders/"+o.Number, key)
+		require.Equalf(t, http.StatusOK, byNumber.status, "body %s", byNumber.body)
+		assert.JSONEq(t, string(byID.body), string(byNumber.body), "the same order by id and by number")
+
+		tracking := rawObject(t, byID.body, "order", "tracking")
+		for _, k := range []string{"carrier", "tracking_number", "estimated_delivery"} {
+			assert.Equalf(t, "null", string(tracking[k]), "tracking.%s is null before shipment", k)
+		}
+		for _, k := range []string{"id", "number", "status", "total", "payment_status", "created_at", "tracking"} {
+			assert.Contains(t, rawObject(t, byID.body, "order"), k, "contract field %q", k)
+		}
+
+		g := decodeOrderView(t, byID)
+		assert.Equal(t, o.ID, g.ID)
+		assert.Equal(t, o.Number, g.Number)
+		assert.Equal(t, "created", g.Status)
+		assert.Equal(t, "pending", g.PaymentStatus)
+		assert.Equal(t, "USD", g.Currency)
+		assert.True(t, total.Equal(amount(t, "total", g.Total)))
+		assert.Equal(t, o.CreatedAt, g.CreatedAt)
+		assert.Equal(t, o.TrackingURL, g.TrackingURL)
+
+		assert.Equal(t, g.Status, g.Tracking.CurrentStep)
+		require.Len(t, g.Tracking.Steps, 5)
+		for i, name := range []string{"created", "paid", "ordered", "shipped", "delivered"} {
+			st := g.Tracking.Steps[i]
+			assert.Equal(t, name, st.Name, "step %d", i)
+			if i == 0 {
+				assert.True(t, st.Completed, "created is completed")
+				if assert.NotNil(t, st.Timestamp) {
+					assert.Equal(t, o.CreatedAt, *st.Timestamp)
+				}
+				continue
+			}
+			assert.Falsef(t, st.Completed, "%s is not completed", name)
+			assert.Nilf(t, st.Timestamp, "%s has no timestamp", name)
+		}
+		steps := rawObject(t, byID.body, "order", "tracking")["steps"]
+		assert.Contains(t, string(steps), `"timestamp":null`, "a pending step's timestamp is null, not absent")
+
+		p := g.Payment
+		assert.Equal(t, "USDC", p.Asset)
+		assert.Equal(t, mustString(t, o.PaymentAmount), p.Amount)
+		assert.Equal(t, "0", p.AmountReceived)
+		assert.Equal(t, p.Amount, p.AmountDue)
+		assert.Equal(t, sandboxPayTo, p.Address)
+		assert.Equal(t, o.Number, p.Memo)
+		assert.Equal(t, "text", p.MemoType)
+		assert.Equal(t, "sandbox", p.Network)
+		assert.Nil(t, p.AssetIssuer)
+		assert.Equal(t, o.PaymentURI, p.URI)
+		assert.Equal(t, o.PaymentExpiresAt, p.ExpiresAt)
+		assert.Nil(t, p.ExchangeRate)
+
+		assert.NotContains(t, string(byID.body), customerEmail)
+
+		notFound := []struct {
+			name, key, ref string
+		}{
+			{"another account by id", other, o.ID},
+			{"another account by number", other, o.Number},
+			{"other mode by id", live, o.ID},
+			{"other mode by number", live, o.Number},
+			{"unknown id", key, "ord_doesnotexist"},
+			{"unknown number", key, otherOrderNumber(t, o.Number)},
+		}
+		for _, tt := range notFound {
+			t.Run(tt.name, func(t *testing.T) {
+				requireError(t, e.get(t, "/v1/orders/"+url.PathEscape(tt.ref), tt.key), http.StatusNotFound, models.CodeOrderNotFound, "")
+			})
+		}
+		t.Run("no key", func(t *testing.T) {
+			requireError(t, e.get(t, "/v1/orders/"+o.ID, ""), http.StatusUnauthorized, models.CodeMissingAPIKey, "")
+		})
+	})
+}
+
+func mustString(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var s string
+	require.NoErrorf(t, json.Unmarshal(raw, &s), "%s is not a JSON string", raw)
+	return s
+}
+
+// otherOrderNumber returns a valid order number other than n.
+func otherOrderNumber(t *testing.T, n string) string {
+	t.Helper()
+	for {
+		m, err := models.NewOrderNumber(rand.Reader)
+		require.NoError(t, err)
+		if m != n {
+			return m
+		}
+	}
+}
+
+type testPaymentView struct {
+	Payment struct {
+		ID      string `json:"id"`
+		OrderID string `json:"order_id"`
+		Asset   string `json:"asset"`
+		Amount  string `json:"amount"`
+		Memo    string `json:"memo"`
+		Outcome string `json:"outcome"`
+	} `json:"payment"`
+}
+
+func TestTestPayments(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		free, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
+		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+		cartID, total := e.newCart(t, key)
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		o := decodeCreated(t, r)
+		full := stringAmount(t, "payment_amount", o.PaymentAmount)
+		require.True(t, full.Equal(total))
+
+		// pay sends one test payment that must succeed and returns what
+		// the sandbox chain received.
+		pay := func(t *testing.T, key, ref, body string) models.Payment {
+			t.Helper()
+			before := len(e.pay.all())
+			r := e.post(t, "/v1/test_helpers/orders/"+ref+"/payments", key, body)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+			sent := e.pay.all()
+			require.Len(t, sent, before+1, "one payment sent")
+			p := sent[len(sent)-1]
+			var got testPaymentView
+			decodeStrict(t, r.body, &got)
+			assert.Equal(t, p.ID, got.Payment.ID)
+			assert.Equal(t, o.ID, got.Payment.OrderID)
+			assert.Equal(t, p.Asset, got.Payment.Asset)
+			assert.Equal(t, p.Amount.String(), got.Payment.Amount)
+			assert.Equal(t, o.Number, got.Payment.Memo)
+			assert.Equal(t, string(models.PaymentOutcomeMatched), got.Payment.Outcome)
+			assert.Equal(t, models.ModeTest, p.Mode)
+			assert.True(t, strings.HasPrefix(p.ID, "sandbox_"), p.ID)
+			assert.Equal(t, o.Number, p.Memo, "the memo names the order")
+			assert.True(t, p.ReceivedAt.Equal(e.clock.Now()), "received at %s", p.ReceivedAt)
+			return p
+		}
+
+		t.Run("no body pays the full amount", func(t *testing.T) {
+			p := pay(t, key, o.Number, "")
+			assert.Equal(t, "USDC", p.Asset)
+			assert.Truef(t, p.Amount.Equal(full), "amount %s, want %s", p.Amount, full)
+		})
+		t.Run("by id", func(t *testing.T) {
+			p := pay(t, key, o.ID, "")
+			assert.True(t, p.Amount.Equal(full))
+		})
+		t.Run("empty object pays the full amount", func(t *testing.T) {
+			assert.True(t, pay(t, key, o.Number, `{}`).Amount.Equal(full))
+		})
+		t.Run("amount as a string", func(t *testing.T) {
+			p := pay(t, key, o.Number, `{"amount":"1.5"}`)
+			assert.Equal(t, "1.5", p.Amount.String())
+		})
+		t.Run("amount as a JSON number", func(t *testing.T) {
+			p := pay(t, key, o.Number, `{"amount": 2}`)
+			assert.Equal(t, "2", p.Amount.String())
+		})
+		t.Run("amount with 7 decimals", func(t *testing.T) {
+			p := pay(t, key, o.Number, `{"amount": 0.1234567}`)
+			assert.Equal(t, "0.1234567", p.Amount.String(), "exact, never through a float")
+		})
+		t.Run("asset", func(t *testing.T) {
+			assert.Equal(t, "XLM", pay(t, key, o.Number, `{"asset":"XLM"}`).Asset)
+			assert.Equal(t, "XLM", pay(t, key, o.Number, `{"asset":" xlm "}`).Asset)
+		})
+		t.Run("Free tier test key", func(t *testing.T) {
+			pay(t, free, o.Number, "")
+		})
+
+		badAmounts := []string{`"-1"`, `"0"`, `"1.12345678"`, `1.12345678`, `"abc"`, `""`, `-3`, `true`, `"1e-8"`}
+		for _, a := range badAmounts {
+			t.Run("bad amount "+a, func(t *testing.T) {
+				before := len(e.pay.all())
+				r := e.post(t, "/v1/test_helpers/orders/"+o.Number+"/payments", key, `{"amount":`+a+`}`)
+				requireError(t, r, http.StatusBadRequest, models.CodeInvalidRequest, "amount")
+				assert.Len(t, e.pay.all(), before, "nothing sent")
+			})
+		}
+		errCases := []struct {
+			name, key, ref, body string
+			status               int
+			code                 models.Code
+			field                string
+		}{
+			{"malformed body", key, o.Number, `{"amount":`, 400, models.CodeInvalidRequest, ""},
+			{"unknown field", key, o.Number, `{"memo":"x"}`, 400, models.CodeInvalidRequest, "memo"},
+			{"live key", live, o.Number, "", 403, models.CodeTestModeOnly, ""},
+			{"another account", other, o.Number, "", 404, models.CodeOrderNotFound, ""},
+			{"another account by id", other, o.ID, "", 404, models.CodeOrderNotFound, ""},
+			{"unknown order", key, otherOrderNumber(t, o.Number), "", 404, models.CodeOrderNotFound, ""},
+		}
+		for _, tt := range errCases {
+			t.Run(tt.name, func(t *testing.T) {
+				before := len(e.pay.all())
+				r := e.post(t, "/v1/test_helpers/orders/"+tt.ref+"/payments", tt.key, tt.body)
+				requireError(t, r, tt.status, tt.code, tt.field)
+				assert.Len(t, e.pay.all(), before, "nothing sent")
+			})
+		}
+	})
+}
+
+func TestTrackingPage(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		o := decodeCreated(t, r)
+		path := strings.TrimPrefix(o.TrackingURL, ordersPublicURL)
+		require.Equal(t, "/track/"+o.Number, path)
+
+		for name, p := range map[string]string{
+			"tracking_url path": path,
+			"with dashes":       "/track/" + o.Number[:4] + "-" + o.Number[4:8] + "-" + o.Number[8:],
+		} {
+			t.Run(name, func(t *testing.T) {
+				page := e.get(t, p, "") // public: no key
+				require.Equalf(t, http.StatusOK, page.status, "body %s", page.body)
+				assert.Contains(t, page.header.Get("Content-Type"), "text/html")
+				assert.Equal(t, "no-store", page.header.Get("Cache-Control"))
+				body := string(page.body)
+				assert.Contains(t, body, o.Number)
+				assert.Contains(t, body, "created")
+				for _, secret := range []string{customerEmail, customerName, customerLine1, "95014", sandboxPayTo} {
+					assert.NotContainsf(t, body, secret, "the public page must not show %q", secret)
+				}
+				assert.NotContains(t, body, mustString(t, o.PaymentAmount), "the public page must not show the amount")
+			})
+		}
+		for name, p := range map[string]string{
+			"invalid number":       "/track/12345",
+			"letters":              "/track/abc",
+			"bad check digit":      "/track/" + o.Number[:10] + string('0'+(o.Number[10]-'0'+1)%10),
+			"unknown valid number": "/track/" + otherOrderNumber(t, o.Number),
+		} {
+			t.Run(name, func(t *testing.T) {
+				page := e.get(t, p, "")
+				assert.Equalf(t, http.StatusNotFound, page.status, "body %s", page.body)
+				assert.NotContains(t, string(page.body), o.Number)
+			})
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package sqlstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+)
+
+func livePayment(id, memo, asset, amount string) models.Payment {
+	return models.Payment{ID: id, Mode: models.ModeTest, Asset: asset, Amount: decimal.RequireFromString(amount),
+		Memo: memo, MemoType: "text", Sender: "GSENDER", TxHash: "tx-" + id, ReceivedAt: t0}
+}
+
+func TestStellarPaymentsAndCursorAreSavedTogether(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		cur, err := st.StellarCursor(ctx, "testnet", "GACCOUNT")
+		require.NoError(t, err)
+		assert.Empty(t, cur, "no cursor before the first start")
+
+		page := []models.Payment{livePayment("stellar:testnet:1", "x", "USDC", "1"), livePayment("stellar:testnet:2", "y", "XLM", "2.5")}
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200"))
+		// The same page again (a re-read after a crash) stores nothing twice.
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200"))
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", nil, "300"))
+
+		cur, err = st.StellarCursor(ctx, "testnet", "GACCOUNT")
+		require.NoError(t, err)
+		assert.Equal(t, "300", cur)
+		other, err := st.StellarCursor(ctx, "pubnet", "GACCOUNT")
+		require.NoError(t, err)
+		assert.Empty(t, other, "cursors are per network")
+
+		ps, err := st.Payments(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 2)
+		for _, p := range ps {
+			assert.Equal(t, sqlstore.PaymentReceived, p.Status)
+			assert.Equal(t, "text", p.MemoType)
+			assert.Equal(t, "tx-"+p.ID, p.TxHash)
+		}
+	})
+}
+
+func TestWrongAssetRefundsAndAttach(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_r")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
+		require.NoError(t, err)
+
+		// A wrong-asset payment recorded by the workflow is due back.
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40")))
+		// An overpaid order owes its excess.
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "13.50")))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
+
+		refunds, err := st.RefundsDue(ctx)
+		require.NoError(t, err)
+		require.Len(t, refunds, 2)
+		assert.Equal(t, "p-xlm", refunds[0].PaymentID)
+		assert.Equal(t, "40", refunds[0].Amount.String())
+		assert.Equal(t, o.Number, refunds[0].OrderNumber)
+		assert.Equal(t, "1", refunds[1].Amount.String(), "the excess: 13.50 received for 12.50 due")
+		assert.Equal(t, []string{"GSENDER"}, refunds[1].Senders)
+
+		require.NoError(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0))
+		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0), sqlstore.ErrNothingToRefund, "refunded once")
+		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-usdc", "x", t0), sqlstore.ErrNothingToRefund, "a credited payment is not refunded alone")
+		require.NoError(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-2", t0))
+		refunds, err = st.RefundsDue(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, refunds)
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.PaymentOverpaid, got.PaymentStatus, "an overpaid order stays overpaid once its excess is returned")
+		assert.Equal(t, "refund-tx-2", got.RefundTx)
+
+		// An unmatched payment attached by an operator.
+		_, err = st.SavePayment(ctx, livePayment("p-typo", "1234", "USDC", "5"))
+		require.NoError(t, err)
+		_, err = st.AttachUnmatched(ctx, "p-typo", o.Number)
+		assert.Error(t, err, "a payment the matcher has not processed yet cannot be attached")
+		require.NoError(t, st.MarkPaymentUnmatched(ctx, "p-typo"))
+		p, err := st.AttachUnmatched(ctx, "p-typo", o.Number)
+		require.NoError(t, err)
+		assert.Equal(t, o.ID, p.OrderID)
+		_, err = st.AttachUnmatched(ctx, "p-typo", o.Number)
+		assert.Error(t, err, "attached once")
+	})
+}
+
+func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_l")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
+		require.NoError(t, err)
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
+
+		_, err = st.SavePayment(ctx, livePayment("p-late", o.Number, "USDC", "12.50"))
+		require.NoError(t, err)
+		require.NoError(t, st.AttachPayment(ctx, "p-late", o.ID))
+		require.NoError(t, st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)))
+
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.PaymentRefundDue, got.PaymentStatus)
+		assert.Equal(t, models.OrderCancelled, got.Status)
+		refunds, err := st.RefundsDue(ctx)
+		require.NoError(t, err)
+		require.Len(t, refunds, 1, "the late payment is listed once, not again as the order's credited money")
+		assert.Equal(t, "p-late", refunds[0].PaymentID)
+	})
+}
+
+func TestAlerts(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		require.NoError(t, st.RaiseAlert(ctx, "stellar_before_history", "cursor 123 is older than history", t0))
+		require.NoError(t, st.RaiseAlert(ctx, "stellar_before_history", "cursor 123 is older than history", t0.Add(time.Minute)))
+		as, err := st.OpenAlerts(ctx)
+		require.NoError(t, err)
+		require.Len(t, as, 1)
+		assert.Equal(t, 2, as[0].Count)
+		assert.True(t, t0.Add(time.Minute).Equal(as[0].LastAt))
+		require.NoError(t, st.ClearAlert(ctx, "stellar_before_history", t0))
+		as, err = st.OpenAlerts(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, as)
+	})
+}
