@@ -39,9 +39,34 @@ func (a *Activities) WatchPayments(ctx context.Context, in WatchInput) error {
 		runCtx, cancel = context.WithDeadline(ctx, deadline.Add(-watchMargin))
 		defer cancel()
 	}
+	// A worker shutting down ends the run at once: another worker (or this
+	// one, restarted) resumes from the saved cursor.
+	runCtx, stop := context.WithCancel(runCtx)
+	defer stop()
+	go func() {
+		select {
+		case <-activity.GetWorkerStopChannel(ctx):
+			stop()
+		case <-runCtx.Done():
+		}
+	}()
 	err := w.Run(runCtx, func(cursor string) { activity.RecordHeartbeat(ctx, cursor) })
+	if activityStopping(ctx) {
+		return err
+	}
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return nil // our own margin: a clean end of this run
 	}
 	return err
+}
+
+// activityStopping reports whether the worker running the activity is
+// shutting down.
+func activityStopping(ctx context.Context) bool {
+	select {
+	case <-activity.GetWorkerStopChannel(ctx):
+		return true
+	default:
+		return false
+	}
 }

@@ -126,6 +126,17 @@ func (s *Server) createOrder(c *gin.Context) {
 		abort(c, models.ErrLiveUnavailable)
 		return
 	}
+	if setup.Watched {
+		cursor, err := s.deps.Store.StellarCursor(ctx, setup.Network, setup.Address)
+		if err != nil {
+			abort(c, err)
+			return
+		}
+		if cursor == "" {
+			abort(c, models.Errorf(models.CodeLiveUnavailable, "Live payments are starting up; retry in a minute"))
+			return
+		}
+	}
 	now := s.deps.Now().UTC().Truncate(time.Second)
 	// An asset not quoted 1:1 needs a fresh rate, fetched before the
 	// transaction (no I/O under the cart's lock) and locked on the order.

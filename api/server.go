@@ -33,6 +33,7 @@ type Store interface {
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
 	MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error
 	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
+	StellarCursor(ctx context.Context, network, account string) (string, error)
 	Ping(ctx context.Context) error
 }
 
@@ -70,6 +71,10 @@ type PaymentSetup struct {
 	// NetworkPassphrase goes into SEP-0007 links for networks other than
 	// pubnet; empty for pubnet and the sandbox.
 	NetworkPassphrase string
+	// Watched: payments to Address are read by a chain watcher, which
+	// must have recorded where it starts before an order may be paid
+	// there, or a payment made in between would never be seen.
+	Watched bool
 }
 
 // RateProvider prices one asset in another (XLM in USD).

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/shopspring/decimal"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +40,14 @@ type Config struct {
 	SandboxPayTo      string
 	PublicURL         string
 	ReconcileEvery    time.Duration
+
+	StellarNetwork    models.StellarNetwork
+	StellarAccount    string
+	StellarHorizonURL string
+	USDCIssuer        string
+	XLMRateURL        string
+	RateMaxAge        time.Duration
+	SandboxXLMRate    decimal.Decimal
 
 	Pricing models.PricingRules // loaded from PricingFile or the default table
 }
@@ -154,6 +164,70 @@ var envVars = []envVar{
 	{name: "MEMOCART_RECONCILE_INTERVAL", def: "10s",
 		help: "how often the api re-drives orders whose workflow did not start and payments not yet handed to their workflow",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.ReconcileEvery) }},
+	{name: "MEMOCART_STELLAR_NETWORK", def: "pubnet",
+		help: "Stellar network of live payments: pubnet or testnet",
+		set: func(c *Config, v string) error {
+			c.StellarNetwork = models.StellarNetwork(v)
+			if !c.StellarNetwork.Valid() {
+				return errors.New("must be pubnet or testnet")
+			}
+			return nil
+		}},
+	{name: "MEMOCART_STELLAR_ACCOUNT", def: "",
+		help: "live mode: the Stellar account (G...) payers pay to; empty = live orders are refused",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if err := models.ValidateStellarAccount(v); err != nil {
+					return err
+				}
+			}
+			c.StellarAccount = v
+			return nil
+		}},
+	{name: "MEMOCART_STELLAR_HORIZON_URL", def: "",
+		help: "Horizon server the payment watcher reads; empty = SDF's public Horizon of the network",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errors.New("must be an http(s) URL")
+				}
+			}
+			c.StellarHorizonURL = strings.TrimRight(v, "/")
+			return nil
+		}},
+	{name: "MEMOCART_STELLAR_USDC_ISSUER", def: "",
+		help: "issuer of the USDC accepted; empty = Circle's issuer on the network",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if err := models.ValidateStellarAccount(v); err != nil {
+					return err
+				}
+			}
+			c.USDCIssuer = v
+			return nil
+		}},
+	{name: "MEMOCART_XLM_RATE_URL", def: "https://api.coinbase.com",
+		help: "live mode: base URL of the XLM-USD spot price endpoint ({url}/v2/prices/XLM-USD/spot)",
+		set: func(c *Config, v string) error {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return errors.New("must be an http(s) URL")
+			}
+			c.XLMRateURL = strings.TrimRight(v, "/")
+			return nil
+		}},
+	{name: "MEMOCART_RATE_MAX_AGE", def: "60s",
+		help: "oldest exchange rate an XLM order may be quoted on; older or missing = the order is refused",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RateMaxAge) }},
+	{name: "MEMOCART_SANDBOX_XLM_RATE", def: "0.25",
+		help: "test mode: fixed USD price of one XLM",
+		set: func(c *Config, v string) error {
+			d, err := decimal.NewFromString(v)
+			if err != nil || !d.IsPositive() {
+				return errors.New("must be a positive decimal")
+			}
+			c.SandboxXLMRate = d
+			return nil
+		}},
 	{name: "MEMOCART_LOG_FORMAT", def: "",
 		help: "text or json; empty = text for dev, json otherwise",
 		set: func(c *Config, v string) error {
@@ -203,6 +277,15 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
+	}
+	if cfg.StellarHorizonURL == "" {
+		cfg.StellarHorizonURL = map[models.StellarNetwork]string{
+			models.StellarPubnet:  "https://horizon.stellar.org",
+			models.StellarTestnet: "https://horizon-testnet.stellar.org",
+		}[cfg.StellarNetwork]
+	}
+	if cfg.USDCIssuer == "" {
+		cfg.USDCIssuer = models.DefaultUSDCIssuer(cfg.StellarNetwork)
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.HTTPAddr

@@ -59,12 +59,14 @@ func (s *syncBuffer) String() string {
 
 // stack is one running `memocart dev`.
 type stack struct {
-	t        *testing.T
+	t        testing.TB
 	env      map[string]string
 	baseURL  string
 	temporal string
 	key      string
 	client   client.Client
+	// stop shuts the stack down (as a crash or a deploy would) and waits.
+	stop func()
 }
 
 var (
@@ -75,20 +77,21 @@ var (
 
 // startDev runs `memocart dev` with the given overrides until the test
 // ends, and waits for it to print its addresses and key.
-func startDev(t *testing.T, dialect string, overrides map[string]string) *stack {
+func startDev(t testing.TB, dialect string, overrides map[string]string) *stack {
 	t.Helper()
 	env := map[string]string{
 		"MEMOCART_DATA_DIR":           t.TempDir(),
 		"MEMOCART_HTTP_ADDR":          "127.0.0.1:0",
 		"MEMOCART_TEMPORAL_ADDRESS":   "127.0.0.1:0",
 		"MEMOCART_TEMPORAL_UI_PORT":   "-1",
+		"MEMOCART_DEV_API_KEY":        "mc_test_e2eDevKey0123456789",
 		"MEMOCART_SANDBOX_STEP_DELAY": "150ms",
 		"MEMOCART_RECONCILE_INTERVAL": "300ms",
-		"MEMOCART_LOG_LEVEL":          "warn",
+		"MEMOCART_LOG_LEVEL":          "info",
 	}
 	// The API listens on a free port, so tracking links get a fixed base.
 	env["MEMOCART_PUBLIC_URL"] = "https://track.example.test"
-	if dialect == "postgres" {
+	if _, given := overrides["MEMOCART_DATABASE_URL"]; dialect == "postgres" && !given {
 		env["MEMOCART_DATABASE_URL"] = sqlstoretest.DSN(t, "postgres")
 	}
 	for k, v := range overrides {
@@ -100,15 +103,25 @@ func startDev(t *testing.T, dialect string, overrides map[string]string) *stack 
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"dev"}, getenv, out, errOut) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("memocart dev exited with: %v\nstderr:\n%s", err, errOut.String())
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("memocart dev exited with: %v\nstderr:\n%s", err, errOut.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("memocart dev did not shut down within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("memocart dev did not shut down within 30s")
+		})
+	}
+	t.Cleanup(stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			lines := strings.Split(errOut.String(), "\n")
+			t.Logf("last lines of memocart dev's log:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
 		}
 	})
 
@@ -116,7 +129,7 @@ func startDev(t *testing.T, dialect string, overrides map[string]string) *stack 
 	for {
 		s := out.String()
 		if m := apiLine.FindStringSubmatch(s); m != nil {
-			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1]}
+			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1], stop: stop}
 			c, err := client.Dial(client.Options{HostPort: st.temporal, Namespace: "default"})
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
@@ -513,7 +526,7 @@ func TestE2ESourcingFailure(t *testing.T) {
 
 // writeHistory saves a finished workflow's history as JSON for the replay
 // test in package workflows.
-func writeHistory(t *testing.T, s *stack, orderID, name string) {
+func writeHistory(t testing.TB, s *stack, orderID, name string) {
 	t.Helper()
 	ctx := context.Background()
 	run := s.client.GetWorkflow(ctx, models.WorkflowID(orderID), "")

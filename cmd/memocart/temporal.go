@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/payments"
+	"github.com/memocart/memocart/activities/rates"
 	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/activities/stellar"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -55,13 +58,77 @@ func newActivities(e env, st *sqlstore.Store) *activities.Activities {
 	}
 }
 
-// runWorkerLoop runs the Temporal worker until ctx ends.
+// paymentSetups is where payers pay, per mode: the sandbox placeholder in
+// test mode; the configured Stellar account in live mode, if any.
+func paymentSetups(cfg Config) map[models.Mode]api.PaymentSetup {
+	out := map[models.Mode]api.PaymentSetup{
+		// The sandbox shows testnet's USDC issuer so wallets' links look real.
+		models.ModeTest: {Address: cfg.SandboxPayTo, Network: "sandbox", USDCIssuer: models.DefaultUSDCIssuer(models.StellarTestnet)},
+	}
+	if cfg.StellarAccount != "" {
+		live := api.PaymentSetup{Address: cfg.StellarAccount, Network: string(cfg.StellarNetwork), USDCIssuer: cfg.USDCIssuer, Watched: true}
+		if cfg.StellarNetwork != models.StellarPubnet {
+			live.NetworkPassphrase = cfg.StellarNetwork.Passphrase()
+		}
+		out[models.ModeLive] = live
+	}
+	return out
+}
+
+// rateProviders quotes XLM: a fixed rate in test mode (offline), the
+// configured spot price endpoint in live mode, cached briefly so a burst
+// of orders makes one request, never served stale.
+func rateProviders(cfg Config) map[models.Mode]api.RateProvider {
+	return map[models.Mode]api.RateProvider{
+		models.ModeTest: rates.NewFixed(cfg.SandboxXLMRate, nil),
+		models.ModeLive: rates.NewCached(rates.NewCoinbase(cfg.XLMRateURL, nil, nil), cfg.RateMaxAge/2, nil),
+	}
+}
+
+// storeAlerter raises watcher alerts where operators look: the alerts
+// table (memocart payments) and the error log.
+type storeAlerter struct {
+	st  *sqlstore.Store
+	log *slog.Logger
+}
+
+func (a storeAlerter) Alert(ctx context.Context, kind, detail string) {
+	a.log.ErrorContext(ctx, "ALERT: operator action needed", slog.String("alert", kind), slog.String("detail", detail))
+	if err := a.st.RaiseAlert(ctx, kind, detail, time.Now()); err != nil {
+		a.log.ErrorContext(ctx, "recording alert", slog.Any("error", err))
+	}
+}
+
+// runWorkerLoop runs the Temporal worker until ctx ends: order workflows,
+// and the Stellar payment watcher when live payments are configured.
 func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Store) error {
-	w := memoworker.New(c, e.cfg.TemporalTaskQueue, newActivities(e, st))
+	acts := newActivities(e, st)
+	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
+	var watch *workflows.WatcherInput
+	if e.cfg.StellarAccount != "" {
+		in := workflows.WatcherInput{Network: string(e.cfg.StellarNetwork), Account: e.cfg.StellarAccount}
+		w, err := stellar.NewWatcher(stellar.Config{
+			HorizonURL: e.cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.cfg.USDCIssuer,
+		}, &http.Client{}, st, payments.NewMatcher(st, orders, e.log).Handle, storeAlerter{st: st, log: e.log}, e.log.With(slog.String("component", "stellar-watcher")))
+		if err != nil {
+			return fmt.Errorf("configuring the Stellar watcher: %w", err)
+		}
+		acts.Watchers = map[string]activities.PaymentWatcher{in.Network + "/" + in.Account: w}
+		watch = &in
+	}
+	w := memoworker.New(c, e.cfg.TemporalTaskQueue, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting worker: %w", err)
 	}
 	e.log.Info("worker polling", slog.String("task_queue", e.cfg.TemporalTaskQueue), slog.String("namespace", e.cfg.TemporalNamespace))
+	if watch != nil {
+		if err := orders.EnsureWatcher(ctx, *watch); err != nil {
+			w.Stop()
+			return fmt.Errorf("starting the Stellar watcher workflow: %w", err)
+		}
+		e.log.Info("stellar watcher ensured", slog.String("workflow_id", workflows.WatcherWorkflowID(watch.Network, watch.Account)),
+			slog.String("horizon", e.cfg.StellarHorizonURL))
+	}
 	<-ctx.Done()
 	w.Stop()
 	return nil
@@ -89,13 +156,15 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		api.Config{
 			KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, PaymentWindow: e.cfg.PaymentWindow,
 			Pricing: e.cfg.Pricing, PublicURL: e.cfg.PublicURL,
-			PaymentAddresses: map[models.Mode]string{models.ModeTest: e.cfg.SandboxPayTo},
+			Payments:   paymentSetups(e.cfg),
+			RateMaxAge: e.cfg.RateMaxAge,
 		},
 		api.Deps{
 			Store:        st,
 			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
 			Limiter:      limiter,
 			Workflows:    orders,
+			Rates:        rateProviders(e.cfg),
 			TestPayments: src,
 			Logger:       e.log,
 		},

@@ -1,0 +1,764 @@
+// Package horizontest is an in-process Horizon server for tests, end-to-end
+// tests and benchmarks of code that reads a Stellar account's payments. It
+// serves one account's "payments for account" endpoint, both as JSON pages
+// and as a Server-Sent Events stream, in Horizon's documented formats, and
+// can inject the failures a real Horizon or the network in front of it
+// produces: rate limiting, server errors, history that has been pruned,
+// dropped, duplicated, silent and lossy streams.
+//
+// Where it knowingly differs from Horizon:
+//   - operations of failed transactions are always listed (Horizon lists
+//     them only with include_failed=true), so that clients' filters run;
+//   - every operation is in its own ledger unless AddPayment is given the
+//     transaction hash of the operation before it.
+//
+// It may import the standard library only.
+package horizontest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Horizon's page size limits, which the server enforces like Horizon does.
+const (
+	defaultLimit = 10
+	maxLimit     = 200
+)
+
+// firstLedger is where the fake chain's history starts; any value works,
+// a realistic one makes paging tokens look like Horizon's.
+const firstLedger = 1_000_000
+
+// Payment describes one operation to append to the account's history.
+// Zero fields take the documented defaults.
+type Payment struct {
+	// Type is the Horizon operation type: "payment" (default),
+	// "path_payment_strict_receive", "path_payment_strict_send",
+	// "create_account", "account_merge", or any other name, which is served
+	// with the common fields only.
+	Type string
+	// From and To are the sender and receiver (the funder and the new
+	// account for create_account; the merged account and the destination
+	// for account_merge).
+	From, To string
+	// AssetType is "native" (default), "credit_alphanum4" or
+	// "credit_alphanum12"; AssetCode and AssetIssuer name a credit asset.
+	AssetType, AssetCode, AssetIssuer string
+	// Amount is served verbatim, so a test can send malformed amounts.
+	// SourceAmount is what the sender spent on a path payment (default
+	// Amount), in the source asset (default native).
+	Amount, SourceAmount                                string
+	SourceAssetType, SourceAssetCode, SourceAssetIssuer string
+	// MemoType is "none" (default), "text", "id", "hash" or "return"; Memo
+	// is served verbatim (base64 for hash and return, as Horizon does).
+	MemoType, Memo string
+	// Successful is the transaction's outcome, default true.
+	Successful *bool
+	// TxHash defaults to a hash derived from the ledger. Giving the hash of
+	// the previous operation puts this one in the same transaction.
+	TxHash string
+	// CreatedAt is the ledger close time, default now.
+	CreatedAt time.Time
+}
+
+// record is one operation of the account's history, rendered once.
+type record struct {
+	token    int64
+	plain    []byte // the operation as served without join
+	joined   []byte // the operation with its transaction embedded
+	dup      bool   // served twice
+	withheld bool   // never sent on streams
+}
+
+// Server is a Horizon test server for one account. All methods are safe for
+// concurrent use.
+type Server struct {
+	// URL is the base URL of the server, e.g. http://127.0.0.1:1234.
+	URL string
+
+	srv     *httptest.Server
+	account string
+	done    chan struct{}
+
+	mu         sync.Mutex
+	records    []*record
+	ledger     int64
+	lastTxHash string
+	lastOp     int64
+	changed    chan struct{} // closed and replaced when streams must look again
+	requests   []string
+	streams    int // streams opened
+	open       int // streams open now
+	keepAlive  time.Duration
+	retryAfter int
+	failStatus int
+	failN      int
+	goneN      int
+	dupN       int
+	withholdN  int
+	dropArmed  bool
+	dropLeft   int
+	silentTill time.Time
+}
+
+// New starts a server holding the (empty) history of account.
+func New(account string) *Server {
+	s := &Server{
+		account:    account,
+		done:       make(chan struct{}),
+		changed:    make(chan struct{}),
+		ledger:     firstLedger,
+		keepAlive:  time.Second,
+		retryAfter: 1,
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close ends open streams and shuts the server down.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.mu.Unlock()
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// SetKeepAlive sets how often streams send a keep-alive comment (default
+// 1s). Tests with a short client idle timeout need a shorter interval.
+func (s *Server) SetKeepAlive(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keepAlive = d
+	s.notifyLocked()
+}
+
+// SetRetryAfter sets the Retry-After seconds sent with injected 429 and 503
+// answers (default 1; 0 sends none).
+func (s *Server) SetRetryAfter(seconds int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retryAfter = seconds
+}
+
+// AddPayment appends an operation to the account's history and pushes it to
+// open streams. It returns the operation's id, which is also its paging
+// token.
+func (s *Server) AddPayment(p Payment) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defaults(&p)
+	if p.TxHash != "" && p.TxHash == s.lastTxHash {
+		s.lastOp++
+	} else {
+		s.ledger++
+		s.lastOp = 1
+	}
+	if p.TxHash == "" {
+		sum := sha256.Sum256([]byte("horizontest tx " + strconv.FormatInt(s.ledger, 10)))
+		p.TxHash = hex.EncodeToString(sum[:])
+	}
+	s.lastTxHash = p.TxHash
+	// A TOID, as Horizon's operation ids are: ledger, transaction order
+	// (always 1 here) and operation order packed into an int64.
+	txID := s.ledger<<32 | 1<<12
+	rec := &record{token: txID | s.lastOp}
+	rec.plain, rec.joined = s.render(p, rec.token, txID, s.ledger)
+	if s.dupN > 0 {
+		s.dupN--
+		rec.dup = true
+	}
+	if s.withholdN > 0 {
+		s.withholdN--
+		rec.withheld = true
+	}
+	s.records = append(s.records, rec)
+	s.notifyLocked()
+	return strconv.FormatInt(rec.token, 10)
+}
+
+// FailNext makes the next n requests (pages or streams) answer status with
+// a Horizon problem body; 429 and 503 carry a Retry-After header.
+func (s *Server) FailNext(status int, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failStatus, s.failN = status, n
+}
+
+// GoneNext makes the next n requests answer 410 Gone with Horizon's
+// before_history problem, as when a cursor predates the server's history.
+func (s *Server) GoneNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.goneN = n
+}
+
+// DropStreamAfter cuts the connection of the open stream (or the next one)
+// abruptly, without a closing event, once streams have sent that many more
+// records: a mid-stream network failure. It applies once.
+func (s *Server) DropStreamAfter(events int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropArmed, s.dropLeft = true, events
+	s.notifyLocked()
+}
+
+// DuplicateNext makes the next n operations added be sent twice on streams
+// and listed twice in pages.
+func (s *Server) DuplicateNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dupN = n
+}
+
+// WithholdNext makes the next n operations added appear in pages but never
+// on streams: a stream that silently missed them.
+func (s *Server) WithholdNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.withholdN = n
+}
+
+// SilenceStream makes streams, open and new, send nothing at all (no
+// records, no keep-alives, not even response headers) for d. Pages are
+// still answered.
+func (s *Server) SilenceStream(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.silentTill = time.Now().Add(d)
+	s.notifyLocked()
+}
+
+// Requests returns the path and query of every request received, in order.
+func (s *Server) Requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
+// StreamsOpened returns how many streams the server has started (answered
+// 200 to), including closed ones.
+func (s *Server) StreamsOpened() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams
+}
+
+// OpenStreams returns how many streams are open now.
+func (s *Server) OpenStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open
+}
+
+// notifyLocked wakes every stream so it re-reads the server's state.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func defaults(p *Payment) {
+	if p.Type == "" {
+		p.Type = "payment"
+	}
+	if p.AssetType == "" {
+		p.AssetType = "native"
+	}
+	if p.SourceAmount == "" {
+		p.SourceAmount = p.Amount
+	}
+	if p.SourceAssetType == "" {
+		p.SourceAssetType = "native"
+	}
+	if p.MemoType == "" {
+		p.MemoType = "none"
+	}
+	if p.Successful == nil {
+		ok := true
+		p.Successful = &ok
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = time.Now()
+	}
+}
+
+// typeIDs are Horizon's type_i values of the operation types it names.
+var typeIDs = map[string]int{
+	"create_account":              0,
+	"payment":                     1,
+	"path_payment_strict_receive": 2,
+	"account_merge":               8,
+	"path_payment_strict_send":    13,
+	"invoke_host_function":        24,
+}
+
+type link struct {
+	Href string `json:"href"`
+}
+
+// render builds the operation's JSON without and with its transaction.
+func (s *Server) render(p Payment, token, txID, ledger int64) (plain, joined []byte) {
+	id := strconv.FormatInt(token, 10)
+	created := p.CreatedAt.UTC().Format(time.RFC3339)
+	op := map[string]any{
+		"_links": map[string]link{
+			"self":        {s.URL + "/operations/" + id},
+			"transaction": {s.URL + "/transactions/" + p.TxHash},
+			"effects":     {s.URL + "/operations/" + id + "/effects"},
+			"succeeds":    {s.URL + "/effects?order=desc&cursor=" + id},
+			"precedes":    {s.URL + "/effects?order=asc&cursor=" + id},
+		},
+		"id":                     id,
+		"paging_token":           id,
+		"transaction_successful": *p.Successful,
+		"source_account":         p.From,
+		"type":                   p.Type,
+		"type_i":                 typeIDs[p.Type],
+		"created_at":             created,
+		"transaction_hash":       p.TxHash,
+	}
+	switch p.Type {
+	case "payment", "path_payment_strict_receive", "path_payment_strict_send":
+		putAsset(op, "", p.AssetType, p.AssetCode, p.AssetIssuer)
+		op["from"], op["to"], op["amount"] = p.From, p.To, p.Amount
+		if p.Type != "payment" {
+			putAsset(op, "source_", p.SourceAssetType, p.SourceAssetCode, p.SourceAssetIssuer)
+			op["source_amount"] = p.SourceAmount
+			op["path"] = []any{}
+		}
+		if p.Type == "path_payment_strict_receive" {
+			op["source_max"] = p.SourceAmount
+		}
+		if p.Type == "path_payment_strict_send" {
+			op["destination_min"] = p.Amount
+		}
+	case "create_account":
+		op["funder"], op["account"], op["starting_balance"] = p.From, p.To, p.Amount
+	case "account_merge":
+		op["account"], op["into"] = p.From, p.To
+	}
+	plain = mustJSON(op)
+
+	tx := map[string]any{
+		"_links":          map[string]link{"self": {s.URL + "/transactions/" + p.TxHash}},
+		"id":              p.TxHash,
+		"paging_token":    strconv.FormatInt(txID, 10),
+		"successful":      *p.Successful,
+		"hash":            p.TxHash,
+		"ledger":          ledger,
+		"created_at":      created,
+		"source_account":  p.From,
+		"fee_account":     p.From,
+		"fee_charged":     "100",
+		"max_fee":         "100",
+		"operation_count": 1,
+		"envelope_xdr":    "",
+		"result_xdr":      "",
+		"memo_type":       p.MemoType,
+		"signatures":      []string{},
+	}
+	if p.MemoType != "none" {
+		tx["memo"] = p.Memo
+	}
+	if p.MemoType == "text" {
+		tx["memo_bytes"] = base64.StdEncoding.EncodeToString([]byte(p.Memo))
+	}
+	op["transaction"] = tx
+	joined = mustJSON(op)
+	return plain, joined
+}
+
+func putAsset(m map[string]any, prefix, typ, code, issuer string) {
+	m[prefix+"asset_type"] = typ
+	if typ != "native" {
+		m[prefix+"asset_code"] = code
+		m[prefix+"asset_issuer"] = issuer
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("horizontest: rendering JSON: %v", err))
+	}
+	return b
+}
+
+// problem is Horizon's error body (RFC 7807 problem details).
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, kind, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(problem{
+		Type:   "https://stellar.org/horizon-errors/" + kind,
+		Title:  title,
+		Status: status,
+		Detail: detail,
+	})
+}
+
+// problemKinds are Horizon's problem types for the statuses FailNext takes.
+var problemKinds = map[int][2]string{
+	http.StatusBadRequest:          {"bad_request", "Bad Request"},
+	http.StatusNotFound:            {"not_found", "Resource Missing"},
+	http.StatusTooManyRequests:     {"rate_limit_exceeded", "Rate Limit Exceeded"},
+	http.StatusInternalServerError: {"server_error", "Internal Server Error"},
+	http.StatusServiceUnavailable:  {"server_over_capacity", "Server Over Capacity"},
+	http.StatusGatewayTimeout:      {"timeout", "Timeout"},
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.URL.RequestURI())
+	var injected func()
+	switch {
+	case s.goneN > 0:
+		s.goneN--
+		injected = func() {
+			writeProblem(w, http.StatusGone, "before_history", "Data Requested Is Before Recorded History",
+				"This horizon instance is configured to only track a portion of the stellar network's latest history. "+
+					"This request is asking for results prior to the recorded history known to this horizon instance.")
+		}
+	case s.failN > 0:
+		s.failN--
+		status, retryAfter := s.failStatus, s.retryAfter
+		injected = func() {
+			if retryAfter > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			}
+			kind, ok := problemKinds[status]
+			if !ok {
+				kind = [2]string{"error", http.StatusText(status)}
+			}
+			writeProblem(w, status, kind[0], kind[1], "injected by horizontest")
+		}
+	}
+	s.mu.Unlock()
+	if injected != nil {
+		injected()
+		return
+	}
+
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" || parts[1] != s.account {
+		writeProblem(w, http.StatusNotFound, "not_found", "Resource Missing",
+			"The resource at the url requested was not found.")
+		return
+	}
+	q, err := parseQuery(r.URL.Query())
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", err.Error())
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.stream(w, r, q)
+		return
+	}
+	s.page(w, r, q)
+}
+
+// query is a parsed page query. cursor is -1 for "from the start" and
+// maxCursor for "now" / "from the end".
+type query struct {
+	cursor int64
+	desc   bool
+	limit  int
+	join   bool
+}
+
+const maxCursor = int64(^uint64(0) >> 1)
+
+func parseQuery(v url.Values) (query, error) {
+	q := query{limit: defaultLimit}
+	switch v.Get("order") {
+	case "", "asc":
+	case "desc":
+		q.desc = true
+	default:
+		return q, fmt.Errorf("invalid order %q", v.Get("order"))
+	}
+	switch c := v.Get("cursor"); {
+	case c == "" && q.desc, c == "now":
+		q.cursor = maxCursor
+	case c == "":
+		q.cursor = -1
+	default:
+		n, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || n < 0 {
+			return q, fmt.Errorf("invalid cursor %q", c)
+		}
+		q.cursor = n
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 || n > maxLimit {
+			return q, fmt.Errorf("invalid limit %q: must be 1..%d", l, maxLimit)
+		}
+		q.limit = n
+	}
+	switch j := v.Get("join"); j {
+	case "":
+	case "transactions":
+		q.join = true
+	default:
+		return q, fmt.Errorf("invalid join %q", j)
+	}
+	return q, nil
+}
+
+// afterLocked returns the index of the first record with a token above
+// cursor.
+func (s *Server) afterLocked(cursor int64) int {
+	return sort.Search(len(s.records), func(i int) bool { return s.records[i].token > cursor })
+}
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request, q query) {
+	s.mu.Lock()
+	var recs []*record
+	if q.desc {
+		for i := s.afterLocked(q.cursor-1) - 1; i >= 0 && len(recs) < q.limit; i-- {
+			recs = appendRecord(recs, s.records[i], q.limit)
+		}
+	} else {
+		for i := s.afterLocked(q.cursor); i < len(s.records) && len(recs) < q.limit; i++ {
+			recs = appendRecord(recs, s.records[i], q.limit)
+		}
+	}
+	s.mu.Unlock()
+
+	body := make([]json.RawMessage, len(recs))
+	for i, rec := range recs {
+		body[i] = rec.body(q.join)
+	}
+	self := s.pageURL(r, q, q.cursor, q.desc)
+	next, prev := self, self
+	if len(recs) > 0 {
+		next = s.pageURL(r, q, recs[len(recs)-1].token, q.desc)
+		prev = s.pageURL(r, q, recs[0].token, !q.desc)
+	}
+	page := map[string]any{
+		"_links": map[string]link{
+			"self": {self},
+			"next": {next},
+			"prev": {prev},
+		},
+		"_embedded": map[string]any{"records": body},
+	}
+	w.Header().Set("Content-Type", "application/hal+json; charset=utf-8")
+	_, _ = w.Write(mustJSON(page))
+}
+
+// appendRecord appends rec, twice if it is duplicated and there is room.
+func appendRecord(recs []*record, rec *record, limit int) []*record {
+	recs = append(recs, rec)
+	if rec.dup && len(recs) < limit {
+		recs = append(recs, rec)
+	}
+	return recs
+}
+
+func (rec *record) body(join bool) []byte {
+	if join {
+		return rec.joined
+	}
+	return rec.plain
+}
+
+func (s *Server) pageURL(r *http.Request, q query, cursor int64, desc bool) string {
+	v := url.Values{}
+	switch cursor {
+	case -1:
+		v.Set("cursor", "")
+	case maxCursor:
+		v.Set("cursor", "now")
+		if desc {
+			v.Set("cursor", "")
+		}
+	default:
+		v.Set("cursor", strconv.FormatInt(cursor, 10))
+	}
+	v.Set("limit", strconv.Itoa(q.limit))
+	v.Set("order", "asc")
+	if desc {
+		v.Set("order", "desc")
+	}
+	if q.join {
+		v.Set("join", "transactions")
+	}
+	return s.URL + r.URL.Path + "?" + v.Encode()
+}
+
+// stream serves the records after the cursor as Server-Sent Events, then
+// new ones as they are added, like Horizon: a "hello" event first, each
+// record with its paging token as the event id, and a closing "byebye"
+// event once limit records were sent (Horizon's default limit of 10 applies
+// to streams too).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, q query) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", "streaming not supported")
+		return
+	}
+	ctx := r.Context()
+	if !s.waitSilence(r) {
+		return
+	}
+
+	s.mu.Lock()
+	s.streams++
+	s.open++
+	next := s.afterLocked(q.cursor)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.open--
+		s.mu.Unlock()
+	}()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprint(w, "retry: 1000\nevent: open\ndata: \"hello\"\n\n")
+	flusher.Flush()
+
+	sent := 0
+	for {
+		if !s.waitSilence(r) {
+			return
+		}
+		s.mu.Lock()
+		if time.Now().Before(s.silentTill) {
+			// Silenced since waitSilence looked: checked again under the
+			// lock that AddPayment takes, so no record slips out.
+			s.mu.Unlock()
+			continue
+		}
+		batch := s.records[next:]
+		next = len(s.records)
+		changed, keepAlive := s.changed, s.keepAlive
+		dropNow := s.dropArmed && s.dropLeft <= 0
+		if dropNow {
+			s.dropArmed = false
+		}
+		s.mu.Unlock()
+		if dropNow {
+			panic(http.ErrAbortHandler)
+		}
+
+		for _, rec := range batch {
+			if rec.withheld {
+				continue
+			}
+			copies := 1
+			if rec.dup {
+				copies = 2
+			}
+			for range copies {
+				_, _ = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", rec.token, rec.body(q.join))
+				flusher.Flush()
+				sent++
+				if s.countDrop() {
+					// Abort the connection mid-stream: the client sees a
+					// truncated body, not a clean end.
+					panic(http.ErrAbortHandler)
+				}
+				if sent >= q.limit {
+					_, _ = fmt.Fprint(w, "retry: 10\nevent: close\ndata: \"byebye\"\n\n")
+					flusher.Flush()
+					return
+				}
+			}
+		}
+
+		timer := time.NewTimer(keepAlive)
+		select {
+		case <-changed:
+			timer.Stop()
+		case <-timer.C:
+			if s.silent() {
+				continue
+			}
+			_, _ = fmt.Fprint(w, ": keepalive\n\n")
+			flusher.Flush()
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-s.done:
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// countDrop counts a sent record against an armed DropStreamAfter and
+// reports whether the stream must be cut now.
+func (s *Server) countDrop() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.dropArmed {
+		return false
+	}
+	s.dropLeft--
+	if s.dropLeft <= 0 {
+		s.dropArmed = false
+		return true
+	}
+	return false
+}
+
+func (s *Server) silent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Now().Before(s.silentTill)
+}
+
+// waitSilence blocks while streams are silenced; it reports false if the
+// client or the server went away meanwhile.
+func (s *Server) waitSilence(r *http.Request) bool {
+	for {
+		s.mu.Lock()
+		d := time.Until(s.silentTill)
+		changed := s.changed
+		s.mu.Unlock()
+		if d <= 0 {
+			return true
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-changed:
+			timer.Stop()
+		case <-r.Context().Done():
+			timer.Stop()
+			return false
+		case <-s.done:
+			timer.Stop()
+			return false
+		}
+	}
+}

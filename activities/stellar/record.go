@@ -1,0 +1,176 @@
+package stellar
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
+)
+
+// record is the part of a Horizon operation record (from the payments
+// endpoint, with join=transactions) the watcher reads. Amounts stay
+// strings until parsed as decimals: never a float.
+type record struct {
+	ID                    string       `json:"id"`
+	PagingToken           string       `json:"paging_token"`
+	TransactionSuccessful *bool        `json:"transaction_successful"`
+	Type                  string       `json:"type"`
+	CreatedAt             string       `json:"created_at"`
+	TransactionHash       string       `json:"transaction_hash"`
+	AssetType             string       `json:"asset_type"`
+	AssetCode             string       `json:"asset_code"`
+	AssetIssuer           string       `json:"asset_issuer"`
+	From                  string       `json:"from"`
+	To                    string       `json:"to"`
+	Amount                string       `json:"amount"`
+	Transaction           *transaction `json:"transaction"`
+}
+
+// transaction is the joined transaction of a record.
+type transaction struct {
+	Hash       string `json:"hash"`
+	Successful *bool  `json:"successful"`
+	MemoType   string `json:"memo_type"`
+	Memo       string `json:"memo"`
+}
+
+// page is a Horizon collection page. Its _links are deliberately not read:
+// the next page is always built from the last paging token, so a proxy
+// rewriting links cannot send the watcher to another host.
+type page struct {
+	Embedded struct {
+		Records []record `json:"records"`
+	} `json:"_embedded"`
+}
+
+// errBadRecord marks a record the watcher cannot turn into a payment
+// although it must count it. Skipping it could lose a customer's money, so
+// the watcher alerts and retries instead of moving past it.
+var errBadRecord = errors.New("unusable Horizon record")
+
+// creditedTypes are the operation types that move an asset into the
+// destination account with a memo-carrying transaction. create_account and
+// account_merge also move XLM but are not customer payments.
+var creditedTypes = map[string]bool{
+	"payment":                     true,
+	"path_payment_strict_receive": true,
+	"path_payment_strict_send":    true,
+}
+
+// amountPattern is Horizon's amount format: a non-negative decimal with at
+// most 7 fractional digits (Stellar amounts are int64 stroops, 1e-7).
+// Exponents and signs are refused so no other notation slips through.
+var amountPattern = regexp.MustCompile(`^[0-9]{1,20}(\.[0-9]{1,7})?$`)
+
+// converter turns records into payments for one network and account.
+type converter struct {
+	network    string
+	account    string
+	usdcIssuer string
+}
+
+// payment returns the payment a record credits to the account, or false if
+// the record does not credit it (another type, a failed transaction, an
+// outgoing or self payment). It fails, wrapping errBadRecord, only for a
+// record that does credit the account but cannot be read.
+func (c converter) payment(r record) (models.Payment, bool, error) {
+	if r.PagingToken == "" {
+		return models.Payment{}, false, fmt.Errorf("%w: record %q has no paging_token", errBadRecord, r.ID)
+	}
+	if !creditedTypes[r.Type] || r.To != c.account || r.From == c.account {
+		return models.Payment{}, false, nil
+	}
+	if !successful(r) {
+		return models.Payment{}, false, nil
+	}
+	bad := func(format string, args ...any) (models.Payment, bool, error) {
+		return models.Payment{}, false, fmt.Errorf("%w: operation %s: %s", errBadRecord, r.ID, fmt.Sprintf(format, args...))
+	}
+	if r.ID == "" {
+		return bad("no id")
+	}
+	if r.Transaction == nil {
+		// Without the joined transaction there is no memo, and a payment
+		// without its memo cannot be matched to its order.
+		return bad("no joined transaction")
+	}
+	if !amountPattern.MatchString(r.Amount) {
+		return bad("amount %q is not a Stellar amount", r.Amount)
+	}
+	amount, err := decimal.NewFromString(r.Amount)
+	if err != nil {
+		return bad("amount %q: %v", r.Amount, err)
+	}
+	asset, err := c.asset(r)
+	if err != nil {
+		return bad("%v", err)
+	}
+	at, err := time.Parse(time.RFC3339, r.CreatedAt)
+	if err != nil {
+		return bad("created_at %q: %v", r.CreatedAt, err)
+	}
+	memoType := r.Transaction.MemoType
+	if memoType == "" {
+		memoType = "none"
+	}
+	return models.Payment{
+		ID:         "stellar:" + c.network + ":" + r.ID,
+		Mode:       models.ModeLive,
+		Asset:      asset,
+		Amount:     amount,
+		Memo:       r.Transaction.Memo,
+		MemoType:   memoType,
+		Sender:     r.From,
+		TxHash:     r.TransactionHash,
+		ReceivedAt: at.UTC(),
+	}, true, nil
+}
+
+// successful reads the transaction's outcome from the record, or from the
+// joined transaction if the record lacks it; unknown counts as failed.
+func successful(r record) bool {
+	if r.TransactionSuccessful != nil {
+		return *r.TransactionSuccessful
+	}
+	return r.Transaction != nil && r.Transaction.Successful != nil && *r.Transaction.Successful
+}
+
+// asset names the received asset as models.Payment does: "XLM", "USDC"
+// only for the accepted issuer's USDC, and CODE:ISSUER for anything else,
+// which is recorded but never credited to an order.
+func (c converter) asset(r record) (string, error) {
+	switch r.AssetType {
+	case "native":
+		return "XLM", nil
+	case "credit_alphanum4", "credit_alphanum12":
+		if r.AssetCode == "" || r.AssetIssuer == "" {
+			return "", fmt.Errorf("credit asset without code or issuer")
+		}
+		if r.AssetCode == "USDC" && r.AssetIssuer == c.usdcIssuer {
+			return "USDC", nil
+		}
+		return r.AssetCode + ":" + r.AssetIssuer, nil
+	default:
+		return "", fmt.Errorf("unknown asset_type %q", r.AssetType)
+	}
+}
+
+// tokenAfter reports whether paging token a comes after b. Horizon's
+// operation tokens are int64 ids; comparing them as strings would put
+// "10" before "9".
+func tokenAfter(a, b string) bool {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	if errA == nil && errB == nil {
+		return x > y
+	}
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a > b
+}

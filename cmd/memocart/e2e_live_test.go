@@ -1,0 +1,413 @@
+package main
+
+// End-to-end tests of live payments: the real `memocart dev` stack, with
+// its Stellar watcher reading a Horizon test server that speaks Horizon's
+// JSON and SSE formats, and every way a payer gets it wrong.
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+)
+
+// The receiving account and USDC issuer of the tests: syntactically valid
+// testnet accounts (SDF's published ones), never paid for real here.
+var (
+	liveAccount = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
+	payer       = "GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN"
+	usdcIssuer  = models.DefaultUSDCIssuer(models.StellarTestnet)
+)
+
+// liveStack is a dev stack taking live orders paid through a Horizon test
+// server, and the pieces a test needs to drive it.
+type liveStack struct {
+	*stack
+	horizon *horizontest.Server
+	liveKey string
+	store   *sqlstore.Store
+	dsn     string
+}
+
+// coinbaseStub answers the spot price endpoint with a fixed XLM price.
+func coinbaseStub(t testing.TB, price string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v2/prices/XLM-USD/spot" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"data":{"amount":"` + price + `","base":"XLM","currency":"USD"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func liveEnv(t testing.TB, hz *horizontest.Server, extra map[string]string) map[string]string {
+	env := map[string]string{
+		"MEMOCART_STELLAR_NETWORK":     "testnet",
+		"MEMOCART_STELLAR_ACCOUNT":     liveAccount,
+		"MEMOCART_STELLAR_HORIZON_URL": hz.URL,
+		"MEMOCART_XLM_RATE_URL":        coinbaseStub(t, "0.25"),
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func startLive(t testing.TB, dialect string, extra map[string]string) *liveStack {
+	t.Helper()
+	hz := horizontest.New(liveAccount)
+	t.Cleanup(hz.Close)
+	env := liveEnv(t, hz, extra)
+	if dialect == "postgres" {
+		env["MEMOCART_DATABASE_URL"] = sqlstoretest.DSN(t, "postgres")
+	}
+	if env["MEMOCART_DATA_DIR"] == "" {
+		env["MEMOCART_DATA_DIR"] = t.TempDir()
+	}
+	s := startDev(t, dialect, env)
+	ls := &liveStack{stack: s, horizon: hz, liveKey: s.createKey("dev", "live", "pro")}
+	ls.dsn = env["MEMOCART_DATABASE_URL"]
+	if ls.dsn == "" {
+		ls.dsn = "sqlite://" + filepath.Join(env["MEMOCART_DATA_DIR"], "memocart.db")
+	}
+	st, err := sqlstore.Open(context.Background(), ls.dsn, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	ls.store = st
+	// Live orders are taken once the watcher has recorded where it starts.
+	require.Eventually(t, func() bool {
+		c, err := st.StellarCursor(context.Background(), "testnet", liveAccount)
+		return err == nil && c != ""
+	}, 60*time.Second, 50*time.Millisecond, "the Stellar watcher started")
+	return ls
+}
+
+// liveOrder creates a live order. Live carts cannot be made through the
+// API yet (no live catalog), so the cart is seeded in the database as the
+// catalog would price it; the order itself goes through the API.
+func (s *liveStack) liveOrder(asset string) map[string]any {
+	s.t.Helper()
+	ctx := context.Background()
+	acct, err := s.store.EnsureAccount(ctx, "dev", time.Now())
+	require.NoError(s.t, err)
+	id, err := models.NewID("crt", rand.Reader)
+	require.NoError(s.t, err)
+	d := decimal.RequireFromString
+	now := time.Now().UTC().Truncate(time.Second)
+	require.NoError(s.t, s.store.CreateCart(ctx, models.Cart{
+		ID: id, AccountID: acct.ID, Mode: models.ModeLive, Status: models.CartReady, ShipToCountry: "US",
+		Quote: models.Quote{Currency: "USD", Subtotal: d("100.00"), Shipping: d("5.99"), Tax: d("8.74"), ServiceFee: d("3.00"), Total: d("117.73")},
+		Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B08N5WRWNW", Marketplace: models.MarketplaceAmazon,
+			ProductID: "B08N5WRWNW", Title: "Live item", ImageURL: "https://m.media-amazon.com/x.jpg", Quantity: 1, UnitPrice: d("100.00"), LineTotal: d("100.00")}},
+		CreatedAt: now, ExpiresAt: now.Add(30 * time.Minute),
+	}))
+	body := orderBody(id)
+	body["payment_asset"] = asset
+	code, resp := s.do(s.liveKey, "POST", "/v1/orders", body)
+	require.Equal(s.t, http.StatusCreated, code, resp)
+	return obj(resp, "order")
+}
+
+// pay sends a payment to the receiving account on the test Horizon.
+func (s *liveStack) pay(p horizontest.Payment) string {
+	if p.From == "" {
+		p.From = payer
+	}
+	if p.To == "" {
+		p.To = liveAccount
+	}
+	return s.horizon.AddPayment(p)
+}
+
+func usdc(amount, memo string) horizontest.Payment {
+	return horizontest.Payment{AssetType: "credit_alphanum4", AssetCode: "USDC", AssetIssuer: usdcIssuer, Amount: amount, MemoType: "text", Memo: memo}
+}
+
+// waitPayment polls the order until its payment status is want.
+func (s *liveStack) waitPayment(ref, want string) map[string]any {
+	s.t.Helper()
+	var last map[string]any
+	ok := assert.Eventually(s.t, func() bool {
+		_, b := s.do(s.liveKey, "GET", "/v1/orders/"+ref, nil)
+		last = obj(b, "order")
+		return str(last, "payment_status") == want
+	}, 30*time.Second, 50*time.Millisecond)
+	require.True(s.t, ok, "order %s: payment status %q, want %q (%v)", ref, str(last, "payment_status"), want, last)
+	return last
+}
+
+// status returns a stored payment's disposition, "" while it is not
+// stored. Safe inside Eventually conditions: it never fails the test.
+func (s *liveStack) status(id string) string {
+	ps, err := s.store.Payments(context.Background())
+	if err != nil {
+		return ""
+	}
+	for _, p := range ps {
+		if p.ID == id {
+			return p.Status
+		}
+	}
+	return ""
+}
+
+// stored returns a stored payment, failing the test if it is not stored.
+func (s *liveStack) stored(id string) sqlstore.StoredPayment {
+	s.t.Helper()
+	ps, err := s.store.Payments(context.Background())
+	require.NoError(s.t, err)
+	for _, p := range ps {
+		if p.ID == id {
+			return p
+		}
+	}
+	s.t.Fatalf("payment %s not stored", id)
+	return sqlstore.StoredPayment{}
+}
+
+// with returns the stack reporting to t, for use inside a subtest.
+func (s *liveStack) with(t testing.TB) *liveStack {
+	c, st := *s, *s.stack
+	st.t = t
+	c.stack = &st
+	return &c
+}
+
+func paymentID(token string) string { return "stellar:testnet:" + token }
+
+func TestE2ELiveExactPaymentMovesOnToSourcing(t *testing.T) {
+	for _, d := range dialects() {
+		t.Run(d, func(t *testing.T) {
+			s := startLive(t, d, nil)
+			o := s.liveOrder("USDC")
+			assert.Equal(t, liveAccount, str(o, "payment_address"))
+			assert.Equal(t, "testnet", str(o, "payment_network"))
+			assert.Equal(t, usdcIssuer, str(o, "payment_asset_issuer"))
+			assert.Equal(t, "117.73", str(o, "payment_amount"))
+			assert.Contains(t, str(o, "payment_uri"), "web+stellar:pay?destination="+liveAccount)
+			assert.Contains(t, str(o, "payment_uri"), "memo="+str(o, "number"))
+
+			s.pay(usdc("117.73", str(o, "number")))
+			final, _ := s.waitStatus(s.liveKey, str(o, "number"), "paid")
+			assert.Equal(t, "confirmed", str(final, "payment_status"))
+
+			// No live fulfiller exists yet: sourcing runs and keeps
+			// retrying, visibly, while the order stays paid.
+			require.Eventually(t, func() bool {
+				desc, err := s.client.DescribeWorkflowExecution(context.Background(), models.WorkflowID(str(o, "id")), "")
+				if err != nil {
+					return false
+				}
+				for _, a := range desc.GetPendingActivities() {
+					if a.GetActivityType().GetName() == "SourceOrder" && a.GetLastFailure() != nil {
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 100*time.Millisecond, "the workflow moved on to sourcing")
+			_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+			assert.Equal(t, "paid", str(obj(b, "order"), "status"))
+		})
+	}
+}
+
+// TestE2ELivePaymentPolicy shows every row of the payer-error policy end
+// to end: Horizon stream → watcher → matcher → workflow → database → GET.
+func TestE2ELivePaymentPolicy(t *testing.T) {
+	live := startLive(t, "sqlite", map[string]string{"MEMOCART_PAYMENT_WINDOW": "6s"})
+
+	t.Run("underpaid, then topped up with the same memo", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		s.pay(usdc("100", str(o, "number")))
+		partial := s.waitPayment(str(o, "number"), "partial")
+		assert.Equal(t, "17.73", str(obj(partial, "payment"), "amount_due"), "GET shows what remains")
+		assert.Equal(t, "created", str(partial, "status"))
+		s.pay(usdc("17.73", str(o, "number")))
+		s.waitPayment(str(o, "number"), "confirmed")
+	})
+
+	t.Run("two payments with one memo are summed, a duplicate counted once", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		s.horizon.DuplicateNext(1)
+		s.pay(usdc("60", str(o, "number")))
+		s.waitPayment(str(o, "number"), "partial")
+		s.pay(usdc("57.73", str(o, "number")))
+		final := s.waitPayment(str(o, "number"), "confirmed")
+		assert.Equal(t, "117.73", str(obj(final, "payment"), "amount_received"), "the duplicated record was counted once")
+	})
+
+	t.Run("overpaid: confirmed, the excess owed back", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		s.pay(usdc("120", str(o, "number")))
+		s.waitPayment(str(o, "number"), "overpaid")
+		refunds, err := s.store.RefundsDue(context.Background())
+		require.NoError(t, err)
+		found := false
+		for _, r := range refunds {
+			if r.OrderNumber == str(o, "number") {
+				found = true
+				assert.Equal(t, "2.27", r.Amount.String())
+				assert.Equal(t, []string{payer}, r.Senders)
+			}
+		}
+		assert.True(t, found, "the excess is listed for refund")
+	})
+
+	t.Run("wrong asset: recorded, not credited, marked for refund", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		tok := s.pay(horizontest.Payment{AssetType: "native", Amount: "500", MemoType: "text", Memo: str(o, "number")})
+		fake := s.pay(horizontest.Payment{AssetType: "credit_alphanum4", AssetCode: "USDC", AssetIssuer: payer, Amount: "117.73", MemoType: "text", Memo: str(o, "number")})
+		require.Eventually(t, func() bool {
+			return s.status(paymentID(tok)) == sqlstore.PaymentRefundDue && s.status(paymentID(fake)) == sqlstore.PaymentRefundDue
+		}, 30*time.Second, 50*time.Millisecond)
+		assert.Equal(t, "USDC:"+payer, s.stored(paymentID(fake)).Asset, "USDC of another issuer is not USDC")
+		_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+		assert.Equal(t, "0", str(obj(obj(b, "order"), "payment"), "amount_received"))
+		assert.Equal(t, "created", str(obj(b, "order"), "status"))
+	})
+
+	t.Run("unknown, missing and hash memos go to the unmatched list", func(t *testing.T) {
+		s := live.with(t)
+		unknown := s.pay(usdc("5", "12345678906"))
+		missing := s.pay(horizontest.Payment{AssetType: "credit_alphanum4", AssetCode: "USDC", AssetIssuer: usdcIssuer, Amount: "5", MemoType: "none"})
+		hash := s.pay(horizontest.Payment{AssetType: "native", Amount: "5", MemoType: "hash", Memo: "qmOEwo9ZmiyqLl4cfTTeNN0r91YlDoizcbSufFQJBCo="})
+		for _, tok := range []string{unknown, missing, hash} {
+			require.Eventually(t, func() bool { return s.status(paymentID(tok)) == sqlstore.PaymentUnmatched },
+				30*time.Second, 50*time.Millisecond, tok)
+		}
+	})
+
+	t.Run("outgoing payments are not income", func(t *testing.T) {
+		s := live.with(t)
+		out := s.pay(horizontest.Payment{From: liveAccount, To: payer, AssetType: "native", Amount: "1", MemoType: "text", Memo: "refund"})
+		marker := s.pay(usdc("1", "marker"))
+		require.Eventually(t, func() bool { return s.status(paymentID(marker)) == sqlstore.PaymentUnmatched }, 30*time.Second, 50*time.Millisecond)
+		ps, err := s.store.Payments(context.Background())
+		require.NoError(t, err)
+		for _, p := range ps {
+			assert.NotEqual(t, paymentID(out), p.ID)
+		}
+	})
+
+	t.Run("XLM order quoted at the locked rate", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("XLM")
+		assert.Equal(t, "470.92", str(o, "payment_amount"), "117.73 USD at 0.25 USD/XLM")
+		rate := obj(o, "exchange_rate")
+		assert.Equal(t, "0.25", str(rate, "price"))
+		assert.Equal(t, "coinbase:XLM-USD", str(rate, "source"))
+		s.pay(horizontest.Payment{AssetType: "native", Amount: "470.92", MemoType: "id", Memo: str(o, "number")})
+		s.waitPayment(str(o, "number"), "confirmed")
+	})
+
+	t.Run("underpaid until the deadline: cancelled, received amount marked for refund", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		s.pay(usdc("50", str(o, "number")))
+		s.waitPayment(str(o, "number"), "partial")
+		final, _ := s.waitStatus(s.liveKey, str(o, "number"), "cancelled")
+		assert.Equal(t, "refund_due", str(final, "payment_status"))
+		assert.Equal(t, "50", str(obj(final, "payment"), "amount_received"))
+	})
+
+	t.Run("paid after the deadline: recorded as late, marked for refund", func(t *testing.T) {
+		s := live.with(t)
+		o := s.liveOrder("USDC")
+		s.waitStatus(s.liveKey, str(o, "number"), "cancelled")
+		tok := s.pay(usdc("117.73", str(o, "number")))
+		final := s.waitPayment(str(o, "number"), "refund_due")
+		assert.Equal(t, "cancelled", str(final, "status"))
+		require.Eventually(t, func() bool {
+			st := s.status(paymentID(tok))
+			return st == sqlstore.PaymentLate || st == sqlstore.PaymentMatched
+		}, 30*time.Second, 50*time.Millisecond)
+	})
+}
+
+// TestE2ELiveWatcherSurvivesRestart stops the whole stack, lets payments
+// arrive while nothing watches, and starts it again on the same data: every
+// payment is counted exactly once.
+func TestE2ELiveWatcherSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startLive(t, "sqlite", map[string]string{"MEMOCART_DATA_DIR": dir})
+	a, b := s.liveOrder("USDC"), s.liveOrder("USDC")
+	s.pay(usdc("17.73", str(a, "number")))
+	s.waitPayment(str(a, "number"), "partial")
+
+	s.stop()
+	// While nothing runs: a top-up for a, a full payment for b, and a
+	// record the stream would duplicate.
+	s.pay(usdc("100", str(a, "number")))
+	s.horizon.DuplicateNext(1)
+	s.pay(usdc("117.73", str(b, "number")))
+
+	env := liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir})
+	again := startDev(t, "sqlite", env)
+	s2 := &liveStack{stack: again, horizon: s.horizon, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	final := s2.waitPayment(str(a, "number"), "confirmed")
+	assert.Equal(t, "117.73", str(obj(final, "payment"), "amount_received"))
+	final = s2.waitPayment(str(b, "number"), "confirmed")
+	assert.Equal(t, "117.73", str(obj(final, "payment"), "amount_received"), "counted once despite the duplicate")
+
+	ps, err := s.store.Payments(context.Background())
+	require.NoError(t, err)
+	seen := map[string]int{}
+	for _, p := range ps {
+		seen[p.ID]++
+	}
+	for id, n := range seen {
+		assert.Equal(t, 1, n, id)
+	}
+	assert.Len(t, seen, 3, "three payments, each stored once")
+}
+
+// TestE2EPaymentsCommand drives `memocart payments` as an operator would.
+func TestE2EPaymentsCommand(t *testing.T) {
+	s := startLive(t, "sqlite", nil)
+	o := s.liveOrder("USDC")
+	tok := s.pay(usdc("117.73", "1234 typo"))
+	require.Eventually(t, func() bool { return s.status(paymentID(tok)) == sqlstore.PaymentUnmatched }, 30*time.Second, 50*time.Millisecond)
+
+	runCmd := func(args ...string) string {
+		var out, errOut syncBuffer
+		err := run(context.Background(), args, func(k string) string { return s.env[k] }, &out, &errOut)
+		require.NoError(t, err, errOut.String())
+		return out.String()
+	}
+	list := runCmd("payments", "list")
+	assert.Contains(t, list, paymentID(tok))
+	assert.Contains(t, list, "1234 typo")
+
+	s.env["MEMOCART_TEMPORAL_ADDRESS"] = s.temporal
+	out := runCmd("payments", "attach", paymentID(tok), str(o, "number"))
+	assert.Contains(t, out, "matched")
+	s.waitPayment(str(o, "number"), "confirmed")
+	assert.NotContains(t, runCmd("payments", "list"), paymentID(tok))
+
+	// Paying too much: the excess is listed, then refunded by the operator.
+	s.pay(usdc("3", str(o, "number")))
+	s.waitPayment(str(o, "number"), "overpaid")
+	assert.Contains(t, runCmd("payments", "list"), "paid more than the amount due")
+	out = runCmd("payments", "mark-refunded", "--order", str(o, "number"), "--tx", "refund-tx-hash")
+	assert.Contains(t, out, "marked refunded")
+	assert.NotContains(t, runCmd("payments", "list"), "paid more than the amount due")
+}
