@@ -161,7 +161,7 @@ func parseAmazonPage(bareHost string, segs []string) (ProductRef, error) {
 		return ProductRef{}, invalidURL("the link is not a product page (expected /dp/<product id>)")
 	}
 	asin = strings.ToUpper(asin)
-	if !isASIN(asin) {
+	if !IsASIN(asin) {
 		return ProductRef{}, invalidURL("the product id is malformed")
 	}
 	host := "www." + bareHost
@@ -173,9 +173,9 @@ func parseAmazonPage(bareHost string, segs []string) (ProductRef, error) {
 	}, nil
 }
 
-// isASIN reports whether s is ten uppercase letters or digits, the shape of
+// IsASIN reports whether s is ten uppercase letters or digits, the shape of
 // every ASIN (ISBN-10s included).
-func isASIN(s string) bool {
+func IsASIN(s string) bool {
 	if len(s) != 10 {
 		return false
 	}
@@ -252,7 +252,7 @@ func parseEbayItem(site string, segs []string) (ProductRef, error) {
 	default:
 		return ProductRef{}, invalidURL("the link is not an item page (expected /itm/<item id>)")
 	}
-	if !isEbayItemID(id) {
+	if !IsEbayItemID(id) {
 		return ProductRef{}, invalidURL("the item id is malformed")
 	}
 	host := "www." + site
@@ -264,10 +264,10 @@ func parseEbayItem(site string, segs []string) (ProductRef, error) {
 	}, nil
 }
 
-// isEbayItemID reports whether s is 9 to 15 digits. Current item ids are
+// IsEbayItemID reports whether s is 9 to 15 digits. Current item ids are
 // 12 digits; the range leaves room for old listings and future growth
 // without accepting arbitrary numbers.
-func isEbayItemID(s string) bool {
+func IsEbayItemID(s string) bool {
 	if len(s) < 9 || len(s) > 15 {
 		return false
 	}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/url"
@@ -117,6 +118,16 @@ func ValidateStellarAccount(id string) error {
 		return errors.New("stellar account id checksum does not match; check it for a typo")
 	}
 	return nil
+}
+
+// StellarAccountID encodes an ed25519 public key as a Stellar account id
+// ("G..." StrKey), the inverse of what ValidateStellarAccount checks.
+func StellarAccountID(key [32]byte) string {
+	raw := make([]byte, 0, 35)
+	raw = append(raw, 6<<3) // version byte of an ed25519 public key: "G"
+	raw = append(raw, key[:]...)
+	raw = binary.LittleEndian.AppendUint16(raw, crc16XModem(raw))
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw)
 }
 
 // crc16XModem is the CRC-16/XMODEM StrKey uses: polynomial 0x1021, initial

@@ -358,3 +358,21 @@ func TestStellarAmountRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestStellarAccountIDRoundTrip(t *testing.T) {
+	for _, seed := range []byte{0, 1, 0x7f, 0xff} {
+		var key [32]byte
+		for i := range key {
+			key[i] = seed ^ byte(i)
+		}
+		id := StellarAccountID(key)
+		assert.Len(t, id, 56)
+		assert.NoError(t, ValidateStellarAccount(id), "encoded %x", key)
+		// One changed character breaks the checksum.
+		last := id[len(id)-1]
+		swapped := id[:len(id)-1] + string("AB"[map[bool]int{true: 1}[last == 'A']])
+		assert.Error(t, ValidateStellarAccount(swapped))
+	}
+	var zero [32]byte
+	assert.Equal(t, "GAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAWHF", StellarAccountID(zero), "the well-known all-zero account")
+}

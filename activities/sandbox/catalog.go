@@ -116,12 +116,12 @@ func resolve(ref models.ProductRef) (id, host string, err error) {
 			}
 			return ShortLinkASIN(ref.ShortCode), host, nil
 		}
-		if !isASIN(ref.ID) {
+		if !models.IsASIN(ref.ID) {
 			return "", "", badRef("malformed product id")
 		}
 		return ref.ID, hostOr(ref.Host, "www.amazon.com"), nil
 	case models.MarketplaceEbay:
-		if !isItemID(ref.ID) {
+		if !models.IsEbayItemID(ref.ID) {
 			return "", "", badRef("malformed item id")
 		}
 		return ref.ID, hostOr(ref.Host, "www.ebay.com"), nil
@@ -174,31 +174,4 @@ func hostOr(host, fallback string) string {
 		return fallback
 	}
 	return host
-}
-
-func isASIN(s string) bool {
-	if len(s) != 10 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// isItemID reports whether s is 9 to 15 digits, as models.ParseProductURL
-// accepts.
-func isItemID(s string) bool {
-	if len(s) < 9 || len(s) > 15 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/memocart/memocart/activities/stellar/horizontest"
 )
 
 func TestSSEReader(t *testing.T) {
@@ -127,21 +125,4 @@ func scale(ds []time.Duration, unit time.Duration) []time.Duration {
 		out[i] = d / unit
 	}
 	return out
-}
-
-func TestValidAccountID(t *testing.T) {
-	tests := []struct {
-		id   string
-		want bool
-	}{
-		{"GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN", true}, // Circle's USDC issuer on pubnet
-		{"GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVM", false},
-		{"GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZV", false},
-		{"SA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN", false},
-		{"", false},
-		{horizontest.AccountID("x"), true},
-	}
-	for _, tc := range tests {
-		assert.Equal(t, tc.want, validAccountID(tc.id), tc.id)
-	}
 }

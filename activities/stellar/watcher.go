@@ -122,10 +122,10 @@ func NewWatcher(cfg Config, hc *http.Client, store Store, handle models.PaymentH
 	if cfg.Network != "pubnet" && cfg.Network != "testnet" {
 		bad("Network %q: want pubnet or testnet", cfg.Network)
 	}
-	if !validAccountID(cfg.Account) {
+	if models.ValidateStellarAccount(cfg.Account) != nil {
 		bad("Account %q is not a valid Stellar account id", cfg.Account)
 	}
-	if !validAccountID(cfg.USDCIssuer) {
+	if models.ValidateStellarAccount(cfg.USDCIssuer) != nil {
 		bad("USDCIssuer %q is not a valid Stellar account id", cfg.USDCIssuer)
 	}
 	if cfg.PageLimit < 1 || cfg.PageLimit > DefaultPageLimit {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	"go.temporal.io/sdk/client"
 
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/api/ratelimit"
@@ -57,68 +58,71 @@ func newLimiter(ctx context.Context, e env) (api.RateLimiter, func(), error) {
 	return ratelimit.NewRedis(client, "memocart:ratelimit:"), func() { _ = client.Close() }, nil
 }
 
-// runAPI is `memocart api`: the production HTTP API.
-func runAPI(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+// production is what the api and worker processes share: their flags
+// (none), the start-up log, a migrated store and a Temporal client.
+type production struct {
+	store    *sqlstore.Store
+	temporal client.Client
+}
+
+func startProduction(ctx context.Context, e env, name, usage string, args []string) (*production, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "Usage: memocart api\n\nServes the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).")
-	}
+	fs.Usage = func() { fmt.Fprintf(e.stderr, "Usage: memocart %s\n\n%s\n", name, usage) }
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
-	e.log.Info("starting api", slog.String("config", e.cfg.masked(e.getenv)))
+	e.log.Info("starting "+name, slog.String("config", e.cfg.masked(e.getenv)))
 	st, err := openStore(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireMigrated(ctx, st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &production{store: st, temporal: tc}, nil
+}
+
+func (p *production) close() {
+	p.temporal.Close()
+	_ = p.store.Close()
+}
+
+// runAPI is `memocart api`: the production HTTP API. Run as many as needed.
+func runAPI(ctx context.Context, e env, args []string) error {
+	p, err := startProduction(ctx, e, "api", "Serves the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).", args)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := requireMigrated(ctx, st); err != nil {
-		return err
-	}
+	defer p.close()
 	limiter, closeLimiter, err := newLimiter(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer closeLimiter()
-	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
 	ready := make(chan string, 1)
 	go func() {
 		if addr, ok := <-ready; ok {
 			e.log.Info("api listening", slog.String("addr", "http://"+addr))
 		}
 	}()
-	return newAPIStack(e, st, limiter, tc).run(ctx, e, ready)
+	return newAPIStack(e, p.store, limiter, p.temporal).run(ctx, e, ready)
 }
 
 // runWorker is `memocart worker`: the Temporal worker running order
-// workflows and their activities. Scale it out by running more.
+// workflows, their activities and the payment watcher. Scale it out by
+// running more.
 func runWorker(ctx context.Context, e env, args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, "Usage: memocart worker\n\nRuns order workflows and activities from MEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.")
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	e.log.Info("starting worker", slog.String("config", e.cfg.masked(e.getenv)))
-	st, err := openStore(ctx, e)
+	p, err := startProduction(ctx, e, "worker", "Runs order workflows, their activities and the Stellar payment watcher from\nMEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.", args)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := requireMigrated(ctx, st); err != nil {
-		return err
-	}
-	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
-	if err != nil {
-		return err
-	}
-	defer tc.Close()
-	return runWorkerLoop(ctx, e, tc, st)
+	defer p.close()
+	return runWorkerLoop(ctx, e, p.temporal, p.store)
 }
