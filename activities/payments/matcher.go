@@ -26,10 +26,10 @@ type Source interface {
 
 // Store is the persistence the matcher needs.
 type Store interface {
-	SavePayment(ctx context.Context, p models.Payment) (bool, error)
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)
-	AttachPayment(ctx context.Context, paymentID, orderID string) error
-	MarkPaymentUnmatched(ctx context.Context, paymentID string) error
+	// SaveMatch stores the payment if new and records the verdict:
+	// attached to orderID, or unmatched when orderID is empty.
+	SaveMatch(ctx context.Context, p models.Payment, orderID string) error
 	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
 	PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
 	PaymentsToMatch(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
@@ -58,33 +58,32 @@ func NewMatcher(store Store, signal Signaler, log *slog.Logger) *Matcher {
 	return &Matcher{store: store, signal: signal, log: log, now: time.Now}
 }
 
-// Handle stores the payment (once, by id), finds the order its memo names
-// and signals that order's workflow, which counts each payment id once. It
-// is safe to call again for the same payment at any point: after a crash
-// the source re-delivers and the steps already done are no-ops.
+// Handle finds the order the payment's memo names, stores the payment
+// (once, by id) with that verdict, and signals the order's workflow, which
+// counts each payment id once. It is safe to call again for the same
+// payment at any point: after a crash the source re-delivers, the store
+// write is idempotent, and nothing is signalled before it commits.
 func (m *Matcher) Handle(ctx context.Context, p models.Payment) (models.PaymentOutcome, error) {
 	if p.ID == "" || !p.Mode.Valid() {
 		return "", fmt.Errorf("payment without id or mode")
 	}
-	if _, err := m.store.SavePayment(ctx, p); err != nil {
+	orderID := ""
+	if number, ok := orderNumberFromMemo(p.MemoType, p.Memo); ok {
+		id, err := m.store.OrderIDByNumber(ctx, p.Mode, number)
+		switch {
+		case err == nil:
+			orderID = id
+		case !errors.Is(err, models.ErrOrderNotFound):
+			return "", err
+		}
+	}
+	if err := m.store.SaveMatch(ctx, p, orderID); err != nil {
 		return "", err
 	}
-	number, ok := orderNumberFromMemo(p.MemoType, p.Memo)
-	if !ok {
-		m.log.InfoContext(ctx, "payment kept as unmatched: memo names no order number",
+	if orderID == "" {
+		m.log.InfoContext(ctx, "payment kept as unmatched: its memo names no order",
 			slog.String("payment_id", p.ID), slog.String("memo_type", p.MemoType))
-		return m.unmatched(ctx, p)
-	}
-	orderID, err := m.store.OrderIDByNumber(ctx, p.Mode, number)
-	if errors.Is(err, models.ErrOrderNotFound) {
-		m.log.InfoContext(ctx, "payment kept as unmatched: no such order", slog.String("payment_id", p.ID))
-		return m.unmatched(ctx, p)
-	}
-	if err != nil {
-		return "", err
-	}
-	if err := m.store.AttachPayment(ctx, p.ID, orderID); err != nil {
-		return "", err
+		return models.PaymentOutcomeUnmatched, nil
 	}
 	p.OrderID = orderID
 	return m.deliver(ctx, p)
@@ -98,13 +97,6 @@ func orderNumberFromMemo(memoType, memo string) (string, bool) {
 		memoType = "text"
 	}
 	return models.OrderNumberFromMemo(memoType, memo)
-}
-
-func (m *Matcher) unmatched(ctx context.Context, p models.Payment) (models.PaymentOutcome, error) {
-	if err := m.store.MarkPaymentUnmatched(ctx, p.ID); err != nil {
-		return "", err
-	}
-	return models.PaymentOutcomeUnmatched, nil
 }
 
 // Attach hands an unmatched payment to the order an operator names (the

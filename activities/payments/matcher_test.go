@@ -27,15 +27,20 @@ func newFakeStore() *fakeStore {
 	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, unmatched: map[string]bool{}, acked: map[string]bool{}, orders: map[string]string{}}
 }
 
-func (f *fakeStore) SavePayment(_ context.Context, p models.Payment) (bool, error) {
+func (f *fakeStore) SaveMatch(_ context.Context, p models.Payment, orderID string) error {
 	if f.failSave != nil {
-		return false, f.failSave
+		return f.failSave
 	}
-	if _, ok := f.payments[p.ID]; ok {
-		return false, nil
+	if prev, ok := f.payments[p.ID]; ok {
+		if prev.OrderID != "" || f.late[p.ID] {
+			return nil // attached or late: kept
+		}
+		p = prev
 	}
+	p.OrderID = orderID
 	f.payments[p.ID] = p
-	return true, nil
+	f.unmatched[p.ID] = orderID == ""
+	return nil
 }
 
 func (f *fakeStore) OrderIDByNumber(_ context.Context, mode models.Mode, number string) (string, error) {
@@ -43,18 +48,6 @@ func (f *fakeStore) OrderIDByNumber(_ context.Context, mode models.Mode, number 
 		return id, nil
 	}
 	return "", models.ErrOrderNotFound
-}
-
-func (f *fakeStore) AttachPayment(_ context.Context, paymentID, orderID string) error {
-	p := f.payments[paymentID]
-	p.OrderID = orderID
-	f.payments[paymentID] = p
-	return nil
-}
-
-func (f *fakeStore) MarkPaymentUnmatched(_ context.Context, paymentID string) error {
-	f.unmatched[paymentID] = true
-	return nil
 }
 
 func (f *fakeStore) PaymentsToMatch(context.Context, time.Time, int) ([]models.Payment, error) {

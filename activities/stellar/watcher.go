@@ -40,6 +40,13 @@ type Config struct {
 	// ProgressEvery is how often Run reports progress while nothing
 	// happens, default 5s.
 	ProgressEvery time.Duration
+	// HandleConcurrency is how many saved payments are handed to the
+	// matcher at once. 1 (the default) hands them on in order; more lets
+	// the matcher's database lookups and workflow signals overlap. Order
+	// between payments does not matter to matching (each is counted once,
+	// by id, and amounts add up), and a payment saved but not handed on
+	// when the run ends is re-driven by the service's reconciler.
+	HandleConcurrency int
 }
 
 // Defaults of Config.
@@ -243,9 +250,22 @@ func (w *Watcher) Run(ctx context.Context, progress func(cursor string)) error {
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
+		if r.jobs != nil {
+			close(r.jobs)
+		}
 		wg.Wait()
 	}()
 	wg.Go(func() { r.heartbeat(ctx) })
+	if n := w.cfg.HandleConcurrency; n > 1 {
+		r.jobs = make(chan models.Payment, n)
+		for range n {
+			wg.Go(func() {
+				for p := range r.jobs {
+					r.handle(ctx, p)
+				}
+			})
+		}
+	}
 
 	for {
 		err := r.step(ctx)
@@ -282,6 +302,9 @@ type run struct {
 	pmu      sync.Mutex // serialises progress calls
 	progress func(string)
 	reported string
+
+	// jobs feeds the handler pool when HandleConcurrency > 1.
+	jobs chan models.Payment
 }
 
 // step starts if needed, scans, then streams until the next sweep is due
@@ -470,16 +493,31 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 	}
 	r.report(cursor)
 	for _, p := range ps {
-		outcome, err := w.handle(ctx, p)
-		if err != nil {
-			w.log.WarnContext(ctx, "payment saved but not matched yet; the reconciler will retry it",
-				slog.String("payment_id", p.ID), slog.Any("error", err))
+		if r.jobs == nil {
+			r.handle(ctx, p)
 			continue
 		}
-		w.log.InfoContext(ctx, "payment received", slog.String("payment_id", p.ID), slog.String("tx_hash", p.TxHash),
-			slog.String("asset", p.Asset), slog.String("amount", p.Amount.String()), slog.String("outcome", string(outcome)))
+		select {
+		case r.jobs <- p:
+		case <-ctx.Done():
+			return ctx.Err() // saved: the reconciler hands it on
+		}
 	}
 	return nil
+}
+
+// handle hands one saved payment to the matcher. A failure is logged and
+// left to the service's reconciler: the payment is saved, the cursor stays.
+func (r *run) handle(ctx context.Context, p models.Payment) {
+	w := r.w
+	outcome, err := w.handle(ctx, p)
+	if err != nil {
+		w.log.WarnContext(ctx, "payment saved but not matched yet; the reconciler will retry it",
+			slog.String("payment_id", p.ID), slog.Any("error", err))
+		return
+	}
+	w.log.InfoContext(ctx, "payment received", slog.String("payment_id", p.ID), slog.String("tx_hash", p.TxHash),
+		slog.String("asset", p.Asset), slog.String("amount", p.Amount.String()), slog.String("outcome", string(outcome)))
 }
 
 // afterStep decides what follows a step's error: how long to wait, or a

@@ -893,3 +893,35 @@ func TestNewWatcherValidates(t *testing.T) {
 	assert.Contains(t, err.Error(), "Store")
 	assert.Contains(t, err.Error(), "PaymentHandler")
 }
+
+// TestConcurrentHandling hands saved payments to the matcher from a pool:
+// every payment is saved once and handed on once, in any order, and a
+// handler failure still leaves the payment saved.
+func TestConcurrentHandling(t *testing.T) {
+	h := newHarness(t, "0")
+	var tokens []string
+	for i := range 40 {
+		p := incoming("1.0000000")
+		if i == 7 {
+			p.Memo = "fail"
+		}
+		tokens = append(tokens, h.srv.AddPayment(p))
+	}
+	cfg := testConfig(h.srv)
+	cfg.HandleConcurrency = 8
+	h.start(t, cfg, h.store, nil)
+	h.waitStream(t)
+	for range 20 {
+		tokens = append(tokens, h.srv.AddPayment(incoming("2.0000000")))
+	}
+	h.waitStored(t, tokens...)
+	waitFor(t, "all handed on", func() bool { return len(h.rec.IDs()) == len(tokens) })
+
+	got := h.rec.IDs()
+	slices.Sort(got)
+	want := paymentIDs(tokens)
+	slices.Sort(want)
+	assert.Equal(t, want, got, "each payment handed on exactly once")
+	assertStoredOnce(t, h.store, tokens...)
+	assert.Equal(t, tokens[len(tokens)-1], h.store.Cursor())
+}

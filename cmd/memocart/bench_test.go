@@ -6,22 +6,35 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/activities/payments"
+	"github.com/memocart/memocart/activities/stellar"
+	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 // benchStack starts a live stack for a benchmark, quiet and with a payment
 // window no benchmark outlasts.
 func benchStack(b *testing.B, dialect string) *liveStack {
-	return startLive(b, dialect, map[string]string{
+	s := startLive(b, dialect, map[string]string{
 		"MEMOCART_PAYMENT_WINDOW":     "2h",
 		"MEMOCART_SANDBOX_STEP_DELAY": "0s",
 		"MEMOCART_LOG_LEVEL":          "error",
 	})
+	// Polling every 2 ms is far past a Pro key's 600 requests a minute.
+	s.liveKey = s.createKey("dev", "live", "enterprise", "--per-minute", "10000000")
+	return s
 }
 
 // BenchmarkPaymentToPaid measures, per order, the time from a payment
@@ -84,18 +97,100 @@ func BenchmarkWatcherIngest(b *testing.B) {
 				s.pay(usdc("0.0000001", numbers[i%nOrders]))
 			}
 			for {
-				done, err := s.store.Payments(ctx, sqlstore.PaymentMatched)
+				counts, err := s.store.PaymentCounts(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(done) >= b.N {
+				if counts[sqlstore.PaymentMatched] >= int64(b.N) {
 					break
 				}
-				time.Sleep(5 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond)
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "payments/s")
+		})
+	}
+}
+
+// countingSignaler stands in for Temporal in BenchmarkWatcherAlone.
+type countingSignaler struct{ n atomic.Int64 }
+
+func (c *countingSignaler) PaymentMatched(context.Context, string, models.Payment) error {
+	c.n.Add(1)
+	return nil
+}
+
+// BenchmarkWatcherAlone measures the watcher's own capacity: b.N payments
+// published at once on the Horizon test server, read (stream and pages),
+// stored with the cursor, looked up by memo and handed to a signaller that
+// only counts, against a real database (SQLite file or Postgres). The
+// difference from BenchmarkWatcherIngest is what the Temporal server and
+// the order workflows cost when they share the machine.
+func BenchmarkWatcherAlone(b *testing.B) {
+	for _, d := range dialects() {
+		b.Run(d, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st := sqlstoretest.Open(b, d)
+			acct, err := st.EnsureAccount(ctx, "bench", time.Now())
+			if err != nil {
+				b.Fatal(err)
+			}
+			// 50 open orders the payments' memos name.
+			numbers := make([]string, 50)
+			for i := range numbers {
+				cartID := fmt.Sprintf("crt_bench%02d", i)
+				now := time.Now().UTC()
+				d := decimal.RequireFromString
+				if err := st.CreateCart(ctx, models.Cart{ID: cartID, AccountID: acct.ID, Mode: models.ModeLive, Status: models.CartReady, ShipToCountry: "US",
+					Quote: models.Quote{Currency: "USD", Subtotal: d("1"), Shipping: d("0"), Tax: d("0"), ServiceFee: d("0"), Total: d("1")},
+					CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+					b.Fatal(err)
+				}
+				o, _, err := st.CreateOrder(ctx, models.OrderRequest{AccountID: acct.ID, Mode: models.ModeLive, CartID: cartID, RequestHash: "h", Now: now,
+					Build: func(c models.Cart) (models.Order, error) {
+						return models.Order{ID: "ord_" + cartID, AccountID: acct.ID, Mode: models.ModeLive, CartID: cartID, Status: models.OrderCreated,
+							PaymentStatus: models.PaymentPending, CustomerEmail: "a@example.com", Address: models.ShippingAddress{Name: "A", Line1: "1", City: "C", Country: "US"},
+							Currency: "USD", Total: c.Total, PaymentAsset: "USDC", PaymentAmount: c.Total, PaymentAddress: liveAccount,
+							PaymentExpiresAt: now.Add(time.Hour), CreatedAt: now, UpdatedAt: now}, nil
+					},
+					NewNumber: func() (string, error) { return models.NewOrderNumber(rand.Reader) }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				numbers[i] = o.Number
+			}
+			hz := horizontest.New(liveAccount)
+			defer hz.Close()
+			sig := &countingSignaler{}
+			w, err := stellar.NewWatcher(stellar.Config{HorizonURL: hz.URL, Network: "testnet", Account: liveAccount, USDCIssuer: usdcIssuer, HandleConcurrency: 16},
+				&http.Client{}, st, payments.NewMatcher(st, sig, nil).Handle, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx, nil) }()
+			for {
+				if c, _ := st.StellarCursor(ctx, "testnet", liveAccount); c != "" {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for i := range b.N {
+				hz.AddPayment(horizontest.Payment{From: payer, To: liveAccount, AssetType: "credit_alphanum4", AssetCode: "USDC", AssetIssuer: usdcIssuer,
+					Amount: "0.0000001", MemoType: "text", Memo: numbers[i%len(numbers)]})
+			}
+			for sig.n.Load() < int64(b.N) {
+				time.Sleep(2 * time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "payments/s")
+			cancel()
+			<-done
 		})
 	}
 }

@@ -150,11 +150,11 @@ func startDev(t testing.TB, dialect string, overrides map[string]string) *stack 
 
 // createKey runs `memocart keys create` against the stack's database, as
 // an operator would while dev runs, and returns the printed key.
-func (s *stack) createKey(account, mode, tier string) string {
+func (s *stack) createKey(account, mode, tier string, extra ...string) string {
 	s.t.Helper()
 	var out, errOut syncBuffer
-	err := run(context.Background(), []string{"keys", "create", "--account", account, "--mode", mode, "--tier", tier},
-		func(k string) string { return s.env[k] }, &out, &errOut)
+	args := append([]string{"keys", "create", "--account", account, "--mode", mode, "--tier", tier}, extra...)
+	err := run(context.Background(), args, func(k string) string { return s.env[k] }, &out, &errOut)
 	require.NoError(s.t, err, errOut.String())
 	key := strings.TrimSpace(out.String())
 	require.Regexp(s.t, `^mc_`+mode+`_[0-9A-Za-z]{32}$`, key, "stdout holds the key and nothing else")

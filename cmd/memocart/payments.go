@@ -77,7 +77,14 @@ func paymentsList(ctx context.Context, e env, st *sqlstore.Store) error {
 	if err != nil {
 		return err
 	}
+	counts, err := st.PaymentCounts(ctx)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "PAYMENTS: %d matched, %d unmatched, %d late, %d refund_due, %d refunded, %d not yet matched\n\n",
+		counts[sqlstore.PaymentMatched], counts[sqlstore.PaymentUnmatched], counts[sqlstore.PaymentLate],
+		counts[sqlstore.PaymentRefundDue], counts[sqlstore.PaymentRefunded], counts[sqlstore.PaymentReceived])
 	if len(alerts) > 0 {
 		fmt.Fprintln(tw, "OPEN ALERTS\nKIND\tCOUNT\tLAST\tDETAIL")
 		for _, a := range alerts {

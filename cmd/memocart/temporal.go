@@ -109,6 +109,7 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 		in := workflows.WatcherInput{Network: string(e.cfg.StellarNetwork), Account: e.cfg.StellarAccount}
 		w, err := stellar.NewWatcher(stellar.Config{
 			HorizonURL: e.cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.cfg.USDCIssuer,
+			HandleConcurrency: 16,
 		}, &http.Client{}, st, payments.NewMatcher(st, orders, e.log).Handle, storeAlerter{st: st, log: e.log}, e.log.With(slog.String("component", "stellar-watcher")))
 		if err != nil {
 			return fmt.Errorf("configuring the Stellar watcher: %w", err)

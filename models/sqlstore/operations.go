@@ -214,3 +214,19 @@ func (s *Store) OpenAlerts(ctx context.Context) ([]Alert, error) {
 	}
 	return rows, nil
 }
+
+// PaymentCounts returns how many stored payments have each disposition.
+func (s *Store) PaymentCounts(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	if err := s.db.WithContext(ctx).Model(&paymentRow{}).Select("status, COUNT(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("counting payments: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}

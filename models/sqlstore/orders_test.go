@@ -208,7 +208,7 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		_, err = st.OrderIDByNumber(ctx, models.ModeLive, o.Number)
 		assert.ErrorIs(t, err, models.ErrOrderNotFound, "a test order is never matched by a live payment")
 
-		require.NoError(t, st.AttachPayment(ctx, p.ID, o.ID))
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
 		waiting, err := st.PaymentsAwaitingSignal(ctx, time.Now().Add(time.Minute), 10)
 		require.NoError(t, err)
 		require.Len(t, waiting, 1)
@@ -230,7 +230,7 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		toMatch, err := st.PaymentsToMatch(ctx, time.Now().Add(time.Minute), 10)
 		require.NoError(t, err)
 		require.Len(t, toMatch, 1, "a stored payment waits for the matcher")
-		require.NoError(t, st.MarkPaymentUnmatched(ctx, "sandbox:2"))
+		require.NoError(t, st.SaveMatch(ctx, toMatch[0], ""))
 		unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
 		require.NoError(t, err)
 		require.Len(t, unmatched, 1)

@@ -85,11 +85,37 @@ func (s *Store) SavePayment(ctx context.Context, p models.Payment) (bool, error)
 	return res.RowsAffected == 1, nil
 }
 
-// MarkPaymentUnmatched records that the matcher found no order for a
-// received payment. It stays listed for an operator.
-func (s *Store) MarkPaymentUnmatched(ctx context.Context, paymentID string) error {
-	return s.db.WithContext(ctx).Model(&paymentRow{}).
-		Where("id = ? AND status = ?", paymentID, PaymentReceived).Update("status", PaymentUnmatched).Error
+// SaveMatch stores the matcher's verdict on a payment in one idempotent
+// write: the payment itself if no source stored it yet, attached to
+// orderID (status matched) or, with orderID empty, kept as unmatched. A
+// payment already attached elsewhere, late, due back or refunded keeps its
+// state.
+func (s *Store) SaveMatch(ctx context.Context, p models.Payment, orderID string) error {
+	status := PaymentUnmatched
+	row := newPaymentRow(p, status)
+	if orderID != "" {
+		status = PaymentMatched
+		row.Status, row.OrderID = status, &orderID
+	}
+	var attach any = nil
+	if orderID != "" {
+		attach = orderID
+	}
+	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns: []clause.Column{{Name: "id"}},
+		DoUpdates: clause.Assignments(map[string]any{
+			"status":   status,
+			"order_id": gorm.Expr("COALESCE(payments.order_id, ?)", attach),
+		}),
+		Where: clause.Where{Exprs: []clause.Expression{
+			gorm.Expr("payments.status IN (?, ?) AND (payments.order_id IS NULL OR payments.order_id = ?)",
+				PaymentReceived, PaymentUnmatched, orderID),
+		}},
+	}).Create(&row)
+	if res.Error != nil {
+		return fmt.Errorf("saving match: %w", res.Error)
+	}
+	return nil
 }
 
 // PaymentsToMatch returns payments a source stored but the matcher has not
@@ -160,21 +186,6 @@ func (s *Store) OrderIDByNumber(ctx context.Context, mode models.Mode, number st
 		return "", fmt.Errorf("finding order by number: %w", err)
 	}
 	return row.ID, nil
-}
-
-// AttachPayment marks a stored payment as belonging to an order. A payment
-// already attached to another order is left alone and reported.
-func (s *Store) AttachPayment(ctx context.Context, paymentID, orderID string) error {
-	res := s.db.WithContext(ctx).Model(&paymentRow{}).
-		Where("id = ? AND (order_id IS NULL OR order_id = ?)", paymentID, orderID).
-		Updates(map[string]any{"order_id": orderID, "status": PaymentMatched})
-	if res.Error != nil {
-		return fmt.Errorf("attaching payment: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("payment %s is missing or attached to another order", paymentID)
-	}
-	return nil
 }
 
 // MarkPaymentLate records that a payment reached its order after the order

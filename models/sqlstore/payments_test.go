@@ -38,6 +38,9 @@ func TestStellarPaymentsAndCursorAreSavedTogether(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, other, "cursors are per network")
 
+		counts, err := st.PaymentCounts(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{sqlstore.PaymentReceived: 2}, counts)
 		ps, err := st.Payments(ctx)
 		require.NoError(t, err)
 		require.Len(t, ps, 2)
@@ -90,7 +93,7 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 		require.NoError(t, err)
 		_, err = st.AttachUnmatched(ctx, "p-typo", o.Number)
 		assert.Error(t, err, "a payment the matcher has not processed yet cannot be attached")
-		require.NoError(t, st.MarkPaymentUnmatched(ctx, "p-typo"))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-typo", "1234", "USDC", "5"), ""))
 		p, err := st.AttachUnmatched(ctx, "p-typo", o.Number)
 		require.NoError(t, err)
 		assert.Equal(t, o.ID, p.OrderID)
@@ -109,9 +112,7 @@ func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
 
-		_, err = st.SavePayment(ctx, livePayment("p-late", o.Number, "USDC", "12.50"))
-		require.NoError(t, err)
-		require.NoError(t, st.AttachPayment(ctx, "p-late", o.ID))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID))
 		require.NoError(t, st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)))
 
 		got, err := st.Order(ctx, o.ID)
@@ -140,4 +141,50 @@ func TestAlerts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, as)
 	})
+}
+
+func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_m1")
+		seedCart(t, st, a.ID, "crt_m2")
+		o1, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m1", "", "h"))
+		require.NoError(t, err)
+		o2, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m2", "", "h"))
+		require.NoError(t, err)
+
+		p := livePayment("p-m", o1.Number, "USDC", "1")
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "new payment, stored and attached in one write")
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "again: no change")
+		require.NoError(t, st.SaveMatch(ctx, p, o2.ID), "never moved to another order")
+		require.NoError(t, st.SaveMatch(ctx, p, ""), "never turned unmatched")
+		ps, err := st.PaymentsForOrder(ctx, o1.ID)
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		assert.Equal(t, sqlstore.PaymentMatched, ps[0].Status)
+
+		require.NoError(t, st.MarkPaymentLate(ctx, "p-m", t0))
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "a re-delivery after it went late")
+		assert.Equal(t, sqlstore.PaymentLate, paymentStatus(t, st, "p-m"), "late stays late")
+
+		_, err = st.SavePayment(ctx, livePayment("p-u", "zzz", "USDC", "1"))
+		require.NoError(t, err)
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-u", "zzz", "USDC", "1"), ""))
+		assert.Equal(t, sqlstore.PaymentUnmatched, paymentStatus(t, st, "p-u"))
+	})
+}
+
+func paymentStatus(t *testing.T, st *sqlstore.Store, id string) string {
+	t.Helper()
+	ps, err := st.Payments(context.Background())
+	require.NoError(t, err)
+	for _, p := range ps {
+		if p.ID == id {
+			return p.Status
+		}
+	}
+	t.Fatalf("payment %s not stored", id)
+	return ""
 }
