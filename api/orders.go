@@ -215,7 +215,7 @@ func (s *Server) createOrder(c *gin.Context) {
 		status = http.StatusOK
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.JSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
+	c.PureJSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
 }
 
 // SetAfterOrderCommit installs f to run between committing an order and
@@ -435,7 +435,7 @@ func (s *Server) getOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
 }
 
 type testPaymentRequest struct {

@@ -23,8 +23,8 @@ import (
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
-// The receiving account and USDC issuer of the tests: syntactically valid
-// testnet accounts (SDF's published ones), never paid for real here.
+// Accounts of the tests: well-formed account ids (Circle's published USDC
+// issuers, reused only for their shape); nothing is ever sent to them.
 var (
 	liveAccount = "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
 	payer       = "GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN"
