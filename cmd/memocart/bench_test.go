@@ -144,7 +144,7 @@ func BenchmarkWatcherAlone(b *testing.B) {
 				now := time.Now().UTC()
 				d := decimal.RequireFromString
 				if err := st.CreateCart(ctx, models.Cart{ID: cartID, AccountID: acct.ID, Mode: models.ModeLive, Status: models.CartReady, ShipToCountry: "US",
-					Quote: models.Quote{Currency: "USD", Subtotal: d("1"), Shipping: d("0"), Tax: d("0"), ServiceFee: d("0"), Total: d("1")},
+					Quote:     models.Quote{Currency: "USD", Subtotal: d("1"), Shipping: d("0"), Tax: d("0"), ServiceFee: d("0"), Total: d("1")},
 					CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
 					b.Fatal(err)
 				}
