@@ -372,6 +372,9 @@ func TestE2EPartialPaymentThenTopUp(t *testing.T) {
 	final, _ := s.waitStatus(s.key, number, "delivered")
 	assert.Equal(t, "confirmed", str(final, "payment_status"))
 	assert.Equal(t, amount.String(), str(obj(final, "payment"), "amount_received"))
+	if *recordHistories {
+		writeHistory(t, s, str(o, "id"), "order_partial_then_topup.json")
+	}
 }
 
 func TestE2EExpiredCart(t *testing.T) {
@@ -558,6 +561,9 @@ func TestE2EOperatorSignals(t *testing.T) {
 	require.NoError(t, s.client.SignalWorkflow(ctx, models.WorkflowID(str(unpaid, "id")), "", workflows.SignalCancel, cancel))
 	final, _ := s.waitStatus(s.key, str(unpaid, "number"), "cancelled")
 	assert.Equal(t, "cancelled", str(final, "payment_status"))
+	if *recordHistories {
+		writeHistory(t, s, str(unpaid, "id"), "order_operator_cancel.json")
+	}
 
 	manual := s.newOrder(s.key, product)
 	var pay workflows.PaymentSignal
@@ -570,4 +576,7 @@ func TestE2EOperatorSignals(t *testing.T) {
 	final, _ = s.waitStatus(s.key, str(manual, "number"), "delivered")
 	assert.Equal(t, "confirmed", str(final, "payment_status"))
 	assert.Equal(t, str(manual, "payment_amount"), str(obj(final, "payment"), "amount_received"), "the duplicate signal was not counted")
+	if *recordHistories {
+		writeHistory(t, s, str(manual, "id"), "order_manual_payment_twice.json")
+	}
 }
