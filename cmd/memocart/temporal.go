@@ -49,8 +49,9 @@ func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, e
 }
 
 // newActivities wires the workflow's side effects: the store and one
-// fulfiller per mode. Live fulfilment does not exist yet, so a live order
-// that gets paid fails its sourcing step visibly instead of pretending.
+// fulfiller per mode. There is no live fulfiller yet: a paid live order
+// waits at paid, its sourcing activity retrying visibly in the Temporal UI,
+// until one is deployed.
 func newActivities(e env, st *sqlstore.Store) *activities.Activities {
 	return &activities.Activities{
 		Store:      st,
