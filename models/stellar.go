@@ -147,14 +147,6 @@ func crc16XModem(data []byte) uint16 {
 	return crc
 }
 
-// StellarMemo is a transaction memo as Horizon reports it: Type is
-// Horizon's memo_type ("text", "id", "hash", "return" or "none"), Value
-// the memo as Horizon renders it.
-type StellarMemo struct {
-	Type  string
-	Value string
-}
-
 // OrderNumberFromMemo returns the order number a payment's memo names,
 // given Horizon's memo_type and memo. A text memo is read leniently, as
 // NormalizeOrderNumber does, because payers type it into wallets by hand.

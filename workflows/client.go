@@ -73,19 +73,3 @@ func (c *Client) PaymentMatched(ctx context.Context, orderID string, p models.Pa
 	}
 	return err
 }
-
-// CancelOrder asks the order's workflow to cancel; it is honoured only
-// while the order waits for payment.
-func (c *Client) CancelOrder(ctx context.Context, orderID, reason, by string) error {
-	return c.c.SignalWorkflow(ctx, models.WorkflowID(orderID), "", SignalCancel, CancelSignal{Reason: reason, RequestedBy: by})
-}
-
-// Status queries the order's workflow for its live status.
-func (c *Client) Status(ctx context.Context, orderID string) (StatusView, error) {
-	v, err := c.c.QueryWorkflow(ctx, models.WorkflowID(orderID), "", QueryStatus)
-	if err != nil {
-		return StatusView{}, err
-	}
-	var out StatusView
-	return out, v.Get(&out)
-}

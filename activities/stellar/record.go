@@ -3,11 +3,8 @@ package stellar
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"time"
-
-	"github.com/shopspring/decimal"
 
 	"github.com/memocart/memocart/models"
 )
@@ -62,11 +59,6 @@ var creditedTypes = map[string]bool{
 	"path_payment_strict_send":    true,
 }
 
-// amountPattern is Horizon's amount format: a non-negative decimal with at
-// most 7 fractional digits (Stellar amounts are int64 stroops, 1e-7).
-// Exponents and signs are refused so no other notation slips through.
-var amountPattern = regexp.MustCompile(`^[0-9]{1,20}(\.[0-9]{1,7})?$`)
-
 // converter turns records into payments for one network and account.
 type converter struct {
 	network    string
@@ -99,10 +91,7 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 		// without its memo cannot be matched to its order.
 		return bad("no joined transaction")
 	}
-	if !amountPattern.MatchString(r.Amount) {
-		return bad("amount %q is not a Stellar amount", r.Amount)
-	}
-	amount, err := decimal.NewFromString(r.Amount)
+	amount, err := models.StellarAmount(r.Amount)
 	if err != nil {
 		return bad("amount %q: %v", r.Amount, err)
 	}

@@ -147,7 +147,6 @@ type apiStack struct {
 	server  *api.Server
 	matcher *payments.Matcher
 	sandbox *sandbox.PaymentSource
-	orders  *workflows.Client
 }
 
 func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Client) *apiStack {
@@ -174,7 +173,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if testHookAfterOrderCommit != nil {
 		srv.SetAfterOrderCommit(testHookAfterOrderCommit)
 	}
-	return &apiStack{server: srv, matcher: matcher, sandbox: src, orders: orders}
+	return &apiStack{server: srv, matcher: matcher, sandbox: src}
 }
 
 // run serves HTTP and runs the payment source and the reconciler until ctx

@@ -62,8 +62,6 @@ type StoredPayment struct {
 	SignaledAt *time.Time
 	RefundTx   string
 	RefundedAt *time.Time
-	// OrderNumber is the matched order's number, for operators.
-	OrderNumber string
 }
 
 func newPaymentRow(p models.Payment, status string) paymentRow {
