@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -22,19 +23,31 @@ type Store interface {
 	// RecordPayment stores a payment and attaches it to the order,
 	// idempotently by p.ID.
 	RecordPayment(ctx context.Context, orderID string, p models.Payment) error
+	// RecordFulfilment stores the latest snapshot of the order at its
+	// buying provider, replacing the previous one.
+	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error
 }
 
-// Fulfiller buys and delivers an order on a marketplace. Implementations
-// must be idempotent by order id: a retried Source never buys twice.
+// Fulfiller buys an order's items through a buying provider and reports
+// how the purchase and its parcels progress. The order workflow places the
+// order once, then checks it on the fulfiller's schedule (and whenever the
+// provider's webhook says something changed) until it is delivered or
+// failed.
 type Fulfiller interface {
-	// Source buys the order's items. A permanent refusal (item gone, seller
-	// cancelled) is an error wrapping models.ErrSourcingFailed.
-	Source(ctx context.Context, o models.Order) (supplierRef string, err error)
-	// Ship blocks until the order has shipped and returns what the carrier
-	// knows. It must honour ctx.
-	Ship(ctx context.Context, o models.Order) (models.Shipment, error)
-	// Deliver blocks until the order has been delivered. It must honour ctx.
-	Deliver(ctx context.Context, o models.Order) error
+	// Place buys the order's items and returns the provider's reference.
+	// It must be idempotent by order id and attempt: placing the same
+	// attempt again (a retried activity, a restarted worker, a replayed
+	// workflow) returns the same reference and never buys twice. Attempt
+	// starts at 1; the workflow places a new attempt only after the
+	// previous one failed retryably (Fulfilment.Retryable), when nothing
+	// was bought. A permanent refusal is an error wrapping
+	// models.ErrSourcingFailed whose message a client may read; an outage
+	// is any other error, and is retried.
+	Place(ctx context.Context, o models.Order, attempt int) (models.Placement, error)
+	// Check returns the order's state at the provider.
+	Check(ctx context.Context, o models.Order, ref string) (models.Fulfilment, error)
+	// Schedule is how often to check an order, by how far it has come.
+	Schedule() models.PollSchedule
 }
 
 // Activities carries the dependencies of every activity. Register a
@@ -68,37 +81,114 @@ func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models
 	return temporalError(a.Store.RecordPayment(ctx, orderID, p))
 }
 
-// SourceOrder buys the order's items on its marketplace and returns the
-// supplier's reference. A refusal is a non-retryable sourcing_failed error.
-func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, error) {
+// PlaceOrder places the order with its buying provider and returns the
+// provider's reference. Attempt numbers the placements of one order (see
+// Fulfiller.Place); each is idempotent. A refusal is a non-retryable
+// sourcing_failed error carrying the client-readable reason.
+func (a *Activities) PlaceOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
+	if err != nil {
+		return models.Placement{}, err
+	}
+	defer a.heartbeat(ctx)()
+	p, err := f.Place(ctx, o, attempt)
+	if err != nil {
+		return models.Placement{}, temporalError(err)
+	}
+	// Recorded before the workflow learns the reference, so an operator
+	// can find the provider's order even if the worker dies right now.
+	if err := a.Store.RecordFulfilment(ctx, orderID, models.Fulfilment{Ref: p.Ref, Stage: models.FulfilmentPending}); err != nil {
+		return models.Placement{}, temporalError(err)
+	}
+	return p, nil
+}
+
+// CheckOrder asks the provider where the order is, stores the snapshot
+// (shipments and checkpoints, for clients and operators) and returns the
+// small Progress the workflow decides on.
+func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
+	o, f, err := a.orderAndFulfiller(ctx, orderID)
+	if err != nil {
+		return models.Progress{}, err
+	}
+	defer a.heartbeat(ctx)()
+	snap, err := f.Check(ctx, o, ref)
+	if err != nil {
+		return models.Progress{}, temporalError(err)
+	}
+	if snap.Ref == "" {
+		snap.Ref = ref
+	}
+	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
+		return models.Progress{}, temporalError(err)
+	}
+	p := snap.Progress()
+	p.NextCheck = f.Schedule().Next(p.Status)
+	return p, nil
+}
+
+// SourceOrder, ShipOrder and DeliverOrder are the activities of Order
+// workflows started before fulfilment moved to PlaceOrder and CheckOrder
+// (workflow version fulfilByPolling). They stay registered so such runs
+// finish; each blocks, polling the fulfiller, until its step is reached.
+
+// SourceOrder places the order and waits until the provider has bought it.
+func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, error) {
+	p, err := a.PlaceOrder(ctx, orderID, 1)
 	if err != nil {
 		return "", err
 	}
-	defer a.heartbeat(ctx)()
-	ref, err := f.Source(ctx, o)
-	return ref, temporalError(err)
+	return p.Ref, a.awaitProgress(ctx, orderID, p.Ref, models.OrderOrdered, nil)
 }
 
 // ShipOrder waits until the order has shipped and returns the shipment.
 func (a *Activities) ShipOrder(ctx context.Context, orderID string) (models.Shipment, error) {
-	o, f, err := a.orderAndFulfiller(ctx, orderID)
-	if err != nil {
-		return models.Shipment{}, err
-	}
-	defer a.heartbeat(ctx)()
-	s, err := f.Ship(ctx, o)
-	return s, temporalError(err)
+	var s models.Shipment
+	err := a.awaitProgress(ctx, orderID, "", models.OrderShipped, &s)
+	return s, err
 }
 
 // DeliverOrder waits until the order has been delivered.
 func (a *Activities) DeliverOrder(ctx context.Context, orderID string) error {
-	o, f, err := a.orderAndFulfiller(ctx, orderID)
-	if err != nil {
-		return err
+	return a.awaitProgress(ctx, orderID, "", models.OrderDelivered, nil)
+}
+
+// awaitProgress checks the order on its fulfiller's schedule until it has
+// reached want (or gone past it). A failure is a sourcing_failed error,
+// which the old workflow code turns into a failed order.
+func (a *Activities) awaitProgress(ctx context.Context, orderID, ref string, want models.OrderStatus, s *models.Shipment) error {
+	if ref == "" {
+		o, err := a.Store.Order(ctx, orderID)
+		if err != nil {
+			return temporalError(err)
+		}
+		if o.Fulfilment == nil || o.Fulfilment.Ref == "" {
+			return temporalError(models.Errorf(models.CodeInternal, "order %s was never placed", orderID))
+		}
+		ref = o.Fulfilment.Ref
 	}
-	defer a.heartbeat(ctx)()
-	return temporalError(f.Deliver(ctx, o))
+	for {
+		p, err := a.CheckOrder(ctx, orderID, ref)
+		if err != nil {
+			return err
+		}
+		if p.Status == models.OrderFailed {
+			return temporalError(fmt.Errorf("order %s: %w", orderID, models.Errorf(models.CodeSourcingFailed, "%s", p.Reason)))
+		}
+		if models.StepReached(p.Status, want) {
+			if s != nil {
+				*s = p.Shipment
+			}
+			return nil
+		}
+		t := time.NewTimer(p.NextCheck)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // orderAndFulfiller loads the order and picks the fulfiller for its mode.
@@ -181,7 +271,9 @@ func temporalError(err error) error {
 	// live_mode_unavailable: a paid live order whose marketplace fulfiller
 	// is not deployed yet waits at paid, retrying visibly in the Temporal
 	// UI, instead of failing with the customer's money held.
-	case models.CodeUnavailable, models.CodeInternal, models.CodeLiveUnavailable:
+	// marketplace_unavailable: the provider is down or throttling us; it
+	// will come back.
+	case models.CodeUnavailable, models.CodeInternal, models.CodeLiveUnavailable, models.CodeMarketplaceUnavailable:
 		return temporal.NewApplicationErrorWithCause(e.Message, string(e.Code), err)
 	}
 	return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err)

@@ -28,6 +28,7 @@ type fakeStore struct {
 	err         error
 	transitions []models.Transition
 	payments    []models.Payment
+	fulfilments []models.Fulfilment
 }
 
 func (s *fakeStore) Order(_ context.Context, id string) (models.Order, error) {
@@ -53,6 +54,16 @@ func (s *fakeStore) RecordTransition(_ context.Context, _ string, t models.Trans
 	return nil
 }
 
+func (s *fakeStore) RecordFulfilment(_ context.Context, _ string, f models.Fulfilment) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	s.fulfilments = append(s.fulfilments, f)
+	return nil
+}
+
 func (s *fakeStore) RecordPayment(_ context.Context, _ string, p models.Payment) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -63,13 +74,16 @@ func (s *fakeStore) RecordPayment(_ context.Context, _ string, p models.Payment)
 	return nil
 }
 
-// fakeFulfiller returns err from every call and, when block is set, waits
-// for ctx to end before answering.
+// fakeFulfiller answers Place with "REF-<order id>" and Check with the
+// snapshots of script, one per call (the last one again when it runs out).
+// err is returned from every call; delay or block make each call wait.
 type fakeFulfiller struct {
-	err   error
-	delay time.Duration
-	block bool
-	seen  atomic.Value // last order seen
+	err    error
+	delay  time.Duration
+	block  bool
+	script []models.Fulfilment
+	checks atomic.Int32
+	seen   atomic.Value // last order seen
 }
 
 func (f *fakeFulfiller) wait(ctx context.Context, o models.Order) error {
@@ -86,21 +100,43 @@ func (f *fakeFulfiller) wait(ctx context.Context, o models.Order) error {
 	}
 }
 
-func (f *fakeFulfiller) Source(ctx context.Context, o models.Order) (string, error) {
+func (f *fakeFulfiller) Place(ctx context.Context, o models.Order, attempt int) (models.Placement, error) {
 	if err := f.wait(ctx, o); err != nil {
-		return "", err
+		return models.Placement{}, err
 	}
-	return "REF-" + o.ID, nil
+	return models.Placement{Ref: fmt.Sprintf("REF-%s-%d", o.ID, attempt), CheckAfter: time.Millisecond}, nil
 }
 
-func (f *fakeFulfiller) Ship(ctx context.Context, o models.Order) (models.Shipment, error) {
+func (f *fakeFulfiller) Check(ctx context.Context, o models.Order, ref string) (models.Fulfilment, error) {
+	n := int(f.checks.Add(1))
 	if err := f.wait(ctx, o); err != nil {
-		return models.Shipment{}, err
+		return models.Fulfilment{}, err
 	}
-	return models.Shipment{Carrier: "Test Post", TrackingNumber: "TP1", EstimatedDelivery: "2026-03-17"}, nil
+	if len(f.script) == 0 {
+		return models.Fulfilment{Stage: models.FulfilmentPending}, nil
+	}
+	snap := f.script[min(n, len(f.script))-1]
+	return snap, nil
 }
 
-func (f *fakeFulfiller) Deliver(ctx context.Context, o models.Order) error { return f.wait(ctx, o) }
+func (f *fakeFulfiller) Schedule() models.PollSchedule {
+	return models.PollSchedule{First: time.Millisecond, Pending: 2 * time.Millisecond, Ordered: 3 * time.Millisecond, Shipped: 4 * time.Millisecond}
+}
+
+var testShipment = models.Shipment{Carrier: "Test Post", TrackingNumber: "TP1", EstimatedDelivery: "2026-03-17"}
+
+// journey: still buying, bought, in transit, delivered.
+func journey() []models.Fulfilment {
+	p := models.Parcel{Carrier: testShipment.Carrier, TrackingNumber: testShipment.TrackingNumber, EstimatedDelivery: testShipment.EstimatedDelivery}
+	inTransit, delivered := p, p
+	inTransit.Status, delivered.Status = models.ParcelInTransit, models.ParcelDelivered
+	return []models.Fulfilment{
+		{Stage: models.FulfilmentPending},
+		{Stage: models.FulfilmentPlaced},
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{inTransit}},
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{delivered}},
+	}
+}
 
 func newEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
 	t.Helper()
@@ -181,34 +217,52 @@ func TestRecordActivities(t *testing.T) {
 	})
 }
 
-func TestFulfilmentActivities(t *testing.T) {
+func TestPlaceAndCheckOrder(t *testing.T) {
+	store := &fakeStore{orders: map[string]models.Order{"ord_test": testOrder("ord_test", models.ModeTest)}}
+	ff := &fakeFulfiller{script: journey()}
+	var a *Activities // method values of a nil pointer, as the workflow uses them
+	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+
+	val, err := env.ExecuteActivity(a.PlaceOrder, "ord_test", 2)
+	require.NoError(t, err)
+	var placed models.Placement
+	require.NoError(t, val.Get(&placed))
+	assert.Equal(t, models.Placement{Ref: "REF-ord_test-2", CheckAfter: time.Millisecond}, placed)
+	assert.Equal(t, "ord_test", ff.seen.Load().(models.Order).ID, "the fulfiller gets the stored order")
+	require.Len(t, store.fulfilments, 1, "the reference is stored as soon as the order is placed")
+	assert.Equal(t, models.Fulfilment{Ref: "REF-ord_test-2", Stage: models.FulfilmentPending}, store.fulfilments[0])
+
+	// Each check stores the provider's snapshot and returns the progress
+	// with the fulfiller's advice for the next check.
+	want := []models.Progress{
+		{Status: models.OrderPaid, NextCheck: 2 * time.Millisecond},
+		{Status: models.OrderOrdered, NextCheck: 3 * time.Millisecond},
+		{Status: models.OrderShipped, Shipment: testShipment, NextCheck: 4 * time.Millisecond},
+		{Status: models.OrderDelivered, Shipment: testShipment, NextCheck: 2 * time.Millisecond},
+	}
+	for i, w := range want {
+		val, err := env.ExecuteActivity(a.CheckOrder, "ord_test", placed.Ref)
+		require.NoError(t, err)
+		var p models.Progress
+		require.NoError(t, val.Get(&p))
+		assert.Equal(t, w, p, "check %d", i+1)
+		last := store.fulfilments[len(store.fulfilments)-1]
+		assert.Equal(t, placed.Ref, last.Ref, "a snapshot without a reference gets the placed one")
+		assert.Equal(t, journey()[i].Stage, last.Stage)
+	}
+}
+
+func TestFulfilmentActivityFailures(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{
 		"ord_test": testOrder("ord_test", models.ModeTest),
 		"ord_live": testOrder("ord_live", models.ModeLive),
 	}}
 	ff := &fakeFulfiller{}
-	var a *Activities // method values of a nil pointer, as the workflow uses them
+	var a *Activities
 	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
-
-	val, err := env.ExecuteActivity(a.SourceOrder, "ord_test")
-	require.NoError(t, err)
-	var ref string
-	require.NoError(t, val.Get(&ref))
-	assert.Equal(t, "REF-ord_test", ref)
-	assert.Equal(t, "ord_test", ff.seen.Load().(models.Order).ID, "the fulfiller gets the stored order")
-
-	val, err = env.ExecuteActivity(a.ShipOrder, "ord_test")
-	require.NoError(t, err)
-	var s models.Shipment
-	require.NoError(t, val.Get(&s))
-	assert.Equal(t, "TP1", s.TrackingNumber)
-
-	_, err = env.ExecuteActivity(a.DeliverOrder, "ord_test")
-	require.NoError(t, err)
-
 	failures := []struct {
 		name     string
-		setup    func()
+		err      error
 		orderID  string
 		wantType string
 		retry    bool
@@ -216,20 +270,64 @@ func TestFulfilmentActivities(t *testing.T) {
 		{name: "no fulfiller for the mode", orderID: "ord_live", wantType: "live_mode_unavailable", retry: true},
 		{name: "unknown order", orderID: "ord_missing", wantType: "order_not_found"},
 		{name: "marketplace refusal", orderID: "ord_test", wantType: "sourcing_failed",
-			setup: func() { ff.err = fmt.Errorf("vendor: withdrawn: %w", models.ErrSourcingFailed) }},
+			err: fmt.Errorf("vendor: withdrawn: %w", models.ErrSourcingFailed)},
+		{name: "marketplace down", orderID: "ord_test", wantType: "marketplace_unavailable",
+			err: fmt.Errorf("vendor: %w", models.ErrMarketplaceUnavailable), retry: true},
 	}
 	for _, tt := range failures {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.setup != nil {
-				tt.setup()
+			ff.err = tt.err
+			for _, run := range []func() error{
+				func() error { _, err := env.ExecuteActivity(a.PlaceOrder, tt.orderID, 1); return err },
+				func() error { _, err := env.ExecuteActivity(a.CheckOrder, tt.orderID, "REF"); return err },
+			} {
+				err := run()
+				var appErr *temporal.ApplicationError
+				require.ErrorAs(t, err, &appErr)
+				assert.Equal(t, tt.wantType, appErr.Type())
+				assert.Equal(t, !tt.retry, appErr.NonRetryable())
 			}
-			_, err := env.ExecuteActivity(a.SourceOrder, tt.orderID)
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, err, &appErr)
-			assert.Equal(t, tt.wantType, appErr.Type())
-			assert.Equal(t, !tt.retry, appErr.NonRetryable())
 		})
 	}
+}
+
+// TestBlockingActivitiesOfOldRuns: the activities of workflows started
+// before fulfilment was polled still take an order all the way, each
+// blocking until its step is reached.
+func TestBlockingActivitiesOfOldRuns(t *testing.T) {
+	order := testOrder("ord_test", models.ModeTest)
+	store := &fakeStore{orders: map[string]models.Order{"ord_test": order}}
+	ff := &fakeFulfiller{script: journey()}
+	var a *Activities
+	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+
+	val, err := env.ExecuteActivity(a.SourceOrder, "ord_test")
+	require.NoError(t, err)
+	var ref string
+	require.NoError(t, val.Get(&ref))
+	assert.Equal(t, "REF-ord_test-1", ref)
+	assert.Equal(t, int32(2), ff.checks.Load(), "sourced once the provider bought it")
+
+	// Later activities find the reference in the store.
+	order.Fulfilment = &models.Fulfilment{Ref: ref}
+	store.orders["ord_test"] = order
+	val, err = env.ExecuteActivity(a.ShipOrder, "ord_test")
+	require.NoError(t, err)
+	var s models.Shipment
+	require.NoError(t, val.Get(&s))
+	assert.Equal(t, testShipment, s)
+	_, err = env.ExecuteActivity(a.DeliverOrder, "ord_test")
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), ff.checks.Load())
+
+	// A failure at the provider is the refusal the old workflow expects.
+	ff.script = []models.Fulfilment{{Stage: models.FulfilmentFailed, FailureCode: "cancelled_by_retailer"}}
+	ff.checks.Store(0)
+	_, err = env.ExecuteActivity(a.DeliverOrder, "ord_test")
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	assert.Equal(t, "sourcing_failed", appErr.Type())
+	assert.Contains(t, appErr.Error(), models.FulfilmentFailureReason("cancelled_by_retailer"))
 }
 
 func TestFulfilmentHeartbeats(t *testing.T) {
@@ -244,9 +342,8 @@ func TestFulfilmentHeartbeats(t *testing.T) {
 	env := newEnv(t, acts)
 
 	for _, run := range []func() error{
-		func() error { _, err := env.ExecuteActivity(acts.SourceOrder, "ord_1"); return err },
-		func() error { _, err := env.ExecuteActivity(acts.ShipOrder, "ord_1"); return err },
-		func() error { _, err := env.ExecuteActivity(acts.DeliverOrder, "ord_1"); return err },
+		func() error { _, err := env.ExecuteActivity(acts.PlaceOrder, "ord_1", 1); return err },
+		func() error { _, err := env.ExecuteActivity(acts.CheckOrder, "ord_1", "REF"); return err },
 	} {
 		beats.Store(0)
 		require.NoError(t, run())
@@ -269,7 +366,7 @@ func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 	env := newEnv(t, acts)
 	var beats atomic.Int32
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	_, err := env.ExecuteActivity(acts.DeliverOrder, "ord_1")
+	_, err := env.ExecuteActivity(acts.CheckOrder, "ord_1", "REF")
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, beats.Load(), int32(1))
 }
@@ -286,6 +383,6 @@ func TestFulfilmentHonoursCancellation(t *testing.T) {
 	acts := &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	err := acts.DeliverOrder(ctx, "ord_1")
+	_, err := acts.CheckOrder(ctx, "ord_1", "REF")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

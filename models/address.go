@@ -15,7 +15,11 @@ const addressField = "shipping_address."
 // (UPS and FedEx print 35), but marketplaces accept longer lines and wrap
 // them, so the caps only stop garbage, not long real addresses.
 const (
-	maxAddressText = 100 // name, line1, line2, city, region
+	maxAddressText = 100 // name, city, region
+	// MaxAddressLine caps line1 and line2: the buying provider passes them
+	// to retailers that reject lines longer than 60 characters, so a longer
+	// line is refused when the order is created, not after it is paid.
+	MaxAddressLine = 60
 	minPhoneLen    = 7
 	maxPhoneLen    = 20
 	minPhoneDigits = 7
@@ -297,10 +301,10 @@ func ValidateAddress(a ShippingAddress) (ShippingAddress, error) {
 	if out.Phone, err = validatePhone(a.Phone); err != nil {
 		return ShippingAddress{}, err
 	}
-	if out.Line1, err = addressText("line1", a.Line1, true); err != nil {
+	if out.Line1, err = addressLine("line1", a.Line1, true); err != nil {
 		return ShippingAddress{}, err
 	}
-	if out.Line2, err = addressText("line2", a.Line2, false); err != nil {
+	if out.Line2, err = addressLine("line2", a.Line2, false); err != nil {
 		return ShippingAddress{}, err
 	}
 	if out.City, err = addressText("city", a.City, true); err != nil {
@@ -370,6 +374,28 @@ func addressText(field, s string, required bool) (string, error) {
 		return "", addressError(field, "%s must be at most %d characters", field, maxAddressText)
 	}
 	return s, nil
+}
+
+// addressLine validates a street line: free text of at most MaxAddressLine
+// characters.
+func addressLine(field, s string, required bool) (string, error) {
+	s, err := addressText(field, s, required)
+	if err == nil && utf8.RuneCountInString(s) > MaxAddressLine {
+		return "", addressError(field, "%s must be at most %d characters; put the rest in line2", field, MaxAddressLine)
+	}
+	return s, err
+}
+
+// SplitName splits a validated full name into the given and family names
+// buying providers ask for: the last word is the family name, the words
+// before it the given name. ok is false for a one-word name, which has no
+// family name to send.
+func SplitName(name string) (first, last string, ok bool) {
+	words := strings.Fields(name)
+	if len(words) < 2 {
+		return name, "", false
+	}
+	return strings.Join(words[:len(words)-1], " "), words[len(words)-1], true
 }
 
 // validatePhone accepts the ways people write phone numbers ("+1 (555)

@@ -207,11 +207,27 @@ func TestValidateAddressFieldLimits(t *testing.T) {
 	// The boundaries themselves are accepted, so the caps are not off by one.
 	a := testAddress("GB", strings.Repeat("r", 100), "SW1A 1AA")
 	a.Name = strings.Repeat("é", 100)
-	a.Line1 = strings.Repeat("a", 100)
-	a.Line2 = strings.Repeat("b", 100)
+	a.Line1 = strings.Repeat("a", MaxAddressLine)
+	a.Line2 = strings.Repeat("ü", MaxAddressLine) // characters, not bytes
 	a.City = strings.Repeat("c", 100)
 	_, err := ValidateAddress(a)
 	require.NoError(t, err)
+
+	// One more character on a street line is refused, naming the line:
+	// the buying provider's retailers would refuse it after payment.
+	for _, field := range []string{"line1", "line2"} {
+		b := a
+		if field == "line1" {
+			b.Line1 += "a"
+		} else {
+			b.Line2 += "b"
+		}
+		_, err := ValidateAddress(b)
+		require.ErrorIs(t, err, ErrInvalidAddress, field)
+		var me *Error
+		require.ErrorAs(t, err, &me)
+		assert.Equal(t, "shipping_address."+field, me.Field)
+	}
 
 	for _, phone := range []string{"5551234", "+44 (0) 20 7946 0958", "(555) 123-4567", ""} {
 		t.Run("phone "+phone, func(t *testing.T) {
@@ -398,5 +414,25 @@ func TestAddressCountryTables(t *testing.T) {
 			require.NoError(t, err, cc)
 			assert.Equal(t, ex, got, "%s example is not in canonical form", cc)
 		}
+	}
+}
+
+func TestSplitName(t *testing.T) {
+	tests := []struct {
+		name, first, last string
+		ok                bool
+	}{
+		{"Ada Lovelace", "Ada", "Lovelace", true},
+		{"Augusta Ada King Lovelace", "Augusta Ada King", "Lovelace", true},
+		{"  Ada   Lovelace ", "Ada", "Lovelace", true},
+		{"Sukarno", "Sukarno", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, last, ok := SplitName(tc.name)
+			assert.Equal(t, tc.first, first)
+			assert.Equal(t, tc.last, last)
+			assert.Equal(t, tc.ok, ok)
+		})
 	}
 }

@@ -42,6 +42,11 @@ type CartItem struct {
 	Quantity    int
 	UnitPrice   decimal.Decimal
 	LineTotal   decimal.Decimal
+	// Snapshot of the priced listing (see Product).
+	Currency   string
+	UpstreamID string
+	Variation  string
+	Listing    string
 }
 
 // Quote is the priced breakdown of a cart. Every component is rounded to

@@ -35,6 +35,9 @@ const (
 	CodeInternal            Code = "internal_error"
 	CodeUnavailable         Code = "service_unavailable" // a dependency (database, Temporal) is down; safe to retry
 	CodeRateUnavailable     Code = "rate_unavailable"    // no fresh exchange rate to quote the asset; retry or pay in USDC
+	// CodeMarketplaceUnavailable: a live marketplace's API is down, slow or
+	// refusing us (quota); the request is safe to retry later.
+	CodeMarketplaceUnavailable Code = "marketplace_unavailable"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -45,29 +48,30 @@ const (
 // defaultMessages holds the contract's message texts, used when an error is
 // raised without a more specific message.
 var defaultMessages = map[Code]string{
-	CodeMissingAPIKey:       "No API key in Authorization header",
-	CodeInvalidAPIKey:       "API key is invalid or revoked",
-	CodeInvalidURL:          "URL is not a valid link of a supported marketplace (Amazon or eBay)",
-	CodeProductUnavailable:  "Product is unavailable or removed",
-	CodeShippingUnavailable: "Cannot ship to destination",
-	CodeCartNotFound:        "Cart does not exist or expired",
-	CodeInvalidAddress:      "Shipping address invalid or incomplete",
-	CodeOrderNotFound:       "No order with specified ID",
-	CodeInvalidRequest:      "Request is malformed",
-	CodeInvalidEmail:        "customer_email is not a valid e-mail address",
-	CodeUnsupportedAsset:    "payment_asset is not supported",
-	CodeCartAlreadyOrdered:  "An order was already created from this cart",
-	CodeIdempotencyMismatch: "Idempotency-Key was already used with a different request",
-	CodeRateLimited:         "Rate limit exceeded",
-	CodePlanRequired:        "This endpoint is not included in your plan",
-	CodeTestModeOnly:        "This endpoint is available to test-mode keys only",
-	CodeLiveUnavailable:     "Live mode is not available on this deployment yet",
-	CodeNotFound:            "No such endpoint",
-	CodeMethodNotAllowed:    "Method not allowed on this endpoint",
-	CodeInternal:            "Internal error",
-	CodeUnavailable:         "Service temporarily unavailable, retry later",
-	CodeRateUnavailable:     "No fresh exchange rate for this asset right now; retry shortly or pay in USDC",
-	CodeSourcingFailed:      "The marketplace could not supply the product",
+	CodeMissingAPIKey:          "No API key in Authorization header",
+	CodeInvalidAPIKey:          "API key is invalid or revoked",
+	CodeInvalidURL:             "URL is not a valid link of a supported marketplace (Amazon or eBay)",
+	CodeProductUnavailable:     "Product is unavailable or removed",
+	CodeShippingUnavailable:    "Cannot ship to destination",
+	CodeCartNotFound:           "Cart does not exist or expired",
+	CodeInvalidAddress:         "Shipping address invalid or incomplete",
+	CodeOrderNotFound:          "No order with specified ID",
+	CodeInvalidRequest:         "Request is malformed",
+	CodeInvalidEmail:           "customer_email is not a valid e-mail address",
+	CodeUnsupportedAsset:       "payment_asset is not supported",
+	CodeCartAlreadyOrdered:     "An order was already created from this cart",
+	CodeIdempotencyMismatch:    "Idempotency-Key was already used with a different request",
+	CodeRateLimited:            "Rate limit exceeded",
+	CodePlanRequired:           "This endpoint is not included in your plan",
+	CodeTestModeOnly:           "This endpoint is available to test-mode keys only",
+	CodeLiveUnavailable:        "Live mode is not available on this deployment yet",
+	CodeNotFound:               "No such endpoint",
+	CodeMethodNotAllowed:       "Method not allowed on this endpoint",
+	CodeInternal:               "Internal error",
+	CodeUnavailable:            "Service temporarily unavailable, retry later",
+	CodeRateUnavailable:        "No fresh exchange rate for this asset right now; retry shortly or pay in USDC",
+	CodeSourcingFailed:         "The marketplace could not supply the product",
+	CodeMarketplaceUnavailable: "The marketplace cannot be reached right now; retry later",
 }
 
 // Error is a domain error with a public code and a message that is safe to
@@ -126,15 +130,16 @@ func CodeOf(err error) Code {
 
 // Sentinels for errors.Is. Compare by code, never by message.
 var (
-	ErrMissingAPIKey       = NewError(CodeMissingAPIKey)
-	ErrInvalidAPIKey       = NewError(CodeInvalidAPIKey)
-	ErrInvalidURL          = NewError(CodeInvalidURL)
-	ErrProductUnavailable  = NewError(CodeProductUnavailable)
-	ErrShippingUnavailable = NewError(CodeShippingUnavailable)
-	ErrCartNotFound        = NewError(CodeCartNotFound)
-	ErrInvalidAddress      = NewError(CodeInvalidAddress)
-	ErrOrderNotFound       = NewError(CodeOrderNotFound)
-	ErrLiveUnavailable     = NewError(CodeLiveUnavailable)
-	ErrUnavailable         = NewError(CodeUnavailable)
-	ErrSourcingFailed      = NewError(CodeSourcingFailed)
+	ErrMissingAPIKey          = NewError(CodeMissingAPIKey)
+	ErrInvalidAPIKey          = NewError(CodeInvalidAPIKey)
+	ErrInvalidURL             = NewError(CodeInvalidURL)
+	ErrProductUnavailable     = NewError(CodeProductUnavailable)
+	ErrShippingUnavailable    = NewError(CodeShippingUnavailable)
+	ErrCartNotFound           = NewError(CodeCartNotFound)
+	ErrInvalidAddress         = NewError(CodeInvalidAddress)
+	ErrOrderNotFound          = NewError(CodeOrderNotFound)
+	ErrLiveUnavailable        = NewError(CodeLiveUnavailable)
+	ErrUnavailable            = NewError(CodeUnavailable)
+	ErrSourcingFailed         = NewError(CodeSourcingFailed)
+	ErrMarketplaceUnavailable = NewError(CodeMarketplaceUnavailable)
 )

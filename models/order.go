@@ -49,6 +49,14 @@ func stepIndex(s OrderStatus) int {
 	return -1
 }
 
+// StepReached reports whether an order at status has reached step on the
+// normal line (created → … → delivered). Cancelled and failed reach nothing
+// beyond where they left the line, so they report false.
+func StepReached(status, step OrderStatus) bool {
+	i, j := stepIndex(status), stepIndex(step)
+	return i >= 0 && j >= 0 && i >= j
+}
+
 // CanTransition reports whether an order may move from one status to
 // another: one step forward along the line; cancelled only from created;
 // failed from any paid-but-not-delivered state.
@@ -140,6 +148,16 @@ type Order struct {
 
 	RefundedAt *time.Time
 	RefundTx   string
+
+	// SupplierBudget is the most the buying provider may spend on the
+	// order (items, shipping and tax at the retailer), fixed when the order
+	// is created: see OrderBudget.
+	SupplierBudget decimal.Decimal
+	// StatusReason says why the order was cancelled or failed.
+	StatusReason string
+	// Fulfilment is the latest snapshot from the buying provider; nil until
+	// the order is placed with one.
+	Fulfilment *Fulfilment
 
 	Items    []CartItem
 	Shipment Shipment

@@ -332,6 +332,10 @@ func PriceItems(lines []CartLine) []CartItem {
 			Quantity:    l.Quantity,
 			UnitPrice:   p.Price,
 			LineTotal:   RoundMoney(p.Price.Mul(decimal.NewFromInt(int64(l.Quantity))), p.Currency),
+			Currency:    p.Currency,
+			UpstreamID:  p.UpstreamID,
+			Variation:   p.Variation,
+			Listing:     p.Listing,
 		})
 	}
 	return items

@@ -22,10 +22,17 @@ type ProductRef struct {
 	ShortCode string
 	// Host is the lowercase host the link was on (www.amazon.de, amzn.to, www.ebay.co.uk).
 	Host string
+	// Variation is the auction marketplace's variation id of a
+	// multi-variation listing (the link's ?var= parameter), empty otherwise.
+	Variation string
 	// URL is the canonical product URL: https://<host>/dp/<ASIN> or
-	// https://<host>/itm/<id>, without tracking parameters; for a short link
-	// the short link itself.
+	// https://<host>/itm/<id> (with ?var=<variation> when set), without
+	// tracking parameters; for a short link the short link itself.
 	URL string
+	// ShipTo is the destination country (ISO alpha-2) the lookup is for:
+	// set by the caller when pricing a cart, empty for a preview. It is not
+	// part of the link; live catalogs use it for availability and caching.
+	ShipTo string
 }
 
 // IsShortLink reports whether the ref still needs resolving to a product id.
@@ -50,4 +57,15 @@ type Product struct {
 	Currency     string // ISO 4217
 	Price        decimal.Decimal
 	Availability Availability
+
+	// The snapshot a cart line keeps of where its price came from, so an
+	// operator (and the buying provider) can tell exactly what was priced.
+	// UpstreamID is the provider's id of the priced item: the ASIN, or the
+	// auction marketplace's "v1|<item>|<variation>" id.
+	UpstreamID string
+	Variation  string // variation id, when the listing has variations
+	// Listing names the offer the price came from: the buy-box merchant on
+	// the retailer, the seller on the auction marketplace; "sandbox" in
+	// test mode.
+	Listing string
 }

@@ -99,7 +99,11 @@ func ParseProductURL(raw string) (ProductRef, error) {
 		return parseAmazonShort(host, underD, segs)
 	}
 	if site, ok := ebaySite(host); ok {
-		return parseEbayItem(site, segs)
+		ref, err := parseEbayItem(site, segs)
+		if err != nil {
+			return ProductRef{}, err
+		}
+		return withVariation(ref, u.Query().Get("var"))
 	}
 	return ProductRef{}, invalidURL("the link's host is not a supported marketplace")
 }
@@ -262,6 +266,21 @@ func parseEbayItem(site string, segs []string) (ProductRef, error) {
 		Host:        host,
 		URL:         "https://" + host + "/itm/" + id,
 	}, nil
+}
+
+// withVariation adds the variation a multi-variation listing's link names
+// in its ?var= parameter. "0" is what the marketplace writes for "no
+// variation"; anything else must be a number, or the link was tampered with.
+func withVariation(ref ProductRef, v string) (ProductRef, error) {
+	if v == "" || v == "0" {
+		return ref, nil
+	}
+	if len(v) > 19 || strings.Trim(v, "0123456789") != "" {
+		return ProductRef{}, invalidURL("the variation id is malformed")
+	}
+	ref.Variation = v
+	ref.URL += "?var=" + v
+	return ref, nil
 }
 
 // IsEbayItemID reports whether s is 9 to 15 digits. Current item ids are

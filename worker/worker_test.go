@@ -36,6 +36,8 @@ func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transi
 
 func (s *memStore) RecordPayment(context.Context, string, models.Payment) error { return nil }
 
+func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment) error { return nil }
+
 // TestRegister runs an order end to end with exactly the registrations and
 // options the real worker uses, with the sandbox fulfiller: if the names
 // the workflow calls (method values) and the names registered ever drift

@@ -25,6 +25,7 @@ type fakeStore struct {
 	payments        []models.Payment
 	writes          []string // "transition:<status>/<payment status>" and "payment:<id>", in order
 	transitionCalls int
+	fulfilments     []models.Fulfilment
 }
 
 func newFakeStore(o models.Order) *fakeStore { return &fakeStore{order: o} }
@@ -76,6 +77,16 @@ func (s *fakeStore) RecordPayment(_ context.Context, orderID string, p models.Pa
 	return nil
 }
 
+func (s *fakeStore) RecordFulfilment(_ context.Context, orderID string, f models.Fulfilment) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if orderID != s.order.ID {
+		return models.ErrOrderNotFound
+	}
+	s.fulfilments = append(s.fulfilments, f)
+	return nil
+}
+
 func (s *fakeStore) snapshot() (transitions []models.Transition, payments []models.Payment, writes []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,53 +95,54 @@ func (s *fakeStore) snapshot() (transitions []models.Transition, payments []mode
 		append([]string(nil), s.writes...)
 }
 
-// fakeFulfiller records its calls and answers with fixed values. The
-// hooks run inside the activity, so tests can signal the workflow while it
-// is fulfilling.
+// fakeFulfiller records its calls and plays a script: each Check returns
+// the next snapshot, the last one again once the script runs out. The
+// hooks run inside the activities, so tests can signal the workflow while
+// it is fulfilling.
 type fakeFulfiller struct {
-	mu        sync.Mutex
-	sourceErr error
-	shipment  models.Shipment
-	onSource  func()
-	onShip    func()
-	calls     []string
+	mu       sync.Mutex
+	placeErr error
+	schedule models.PollSchedule
+	script   []models.Fulfilment
+	onPlace func(attempt int)
+	onCheck func(n int) // n counts checks from 1
+	checks  int
+	calls   []string
 }
 
-func (f *fakeFulfiller) Source(_ context.Context, o models.Order) (string, error) {
-	hook := f.record("source")
-	if hook != nil {
-		hook()
-	}
-	if f.sourceErr != nil {
-		return "", f.sourceErr
-	}
-	return "REF-" + o.ID, nil
-}
-
-func (f *fakeFulfiller) Ship(_ context.Context, _ models.Order) (models.Shipment, error) {
-	if hook := f.record("ship"); hook != nil {
-		hook()
-	}
-	return f.shipment, nil
-}
-
-func (f *fakeFulfiller) Deliver(_ context.Context, _ models.Order) error {
-	f.record("deliver")
-	return nil
-}
-
-func (f *fakeFulfiller) record(call string) (hook func()) {
+func (f *fakeFulfiller) Place(_ context.Context, o models.Order, attempt int) (models.Placement, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, call)
-	switch call {
-	case "source":
-		return f.onSource
-	case "ship":
-		return f.onShip
+	f.calls = append(f.calls, fmt.Sprintf("place:%d", attempt))
+	hook, err := f.onPlace, f.placeErr
+	f.mu.Unlock()
+	if hook != nil {
+		hook(attempt)
 	}
-	return nil
+	if err != nil {
+		return models.Placement{}, err
+	}
+	return models.Placement{Ref: fmt.Sprintf("REF-%s-%d", o.ID, attempt), CheckAfter: f.schedule.First}, nil
 }
+
+func (f *fakeFulfiller) Check(_ context.Context, _ models.Order, ref string) (models.Fulfilment, error) {
+	f.mu.Lock()
+	f.checks++
+	n := f.checks
+	f.calls = append(f.calls, "check:"+ref)
+	hook := f.onCheck
+	var snap models.Fulfilment
+	if len(f.script) > 0 {
+		snap = f.script[min(n, len(f.script))-1]
+	}
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	snap.Ref = ref
+	return snap, nil
+}
+
+func (f *fakeFulfiller) Schedule() models.PollSchedule { return f.schedule }
 
 func (f *fakeFulfiller) Calls() []string {
 	f.mu.Lock()

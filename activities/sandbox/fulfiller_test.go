@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"regexp"
 	"testing"
 	"time"
@@ -21,64 +20,99 @@ func sandboxOrder(id string, productIDs ...string) models.Order {
 	return o
 }
 
-func TestFulfillerSource(t *testing.T) {
+func TestFulfillerPlace(t *testing.T) {
 	tests := []struct {
 		name    string
 		order   models.Order
+		attempt int
 		wantRef string
 		wantErr error
 	}{
-		{name: "ordinary items", order: sandboxOrder("ord_1", "B0ABC12345", "B0XYZ98765"), wantRef: "SBX-ord_1"},
-		{name: "no items", order: sandboxOrder("ord_2"), wantRef: "SBX-ord_2"},
-		{name: "reserved failing product", order: sandboxOrder("ord_3", "B0ABC12345", FailSourcingASIN), wantErr: models.ErrSourcingFailed},
+		{name: "ordinary items", order: sandboxOrder("ord_1", "B0ABC12345", "B0XYZ98765"), attempt: 1, wantRef: "SBX-ord_1"},
+		{name: "second attempt", order: sandboxOrder("ord_1", "B0ABC12345"), attempt: 2, wantRef: "SBX-ord_1-2"},
+		{name: "no items", order: sandboxOrder("ord_2"), attempt: 1, wantRef: "SBX-ord_2"},
+		{name: "reserved failing product", order: sandboxOrder("ord_3", "B0ABC12345", FailSourcingASIN), attempt: 1, wantErr: models.ErrSourcingFailed},
 	}
-	f := NewFulfiller(0)
+	f := NewFulfiller(time.Second)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ref, err := f.Source(t.Context(), tt.order)
+			p, err := f.Place(t.Context(), tt.order, tt.attempt)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 				assert.Equal(t, models.CodeSourcingFailed, models.CodeOf(err))
-				assert.Empty(t, ref)
+				assert.Empty(t, p.Ref)
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantRef, ref)
+			assert.Equal(t, tt.wantRef, p.Ref)
+			assert.Equal(t, time.Second, p.CheckAfter)
 			// Idempotent: a retry gets the same reference.
-			again, err := f.Source(t.Context(), tt.order)
+			again, err := f.Place(t.Context(), tt.order, tt.attempt)
 			require.NoError(t, err)
-			assert.Equal(t, ref, again)
+			assert.Equal(t, p, again)
 		})
 	}
 }
 
-func TestFulfillerShip(t *testing.T) {
-	pinned := time.Date(2026, 12, 30, 23, 30, 0, 0, time.FixedZone("UTC-5", -5*3600))
-	f := &Fulfiller{now: func() time.Time { return pinned }}
-	s, err := f.Ship(t.Context(), sandboxOrder("ord_1", "B0ABC12345"))
-	require.NoError(t, err)
-	assert.Equal(t, "Sandbox Express", s.Carrier)
-	assert.Regexp(t, regexp.MustCompile(`^SBX\d{12}$`), s.TrackingNumber)
-	assert.Equal(t, TrackingNumber("ord_1"), s.TrackingNumber)
-	// 23:30 at UTC-5 is 04:30 UTC on the 31st; three days on is 3 January.
-	assert.Equal(t, "2027-01-03", s.EstimatedDelivery)
-
-	again, err := f.Ship(t.Context(), sandboxOrder("ord_1", "B0ABC12345"))
-	require.NoError(t, err)
-	assert.Equal(t, s, again, "a retried Ship returns the same shipment")
-
-	other, err := f.Ship(t.Context(), sandboxOrder("ord_2"))
-	require.NoError(t, err)
-	assert.NotEqual(t, s.TrackingNumber, other.TrackingNumber)
+func TestFulfillerCheckFollowsTheClockFromPayment(t *testing.T) {
+	paid := time.Date(2026, 12, 30, 23, 30, 0, 0, time.UTC)
+	o := sandboxOrder("ord_1", "B0ABC12345")
+	o.Steps = map[models.OrderStatus]time.Time{models.OrderPaid: paid}
+	const step = 2 * time.Second
+	tests := []struct {
+		after  time.Duration
+		status models.OrderStatus
+	}{
+		{0, models.OrderPaid},
+		{step - time.Millisecond, models.OrderPaid},
+		{step, models.OrderOrdered},
+		{2 * step, models.OrderShipped},
+		{3 * step, models.OrderDelivered},
+		{time.Hour, models.OrderDelivered},
+	}
+	for _, tc := range tests {
+		t.Run(tc.after.String(), func(t *testing.T) {
+			f := &Fulfiller{StepDelay: step, now: func() time.Time { return paid.Add(tc.after) }}
+			snap, err := f.Check(t.Context(), o, "SBX-ord_1")
+			require.NoError(t, err)
+			assert.Equal(t, "SBX-ord_1", snap.Ref)
+			p := snap.Progress()
+			assert.Equal(t, tc.status, p.Status)
+			if models.StepReached(tc.status, models.OrderShipped) {
+				assert.Equal(t, Carrier, p.Shipment.Carrier)
+				assert.Regexp(t, regexp.MustCompile(`^SBX\d{12}$`), p.Shipment.TrackingNumber)
+				assert.Equal(t, TrackingNumber("ord_1"), p.Shipment.TrackingNumber)
+				// Three days after payment, whenever it is asked.
+				assert.Equal(t, "2027-01-02", p.Shipment.EstimatedDelivery)
+			} else {
+				assert.Zero(t, p.Shipment)
+			}
+		})
+	}
 }
 
-func TestFulfillerShipUsesTheClock(t *testing.T) {
-	before := time.Now().UTC().AddDate(0, 0, 3).Format(time.DateOnly)
-	s, err := NewFulfiller(0).Ship(t.Context(), sandboxOrder("ord_1"))
+func TestFulfillerCheckWithoutDelayIsDeliveredAtOnce(t *testing.T) {
+	snap, err := NewFulfiller(0).Check(t.Context(), sandboxOrder("ord_1"), "SBX-ord_1")
 	require.NoError(t, err)
-	after := time.Now().UTC().AddDate(0, 0, 3).Format(time.DateOnly)
-	// Either date, should the test straddle midnight UTC.
-	assert.Contains(t, []string{before, after}, s.EstimatedDelivery)
+	assert.Equal(t, models.OrderDelivered, snap.Progress().Status)
+}
+
+func TestFulfillerScheduleIsTheStepDelay(t *testing.T) {
+	s := NewFulfiller(3 * time.Second).Schedule()
+	for _, st := range []models.OrderStatus{models.OrderPaid, models.OrderOrdered, models.OrderShipped} {
+		assert.Equal(t, 3*time.Second, s.Next(st))
+	}
+	assert.Equal(t, 3*time.Second, s.First)
+}
+
+func TestFulfillerRefusesAnExpiredContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	f := NewFulfiller(0)
+	_, err := f.Place(ctx, sandboxOrder("ord_1"), 1)
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = f.Check(ctx, sandboxOrder("ord_1"), "SBX-ord_1")
+	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestTrackingNumberPinned(t *testing.T) {
@@ -86,51 +120,4 @@ func TestTrackingNumberPinned(t *testing.T) {
 	// tracking numbers.
 	assert.Equal(t, "SBX856747842042", TrackingNumber("ord_1"))
 	assert.Equal(t, "SBX414100294565", TrackingNumber(""))
-}
-
-func TestFulfillerStepDelay(t *testing.T) {
-	steps := []struct {
-		name string
-		run  func(ctx context.Context, f *Fulfiller) error
-	}{
-		{"source", func(ctx context.Context, f *Fulfiller) error {
-			_, err := f.Source(ctx, sandboxOrder("ord_1", "B0ABC12345"))
-			return err
-		}},
-		{"source refusal", func(ctx context.Context, f *Fulfiller) error {
-			_, err := f.Source(ctx, sandboxOrder("ord_1", FailSourcingASIN))
-			if errors.Is(err, models.ErrSourcingFailed) {
-				return nil // the refusal is the expected answer here
-			}
-			return err
-		}},
-		{"ship", func(ctx context.Context, f *Fulfiller) error {
-			_, err := f.Ship(ctx, sandboxOrder("ord_1"))
-			return err
-		}},
-		{"deliver", func(ctx context.Context, f *Fulfiller) error {
-			return f.Deliver(ctx, sandboxOrder("ord_1"))
-		}},
-	}
-	const delay = 50 * time.Millisecond
-	for _, step := range steps {
-		t.Run(step.name+"/takes StepDelay", func(t *testing.T) {
-			start := time.Now()
-			require.NoError(t, step.run(t.Context(), NewFulfiller(delay)))
-			assert.GreaterOrEqual(t, time.Since(start), delay)
-		})
-		t.Run(step.name+"/stops when the context is cancelled", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			time.AfterFunc(20*time.Millisecond, cancel)
-			start := time.Now()
-			err := step.run(ctx, NewFulfiller(time.Hour))
-			require.ErrorIs(t, err, context.Canceled)
-			assert.Less(t, time.Since(start), 5*time.Second)
-		})
-		t.Run(step.name+"/refuses an expired context", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel()
-			require.ErrorIs(t, step.run(ctx, NewFulfiller(0)), context.Canceled)
-		})
-	}
 }

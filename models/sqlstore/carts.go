@@ -42,6 +42,10 @@ type cartItemRow struct {
 	Quantity    int
 	UnitPrice   decimal.Decimal
 	LineTotal   decimal.Decimal
+	Currency    string
+	UpstreamID  string
+	Variation   string
+	Listing     string
 }
 
 func (cartItemRow) TableName() string { return "cart_items" }
@@ -60,6 +64,7 @@ func (s *Store) CreateCart(ctx context.Context, c models.Cart) error {
 			CartID: c.ID, Position: i, ProductURL: it.ProductURL, Marketplace: string(it.Marketplace),
 			ProductID: it.ProductID, Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity,
 			UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
+			Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
 		}
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

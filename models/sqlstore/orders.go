@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +52,9 @@ type orderRow struct {
 	Carrier            string
 	TrackingNumber     string
 	EstimatedDelivery  string
+	SupplierBudget     decimal.Decimal
+	SupplierRef        string
+	Fulfilment         string // JSON of models.Fulfilment; empty until placed
 	IdempotencyKey     *string
 	RequestHash        string
 	WorkflowStartedAt  *time.Time
@@ -80,7 +84,7 @@ func newOrderRow(o models.Order) orderRow {
 		AmountReceived: o.AmountReceived, Carrier: o.Shipment.Carrier, TrackingNumber: o.Shipment.TrackingNumber,
 		PaymentNetwork: o.PaymentNetwork, PaymentAssetIssuer: o.PaymentAssetIssuer, PaymentMemoType: o.PaymentMemoType,
 		PaymentURI: o.PaymentURI, RatePrice: decimal.NullDecimal{Decimal: o.RatePrice, Valid: !o.RatePrice.IsZero()},
-		RateSource: o.RateSource, RateAt: o.RateAt,
+		RateSource: o.RateSource, RateAt: o.RateAt, SupplierBudget: o.SupplierBudget, StatusReason: o.StatusReason,
 		EstimatedDelivery: o.Shipment.EstimatedDelivery, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
 	}
 }
@@ -100,9 +104,19 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		PaymentNetwork: r.PaymentNetwork, PaymentAssetIssuer: r.PaymentAssetIssuer, PaymentMemoType: r.PaymentMemoType,
 		PaymentURI: r.PaymentURI, RatePrice: r.RatePrice.Decimal, RateSource: r.RateSource,
 		RateAt: utcPtr(r.RateAt), RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx,
+		SupplierBudget: r.SupplierBudget, StatusReason: r.StatusReason,
 		Shipment:  models.Shipment{Carrier: r.Carrier, TrackingNumber: r.TrackingNumber, EstimatedDelivery: r.EstimatedDelivery},
 		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+	}
+	if r.Fulfilment != "" {
+		// Written only by RecordFulfilment from a models.Fulfilment: a
+		// document that does not decode is a bug, shown as no snapshot
+		// rather than failing every read of the order.
+		var f models.Fulfilment
+		if err := json.Unmarshal([]byte(r.Fulfilment), &f); err == nil {
+			o.Fulfilment = &f
+		}
 	}
 	if r.WorkflowStartedAt != nil {
 		t := utc(*r.WorkflowStartedAt)
@@ -376,10 +390,30 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 	return nil
 }
 
+// RecordFulfilment stores the latest snapshot of the order at its buying
+// provider. Snapshots come from the workflow's checks one at a time, so the
+// last write is the newest.
+func (s *Store) RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error {
+	doc, err := json.Marshal(f)
+	if err != nil {
+		return fmt.Errorf("encoding fulfilment: %w", err)
+	}
+	res := s.db.WithContext(ctx).Model(&orderRow{}).Where("id = ?", orderID).
+		Updates(map[string]any{"supplier_ref": f.Ref, "fulfilment": string(doc), "updated_at": time.Now().UTC()})
+	if res.Error != nil {
+		return fmt.Errorf("recording fulfilment: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return models.ErrOrderNotFound
+	}
+	return nil
+}
+
 func (it cartItemRow) toModel() models.CartItem {
 	return models.CartItem{
 		ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
 		Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
+		Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
 	}
 }
 

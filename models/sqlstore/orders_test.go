@@ -237,3 +237,62 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		assert.Equal(t, "sandbox:2", unmatched[0].ID)
 	})
 }
+
+// TestFulfilmentAndListingSnapshotsRoundTrip: a cart line's listing
+// snapshot, an order's supplier budget, failure reason and the provider's
+// latest report (parcels with checkpoints, charged price) read back as
+// written, on both databases.
+func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		d := decimal.RequireFromString
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		item := models.CartItem{ProductURL: "https://www.ebay.com/itm/123456789012?var=42", Marketplace: models.MarketplaceEbay,
+			ProductID: "123456789012", Title: "Lamp", ImageURL: "https://i.ebayimg.com/x.jpg", Quantity: 2,
+			UnitPrice: d("10.25"), LineTotal: d("20.50"), Currency: "USD", UpstreamID: "v1|123456789012|42", Variation: "42", Listing: "seller_joe"}
+		require.NoError(t, st.CreateCart(ctx, models.Cart{
+			ID: "crt_snap", AccountID: a.ID, Mode: models.ModeLive, Status: models.CartReady, ShipToCountry: "US",
+			Quote: models.Quote{Currency: "USD", Subtotal: d("20.50"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("23.00")},
+			Items: []models.CartItem{item}, CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
+		}))
+		cart, err := st.Cart(ctx, a.ID, models.ModeLive, "crt_snap")
+		require.NoError(t, err)
+		require.Len(t, cart.Items, 1)
+		assert.Equal(t, item.UpstreamID, cart.Items[0].UpstreamID)
+		assert.Equal(t, item.Listing, cart.Items[0].Listing)
+		assert.Equal(t, item.Variation, cart.Items[0].Variation)
+		assert.Equal(t, item.Currency, cart.Items[0].Currency)
+
+		req := orderRequest(a.ID, "crt_snap", "", "h")
+		req.Mode = models.ModeLive
+		build := req.Build
+		req.Build = func(c models.Cart) (models.Order, error) {
+			o, err := build(c)
+			o.SupplierBudget = d("22.00")
+			return o, err
+		}
+		o, _, err := st.CreateOrder(ctx, req)
+		require.NoError(t, err)
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.True(t, d("22.00").Equal(got.SupplierBudget), "budget %s", got.SupplierBudget)
+		assert.Nil(t, got.Fulfilment, "no snapshot before the order is placed")
+
+		f := models.Fulfilment{
+			Ref: "zn_1", Stage: models.FulfilmentPlaced, ProviderStatus: "order_placed", MerchantOrderIDs: []string{"112-1", "112-2"},
+			Price: &models.SupplierPrice{Currency: "USD", Subtotal: d("20.50"), Tax: d("1.10"), Total: d("21.60"), Breakdown: true},
+			Parcels: []models.Parcel{{Carrier: "ups", TrackingNumber: "1Z999", TrackingURL: "https://track.example/1Z999", Status: models.ParcelInTransit,
+				EstimatedDelivery: "2026-11-30", Checkpoints: []models.Checkpoint{{At: t0.Add(time.Hour), Status: "in_transit", Message: "Departed", City: "Memphis", Country: "US"}}}},
+		}
+		require.NoError(t, st.RecordFulfilment(ctx, o.ID, f))
+		got, err = st.OrderForAccount(ctx, a.ID, models.ModeLive, o.Number)
+		require.NoError(t, err)
+		require.NotNil(t, got.Fulfilment)
+		assert.Equal(t, f.Parcels, got.Fulfilment.Parcels)
+		assert.Equal(t, f.MerchantOrderIDs, got.Fulfilment.MerchantOrderIDs)
+		assert.True(t, f.Price.Total.Equal(got.Fulfilment.Price.Total))
+
+		require.ErrorIs(t, st.RecordFulfilment(ctx, "ord_missing", f), models.ErrOrderNotFound)
+	})
+}
