@@ -54,6 +54,10 @@ type cartItemJSON struct {
 	Quantity    int                `json:"quantity"`
 	UnitPrice   json.Number        `json:"unit_price"`
 	LineTotal   json.Number        `json:"line_total"`
+	// The listing the price came from (see README).
+	UpstreamID string `json:"upstream_id,omitempty"`
+	Variation  string `json:"variation,omitempty"`
+	Listing    string `json:"listing,omitempty"`
 }
 
 // timestamp formats an instant as the contract's ISO 8601 UTC string.
@@ -77,6 +81,7 @@ func newCartJSON(c models.Cart, now time.Time) cartJSON {
 			ProductURL: it.ProductURL, Marketplace: it.Marketplace, ProductID: it.ProductID, Title: it.Title,
 			ImageURL: it.ImageURL, Quantity: it.Quantity,
 			UnitPrice: money(it.UnitPrice, c.Currency), LineTotal: money(it.LineTotal, c.Currency),
+			UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
 		}
 	}
 	return out
@@ -176,14 +181,22 @@ func (s *Server) createCart(c *gin.Context) {
 					errs[i] = fmt.Errorf("catalog panicked: %v\n%s", p, debug.Stack())
 				}
 			}()
+			ref.ShipTo = country
 			p, err := s.product(ctx, key.Mode, ref)
+			if err == nil && key.Mode == models.ModeLive {
+				err = models.CheckLiveBuyable(p, country)
+			}
 			lines[i], errs[i] = models.CartLine{Product: p, Quantity: qtys[i]}, err
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if errors.Is(err, models.ErrProductUnavailable) {
-			abort(c, models.Errorf(models.CodeProductUnavailable, "One or more products unavailable"))
+	// The contract's message first, then which item and why: a client
+	// with several items needs to know which one to drop.
+	for i, err := range errs {
+		var me *models.Error
+		if errors.As(err, &me) && (me.Code == models.CodeProductUnavailable || me.Code == models.CodeShippingUnavailable && me.Field == "") {
+			abort(c, &models.Error{Code: me.Code, Field: fmt.Sprintf("items[%d].product_url", i),
+				Message: fmt.Sprintf("One or more products unavailable: items[%d]: %s", i, me.Message)})
 			return
 		}
 	}

@@ -257,12 +257,14 @@ func TestCreateCartErrors(t *testing.T) {
 			{
 				name:   "unavailable amazon product",
 				body:   withItems(`[` + item + `,{"product_url":"https://www.amazon.com/dp/` + sandbox.UnavailableASIN + `","quantity":1}]`),
-				status: 422, code: models.CodeProductUnavailable, message: "One or more products unavailable",
+				status: 422, code: models.CodeProductUnavailable, field: "items[1].product_url",
+				message: "One or more products unavailable: items[1]: Product is unavailable or removed",
 			},
 			{
 				name:   "unavailable ebay product",
 				body:   withItems(`[{"product_url":"https://www.ebay.com/itm/` + sandbox.UnavailableEbayItem + `","quantity":2},` + item + `]`),
-				status: 422, code: models.CodeProductUnavailable, message: "One or more products unavailable",
+				status: 422, code: models.CodeProductUnavailable, field: "items[0].product_url",
+				message: "One or more products unavailable: items[0]: Product is unavailable or removed",
 			},
 		}
 		for _, cc := range []string{"KP", "IR", "CU", "SY", "kp", " ir "} {

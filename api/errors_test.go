@@ -103,6 +103,7 @@ func TestStatusOf(t *testing.T) {
 		{models.CodeLiveUnavailable, http.StatusServiceUnavailable},
 		{models.CodeUnavailable, http.StatusServiceUnavailable},
 		{models.CodeRateUnavailable, http.StatusServiceUnavailable},
+		{models.CodeMarketplaceUnavailable, http.StatusServiceUnavailable},
 		{models.Code("no_such_code"), http.StatusInternalServerError},
 	}
 	for _, tt := range tests {
@@ -114,7 +115,8 @@ func TestStatusOf(t *testing.T) {
 		// A 5xx tells clients to retry; a 4xx tells them not to. The server
 		// side codes must never be filed as client errors or vice versa.
 		for code, status := range httpStatus {
-			server := code == models.CodeInternal || code == models.CodeLiveUnavailable || code == models.CodeUnavailable || code == models.CodeRateUnavailable
+			server := code == models.CodeInternal || code == models.CodeLiveUnavailable || code == models.CodeUnavailable || code == models.CodeRateUnavailable ||
+				code == models.CodeMarketplaceUnavailable
 			assert.Equalf(t, server, status >= 500, "%s → %d", code, status)
 		}
 	})

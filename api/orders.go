@@ -24,6 +24,10 @@ import (
 // no-op, so retries and the reconciler can call it freely.
 type OrderWorkflows interface {
 	StartOrder(ctx context.Context, o models.Order) error
+	// FulfilmentUpdated hands a buying provider's hint to the order's
+	// workflow, which then checks the order with the provider. It returns
+	// models.ErrOrderClosed when the workflow has finished.
+	FulfilmentUpdated(ctx context.Context, orderID string, ev models.FulfilmentEvent) error
 }
 
 // TestPayments is the sandbox chain the test helpers pay through.
@@ -157,38 +161,15 @@ func (s *Server) createOrder(c *gin.Context) {
 			if rateErr != nil {
 				return models.Order{}, rateErr
 			}
-			if cart.ShipToCountry != norm.Address.Country {
-				return models.Order{}, models.FieldError(models.CodeInvalidAddress, "shipping_address.country",
-					"shipping_address.country must be the cart's destination, %s", cart.ShipToCountry)
-			}
 			id, err := models.NewID("ord", rand.Reader)
 			if err != nil {
 				return models.Order{}, err
 			}
-			o := models.Order{
-				ID: id, AccountID: key.AccountID, Mode: key.Mode, CartID: cart.ID,
-				Status: models.OrderCreated, PaymentStatus: models.PaymentPending,
-				CustomerEmail: norm.Email, Address: norm.Address, Currency: cart.Currency, Total: cart.Total,
-				PaymentAsset: asset.Code, PaymentAddress: setup.Address, PaymentNetwork: setup.Network,
-				PaymentMemoType: "text", PaymentExpiresAt: now.Add(s.cfg.PaymentWindow), AmountReceived: decimal.Zero,
-				CreatedAt: now, UpdatedAt: now,
-			}
-			if rate != nil {
-				if cart.Currency != rate.Quote {
-					return models.Order{}, models.FieldError(models.CodeUnsupportedAsset, "payment_asset",
-						"%s cannot be quoted for a %s cart yet", asset.Code, cart.Currency)
-				}
-				if o.PaymentAmount, err = models.QuoteXLM(cart.Total, rate.Price); err != nil {
-					return models.Order{}, err
-				}
-				o.RatePrice, o.RateSource, o.RateAt = rate.Price, rate.Source, &rate.At
-			} else {
-				if o.PaymentAmount, err = models.QuoteAmount(asset, cart.Total, cart.Currency); err != nil {
-					return models.Order{}, err
-				}
-				o.PaymentAssetIssuer = setup.USDCIssuer
-			}
-			return o, nil
+			return models.BuildOrder(cart, models.OrderTerms{
+				ID: id, AccountID: key.AccountID, Mode: key.Mode, Email: norm.Email, Asset: asset, Address: norm.Address,
+				PayTo: setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
+				Now: now, Window: s.cfg.PaymentWindow,
+			})
 		},
 		NewNumber: func() (string, error) { return models.NewOrderNumber(rand.Reader) },
 	})
@@ -354,6 +335,51 @@ type orderJSON struct {
 	Tracking      trackingJSON         `json:"tracking"`
 	Payment       paymentInfoJSON      `json:"payment"`
 	TrackingURL   string               `json:"tracking_url"`
+	// FailureReason says, in words a customer can read, why a failed order
+	// failed; null otherwise.
+	FailureReason *string `json:"failure_reason"`
+	// Shipments lists every parcel of the order with its carrier scans,
+	// beyond the contract's single tracking number (which shows the least
+	// advanced parcel). Empty until the order ships.
+	Shipments []shipmentJSON `json:"shipments"`
+}
+
+type shipmentJSON struct {
+	Carrier           string           `json:"carrier"`
+	TrackingNumber    *string          `json:"tracking_number"`
+	TrackingURL       *string          `json:"tracking_url"`
+	Status            string           `json:"status"`
+	EstimatedDelivery *string          `json:"estimated_delivery"`
+	Checkpoints       []checkpointJSON `json:"checkpoints"`
+}
+
+type checkpointJSON struct {
+	Time    string `json:"time"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	City    string `json:"city,omitempty"`
+	State   string `json:"state,omitempty"`
+	Country string `json:"country,omitempty"`
+	Zip     string `json:"zip,omitempty"`
+}
+
+func shipmentsJSON(o models.Order) []shipmentJSON {
+	out := []shipmentJSON{}
+	if o.Fulfilment == nil {
+		return out
+	}
+	for _, p := range o.Fulfilment.Parcels {
+		s := shipmentJSON{
+			Carrier: p.Carrier, TrackingNumber: optional(p.TrackingNumber), TrackingURL: optional(p.TrackingURL),
+			Status: string(p.Status), EstimatedDelivery: optional(p.EstimatedDelivery), Checkpoints: []checkpointJSON{},
+		}
+		for _, c := range p.Checkpoints {
+			s.Checkpoints = append(s.Checkpoints, checkpointJSON{Time: timestamp(c.At), Status: c.Status, Message: c.Message,
+				City: c.City, State: c.State, Country: c.Country, Zip: c.Zip})
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // paymentInfoJSON repeats the payment instructions and shows progress, so
@@ -404,6 +430,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 	out := orderJSON{
 		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
 		PaymentStatus: o.PaymentStatus, CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
+		Shipments: shipmentsJSON(o),
 		Tracking: trackingJSON{
 			CurrentStep: o.Status, Carrier: optional(o.Shipment.Carrier),
 			TrackingNumber: optional(o.Shipment.TrackingNumber), EstimatedDelivery: optional(o.Shipment.EstimatedDelivery),
@@ -414,6 +441,9 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 			Network: o.PaymentNetwork, AssetIssuer: optional(o.PaymentAssetIssuer), MemoType: o.PaymentMemoType,
 			URI: s.payURI(o), ExchangeRate: rateJSON(o),
 		},
+	}
+	if o.Status == models.OrderFailed {
+		out.FailureReason = optional(o.StatusReason)
 	}
 	for _, st := range o.TrackingSteps() {
 		js := stepJSON{Name: st.Name, Completed: st.Completed}

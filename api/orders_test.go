@@ -65,6 +65,17 @@ type recordingWorkflows struct {
 	mu    sync.Mutex
 	calls []models.Order
 	err   error
+	// hints records FulfilmentUpdated calls as "<order id>/<event id>";
+	// hintErr is what they return.
+	hints   []string
+	hintErr error
+}
+
+func (w *recordingWorkflows) FulfilmentUpdated(_ context.Context, orderID string, ev models.FulfilmentEvent) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.hints = append(w.hints, orderID+"/"+ev.EventID)
+	return w.hintErr
 }
 
 func (w *recordingWorkflows) StartOrder(_ context.Context, o models.Order) error {
@@ -945,6 +956,25 @@ type orderView struct {
 	Tracking      trackingView    `json:"tracking"`
 	Payment       paymentView     `json:"payment"`
 	TrackingURL   string          `json:"tracking_url"`
+	FailureReason *string         `json:"failure_reason"`
+	Shipments     []shipmentView  `json:"shipments"`
+}
+
+type shipmentView struct {
+	Carrier           string  `json:"carrier"`
+	TrackingNumber    *string `json:"tracking_number"`
+	TrackingURL       *string `json:"tracking_url"`
+	Status            string  `json:"status"`
+	EstimatedDelivery *string `json:"estimated_delivery"`
+	Checkpoints       []struct {
+		Time    string `json:"time"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		City    string `json:"city"`
+		State   string `json:"state"`
+		Country string `json:"country"`
+		Zip     string `json:"zip"`
+	} `json:"checkpoints"`
 }
 
 type trackingView struct {

@@ -34,6 +34,7 @@ type Store interface {
 	MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error
 	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
 	StellarCursor(ctx context.Context, network, account string) (string, error)
+	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
 	Ping(ctx context.Context) error
 }
 
@@ -95,8 +96,11 @@ type Deps struct {
 	Rates map[models.Mode]RateProvider
 	// TestPayments is the sandbox payment source behind the test helpers.
 	TestPayments TestPayments
-	Logger       *slog.Logger
-	Now          func() time.Time
+	// Webhooks reads the buying providers' webhook deliveries, by the
+	// provider's name in the path (/webhooks/zinc).
+	Webhooks map[string]FulfilmentWebhook
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Server holds the API's configuration and dependencies.
@@ -152,6 +156,8 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
 	r.GET("/track/:number", s.trackingPage)
+	// Buying providers' webhooks: authenticated by their signature.
+	r.POST("/webhooks/:provider", s.providerWebhook)
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimit)
 	// The contract's four endpoints are the basic ones: every tier has them.

@@ -38,6 +38,9 @@ const (
 	// CodeMarketplaceUnavailable: a live marketplace's API is down, slow or
 	// refusing us (quota); the request is safe to retry later.
 	CodeMarketplaceUnavailable Code = "marketplace_unavailable"
+	// CodeInvalidSignature: a provider webhook whose signature does not
+	// verify (forged, replayed, or signed with another secret).
+	CodeInvalidSignature Code = "invalid_signature"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -72,6 +75,7 @@ var defaultMessages = map[Code]string{
 	CodeRateUnavailable:        "No fresh exchange rate for this asset right now; retry shortly or pay in USDC",
 	CodeSourcingFailed:         "The marketplace could not supply the product",
 	CodeMarketplaceUnavailable: "The marketplace cannot be reached right now; retry later",
+	CodeInvalidSignature:       "Webhook signature is missing, invalid or too old",
 }
 
 // Error is a domain error with a public code and a message that is safe to

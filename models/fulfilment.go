@@ -242,3 +242,12 @@ func (s PollSchedule) Next(status OrderStatus) time.Duration {
 	}
 	return d
 }
+
+// FulfilmentEvent is a buying provider's webhook delivery, verified: which
+// order it is about. It is a hint to check the order, never the truth
+// about it.
+type FulfilmentEvent struct {
+	EventID string // the provider's id of the event, if it has one
+	Ref     string // the provider's order id
+	OrderID string // our order id, from the metadata we placed the order with
+}

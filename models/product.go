@@ -1,6 +1,11 @@
 package models
 
-import "github.com/shopspring/decimal"
+import (
+	"net/url"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
 
 // Marketplace is a supported third-party marketplace. The values are the
 // lowercase names the API returns in product.marketplace.
@@ -68,4 +73,35 @@ type Product struct {
 	// the retailer, the seller on the auction marketplace; "sandbox" in
 	// test mode.
 	Listing string
+}
+
+// liveStorefronts are where live orders can be bought: the storefronts the
+// buying provider supports and that price in the currency orders are paid
+// in (USD). The provider also buys on amazon.de, but in euros, which the
+// supplier budget (in the cart's currency) cannot bound yet.
+var liveStorefronts = map[string]bool{"www.amazon.com": true, "www.ebay.com": true}
+
+// liveDestinations are where the buying provider delivers live orders
+// from those storefronts: it buys auction-marketplace items for US
+// addresses only, and one rule for both keeps carts mixable.
+var liveDestinations = map[string]bool{"US": true}
+
+// CheckLiveBuyable reports whether a product can be bought for a live
+// order shipping to country: product_unavailable for a storefront the
+// buying provider cannot buy from, shipping_unavailable for a destination
+// it does not deliver to. Test mode has no such limits.
+func CheckLiveBuyable(p Product, country string) error {
+	host := ""
+	if u, err := url.Parse(p.ProductURL); err == nil {
+		host = u.Hostname()
+	}
+	if !liveStorefronts[host] {
+		return Errorf(CodeProductUnavailable,
+			"Live orders can be bought on www.amazon.com and www.ebay.com only, not on %s", strings.TrimPrefix(host, "www."))
+	}
+	if !liveDestinations[country] {
+		return &Error{Code: CodeShippingUnavailable, Field: "ship_to_country",
+			Message: "Live orders ship to the United States (US) only for now"}
+	}
+	return nil
 }

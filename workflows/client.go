@@ -73,3 +73,16 @@ func (c *Client) PaymentMatched(ctx context.Context, orderID string, p models.Pa
 	}
 	return err
 }
+
+// FulfilmentUpdated signals the order's workflow that its buying provider
+// reports a change. It returns models.ErrOrderClosed if the workflow has
+// finished (or never existed: a provider cannot report on an order that
+// was never placed, so there is nothing to wait for).
+func (c *Client) FulfilmentUpdated(ctx context.Context, orderID string, ev models.FulfilmentEvent) error {
+	err := c.c.SignalWorkflow(ctx, models.WorkflowID(orderID), "", SignalFulfilmentUpdated, FulfilmentSignal{EventID: ev.EventID, Ref: ev.Ref})
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return models.ErrOrderClosed
+	}
+	return err
+}

@@ -104,10 +104,10 @@ type fakeFulfiller struct {
 	placeErr error
 	schedule models.PollSchedule
 	script   []models.Fulfilment
-	onPlace func(attempt int)
-	onCheck func(n int) // n counts checks from 1
-	checks  int
-	calls   []string
+	onPlace  func(attempt int)
+	onCheck  func(n int) // n counts checks from 1
+	checks   int
+	calls    []string
 }
 
 func (f *fakeFulfiller) Place(_ context.Context, o models.Order, attempt int) (models.Placement, error) {

@@ -215,7 +215,7 @@ type order struct {
 	payments, cancels workflow.ReceiveChannel
 	updates           workflow.ReceiveChannel // FulfilmentSignal hints
 	hints             map[string]bool         // event ids of hints taken; looked up, never iterated
-	toRecord          []models.Payment // taken in, not yet recorded
+	toRecord          []models.Payment        // taken in, not yet recorded
 	recording         bool
 
 	writeMu workflow.Mutex

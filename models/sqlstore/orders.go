@@ -390,6 +390,19 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 	return nil
 }
 
+// OrderIDBySupplierRef returns the id of the order placed with a buying
+// provider under ref, or models.ErrOrderNotFound.
+func (s *Store) OrderIDBySupplierRef(ctx context.Context, ref string) (string, error) {
+	var ids []string
+	if err := s.db.WithContext(ctx).Model(&orderRow{}).Where("supplier_ref = ?", ref).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return "", fmt.Errorf("finding order by supplier reference: %w", err)
+	}
+	if len(ids) == 0 {
+		return "", models.ErrOrderNotFound
+	}
+	return ids[0], nil
+}
+
 // RecordFulfilment stores the latest snapshot of the order at its buying
 // provider. Snapshots come from the workflow's checks one at a time, so the
 // last write is the newest.

@@ -1,0 +1,95 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/models"
+)
+
+// signedHook accepts deliveries whose X-Test-Signature is "good" and whose
+// body is "<event id> <ref> <order id>".
+type signedHook struct{}
+
+func (signedHook) Read(h http.Header, body []byte) (models.FulfilmentEvent, error) {
+	if h.Get("X-Test-Signature") != "good" {
+		return models.FulfilmentEvent{}, models.NewError(models.CodeInvalidSignature)
+	}
+	f := strings.Fields(string(body))
+	for len(f) < 3 {
+		f = append(f, "")
+	}
+	return models.FulfilmentEvent{EventID: f[0], Ref: f[1], OrderID: f[2]}, nil
+}
+
+func withWebhooks() ordersOption {
+	return func(_ *api.Config, d *api.Deps, _ *fakeClock) {
+		d.Webhooks = map[string]api.FulfilmentWebhook{"zinc": signedHook{}}
+	}
+}
+
+func postWebhook(t *testing.T, e *ordersEnv, provider, sig, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, e.ts.URL+"/webhooks/"+provider, bytes.NewBufferString(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Test-Signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(resp.Body)
+	return resp.StatusCode, b.String()
+}
+
+func TestProviderWebhook(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect, withWebhooks())
+		ctx := context.Background()
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		o := decodeCreated(t, r)
+		require.NoError(t, e.st.RecordFulfilment(ctx, o.ID, models.Fulfilment{Ref: "zn_abc"}))
+
+		// Our order id from the metadata.
+		status, body := postWebhook(t, e, "zinc", "good", "evt_1 zn_abc "+o.ID)
+		assert.Equal(t, http.StatusNoContent, status, body)
+		// Only the provider's order id: found by the stored reference.
+		status, _ = postWebhook(t, e, "zinc", "good", "evt_2 zn_abc")
+		assert.Equal(t, http.StatusNoContent, status)
+		assert.Equal(t, []string{o.ID + "/evt_1", o.ID + "/evt_2"}, e.wf.hints)
+
+		// Forged: refused in the error envelope, nothing signalled.
+		status, body = postWebhook(t, e, "zinc", "forged", "evt_3 zn_abc "+o.ID)
+		assert.Equal(t, http.StatusUnauthorized, status)
+		assert.Contains(t, body, `"code":"invalid_signature"`)
+		// About an order we never placed: accepted and dropped, so the
+		// provider does not retry it forever.
+		status, _ = postWebhook(t, e, "zinc", "good", "evt_4 zn_unknown")
+		assert.Equal(t, http.StatusNoContent, status)
+		assert.Len(t, e.wf.hints, 2)
+
+		// A finished workflow: nothing to do. Temporal down: 503, retry.
+		e.wf.hintErr = models.ErrOrderClosed
+		status, _ = postWebhook(t, e, "zinc", "good", "evt_5 zn_abc "+o.ID)
+		assert.Equal(t, http.StatusNoContent, status)
+		e.wf.hintErr = errors.New("temporal: connection refused")
+		status, body = postWebhook(t, e, "zinc", "good", "evt_6 zn_abc "+o.ID)
+		assert.Equal(t, http.StatusServiceUnavailable, status)
+		assert.Contains(t, body, `"code":"service_unavailable"`)
+		assert.NotContains(t, body, "connection refused")
+
+		// No such provider.
+		status, _ = postWebhook(t, e, "acme", "good", "evt_7")
+		assert.Equal(t, http.StatusNotFound, status)
+	})
+}

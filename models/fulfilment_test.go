@@ -1,0 +1,100 @@
+package models
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestFulfilmentProgress(t *testing.T) {
+	ups := func(status ParcelStatus, eta string) Parcel {
+		return Parcel{Carrier: "ups", TrackingNumber: "1Z1", Status: status, EstimatedDelivery: eta}
+	}
+	fedex := func(status ParcelStatus, eta string) Parcel {
+		return Parcel{Carrier: "fedex", TrackingNumber: "77", Status: status, EstimatedDelivery: eta}
+	}
+	placed := func(ps ...Parcel) Fulfilment { return Fulfilment{Stage: FulfilmentPlaced, Parcels: ps} }
+	tests := []struct {
+		name string
+		f    Fulfilment
+		want Progress
+	}{
+		{"pending at the provider", Fulfilment{Stage: FulfilmentPending}, Progress{Status: OrderPaid}},
+		{"unknown stage is still being bought", Fulfilment{}, Progress{Status: OrderPaid}},
+		{"placed, no parcels yet", placed(), Progress{Status: OrderOrdered}},
+		{"label without tracking number", placed(Parcel{Carrier: "ups", Status: ParcelPending}), Progress{Status: OrderOrdered}},
+		{"label created with tracking number", placed(ups(ParcelPending, "")),
+			Progress{Status: OrderShipped, Shipment: Shipment{Carrier: "ups", TrackingNumber: "1Z1"}}},
+		{"in transit", placed(ups(ParcelInTransit, "2026-11-30")),
+			Progress{Status: OrderShipped, Shipment: Shipment{Carrier: "ups", TrackingNumber: "1Z1", EstimatedDelivery: "2026-11-30"}}},
+		{"delivered", placed(ups(ParcelDelivered, "2026-11-30")),
+			Progress{Status: OrderDelivered, Shipment: Shipment{Carrier: "ups", TrackingNumber: "1Z1", EstimatedDelivery: "2026-11-30"}}},
+		{"split: the least advanced parcel shows", placed(ups(ParcelDelivered, "2026-11-28"), fedex(ParcelInTransit, "2026-12-02")),
+			Progress{Status: OrderShipped, Shipment: Shipment{Carrier: "fedex", TrackingNumber: "77", EstimatedDelivery: "2026-12-02"}}},
+		{"split: one parcel not yet with a carrier", placed(ups(ParcelInTransit, ""), Parcel{Status: ParcelPending}), Progress{Status: OrderOrdered}},
+		{"split: delivered only when all are", placed(fedex(ParcelDelivered, ""), ups(ParcelDelivered, "")),
+			Progress{Status: OrderDelivered, Shipment: Shipment{Carrier: "fedex", TrackingNumber: "77"}}},
+		{"an undeliverable parcel fails the order", placed(ups(ParcelDelivered, ""), fedex(ParcelUndeliverable, "")),
+			Progress{Status: OrderFailed, Reason: FulfilmentFailureReason("undeliverable")}},
+		{"provider failure with its code", Fulfilment{Stage: FulfilmentFailed, FailureCode: "max_price_exceeded"},
+			Progress{Status: OrderFailed, Reason: "The retailer's price rose above what was paid for the order."}},
+		{"provider failure with a reason", Fulfilment{Stage: FulfilmentFailed, FailureCode: "x", FailureReason: "Seller gone."},
+			Progress{Status: OrderFailed, Reason: "Seller gone."}},
+		{"retryable failure", Fulfilment{Stage: FulfilmentFailed, FailureCode: "retailer_rate_limited", Retryable: true},
+			Progress{Status: OrderFailed, Reason: FulfilmentFailureReason("retailer_rate_limited"), Retry: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.f.Progress())
+		})
+	}
+}
+
+func TestFulfilmentFailureReasonNeverEmpty(t *testing.T) {
+	for code, reason := range fulfilmentFailureReasons {
+		assert.NotEmpty(t, reason, code)
+	}
+	assert.Equal(t, "The retailer could not complete the purchase.", FulfilmentFailureReason("checkout_blocked"))
+}
+
+func TestPollScheduleNext(t *testing.T) {
+	s := PollSchedule{First: 7 * time.Minute, Pending: 4 * time.Minute, Ordered: 30 * time.Minute, Shipped: time.Hour}
+	assert.Equal(t, 4*time.Minute, s.Next(OrderPaid))
+	assert.Equal(t, 30*time.Minute, s.Next(OrderOrdered))
+	assert.Equal(t, time.Hour, s.Next(OrderShipped))
+	assert.Equal(t, 4*time.Minute, s.Next(OrderDelivered), "anything else falls back to the pending interval")
+	assert.Equal(t, 4*time.Minute, PollSchedule{Pending: 4 * time.Minute}.Next(OrderShipped), "unset falls back too")
+}
+
+func TestStepReached(t *testing.T) {
+	assert.True(t, StepReached(OrderShipped, OrderOrdered))
+	assert.True(t, StepReached(OrderShipped, OrderShipped))
+	assert.False(t, StepReached(OrderOrdered, OrderShipped))
+	assert.False(t, StepReached(OrderFailed, OrderPaid))
+	assert.False(t, StepReached(OrderPaid, OrderFailed))
+}
+
+func TestCheckLiveBuyable(t *testing.T) {
+	tests := []struct {
+		url, country string
+		want         Code
+	}{
+		{"https://www.amazon.com/dp/B0ABC12345", "US", ""},
+		{"https://www.ebay.com/itm/123456789012?var=5", "US", ""},
+		{"https://www.amazon.de/dp/B0ABC12345", "US", CodeProductUnavailable},
+		{"https://www.ebay.co.uk/itm/123456789012", "US", CodeProductUnavailable},
+		{"https://www.amazon.com/dp/B0ABC12345", "DE", CodeShippingUnavailable},
+		{"", "US", CodeProductUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url+" to "+tc.country, func(t *testing.T) {
+			err := CheckLiveBuyable(Product{ProductURL: tc.url}, tc.country)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.Equal(t, tc.want, CodeOf(err))
+		})
+	}
+}
