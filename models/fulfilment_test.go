@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -95,6 +96,50 @@ func TestCheckLiveBuyable(t *testing.T) {
 				return
 			}
 			assert.Equal(t, tc.want, CodeOf(err))
+		})
+	}
+}
+
+func TestApplyTransition(t *testing.T) {
+	d := decimal.RequireFromString
+	ship := &Shipment{Carrier: "ups", TrackingNumber: "1Z"}
+	tests := []struct {
+		name     string
+		status   OrderStatus
+		received string
+		t        Transition
+		want     TransitionEffect
+	}{
+		{"a step forward with its payment", OrderCreated, "0",
+			Transition{Status: OrderPaid, PaymentStatus: PaymentConfirmed, AmountReceived: d("10")},
+			TransitionEffect{Status: OrderPaid, Payment: true, Step: true}},
+		{"a retried write of the current status", OrderPaid, "10",
+			Transition{Status: OrderPaid, PaymentStatus: PaymentConfirmed, AmountReceived: d("10")},
+			TransitionEffect{Payment: true, Step: true}},
+		{"never backwards", OrderShipped, "10",
+			Transition{Status: OrderPaid, PaymentStatus: PaymentConfirmed, AmountReceived: d("10")},
+			TransitionEffect{}},
+		{"a late, smaller amount does not lower what was received", OrderPaid, "12",
+			Transition{Status: OrderPaid, PaymentStatus: PaymentConfirmed, AmountReceived: d("10")},
+			TransitionEffect{Step: true}},
+		{"more money is taken even with a stale status", OrderShipped, "10",
+			Transition{Status: OrderOrdered, PaymentStatus: PaymentOverpaid, AmountReceived: d("11")},
+			TransitionEffect{Payment: true}},
+		{"failed with its reason, refund due", OrderShipped, "10",
+			Transition{Status: OrderFailed, PaymentStatus: PaymentRefundDue, AmountReceived: d("10"), Reason: "gone"},
+			TransitionEffect{Status: OrderFailed, Reason: "gone", Payment: true, Step: true}},
+		{"no skipping along the line", OrderPaid, "10",
+			Transition{Status: OrderShipped, PaymentStatus: PaymentConfirmed, AmountReceived: d("10"), Shipment: ship},
+			TransitionEffect{Shipment: ship}},
+		{"cancelled only from created", OrderPaid, "10",
+			Transition{Status: OrderCancelled, PaymentStatus: PaymentRefundDue, AmountReceived: d("10")},
+			TransitionEffect{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ApplyTransition(tc.status, d(tc.received), tc.t)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.want.Status != "" || tc.want.Payment || tc.want.Shipment != nil, got.Changes())
 		})
 	}
 }

@@ -209,3 +209,48 @@ type OrderRequest struct {
 
 // DefaultPaymentWindow is how long a payer has to pay a new order.
 const DefaultPaymentWindow = 30 * time.Minute
+
+// TransitionEffect is what writing a Transition over an order changes.
+type TransitionEffect struct {
+	// Status is set when the order moves to a new status; Reason then
+	// goes with it (may be empty).
+	Status OrderStatus
+	Reason string
+	// Payment is true when the payment status and amount received are
+	// replaced by the transition's.
+	Payment bool
+	// Shipment is the carrier's news to store, if any.
+	Shipment *Shipment
+	// Step is true when the transition's status is recorded as a reached
+	// step (keeping the first timestamp of a step already reached).
+	Step bool
+}
+
+// Changes reports whether the effect writes anything to the order row.
+func (e TransitionEffect) Changes() bool {
+	return e.Status != "" || e.Payment || e.Shipment != nil
+}
+
+// ApplyTransition decides what writing t over an order at status with
+// received money changes. Writes come from idempotent activities, possibly
+// retried and reordered between the workflow's payment and fulfilment
+// activities, so:
+//   - the status only moves along CanTransition, never backwards;
+//   - payment fields only move towards more money received; with the same
+//     amount they follow a status write (refund_due when an order fails);
+//   - a step is recorded when its status is current or just reached, and
+//     keeps the first timestamp it was recorded with.
+func ApplyTransition(status OrderStatus, received decimal.Decimal, t Transition) TransitionEffect {
+	var e TransitionEffect
+	moves := t.Status != status && CanTransition(status, t.Status)
+	if moves {
+		e.Status, e.Reason = t.Status, t.Reason
+	}
+	current := t.Status == status || moves
+	if t.PaymentStatus != "" && (t.AmountReceived.GreaterThan(received) || t.AmountReceived.Equal(received) && current) {
+		e.Payment = true
+	}
+	e.Shipment = t.Shipment
+	e.Step = current
+	return e
+}

@@ -350,31 +350,29 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 			}
 			return err
 		}
-		updates := map[string]any{}
-		cur := models.OrderStatus(row.Status)
-		if t.Status != cur && models.CanTransition(cur, t.Status) {
-			updates["status"] = string(t.Status)
-			if t.Reason != "" {
-				updates["status_reason"] = t.Reason
+		eff := models.ApplyTransition(models.OrderStatus(row.Status), row.AmountReceived, t)
+		if eff.Changes() {
+			updates := map[string]any{"updated_at": time.Now().UTC()}
+			if eff.Status != "" {
+				updates["status"] = string(eff.Status)
+				if eff.Reason != "" {
+					updates["status_reason"] = eff.Reason
+				}
 			}
-		}
-		if t.PaymentStatus != "" && (t.AmountReceived.GreaterThan(row.AmountReceived) ||
-			t.AmountReceived.Equal(row.AmountReceived) && (t.Status == cur || updates["status"] != nil)) {
-			updates["payment_status"] = string(t.PaymentStatus)
-			updates["amount_received"] = t.AmountReceived
-		}
-		if t.Shipment != nil {
-			updates["carrier"] = t.Shipment.Carrier
-			updates["tracking_number"] = t.Shipment.TrackingNumber
-			updates["estimated_delivery"] = t.Shipment.EstimatedDelivery
-		}
-		if len(updates) > 0 {
-			updates["updated_at"] = time.Now().UTC()
+			if eff.Payment {
+				updates["payment_status"] = string(t.PaymentStatus)
+				updates["amount_received"] = t.AmountReceived
+			}
+			if eff.Shipment != nil {
+				updates["carrier"] = eff.Shipment.Carrier
+				updates["tracking_number"] = eff.Shipment.TrackingNumber
+				updates["estimated_delivery"] = eff.Shipment.EstimatedDelivery
+			}
 			if err := tx.Model(&orderRow{}).Where("id = ?", orderID).Updates(updates).Error; err != nil {
 				return err
 			}
 		}
-		if t.Status == cur || updates["status"] != nil {
+		if eff.Step {
 			step := orderStepRow{OrderID: orderID, Name: string(t.Status), ReachedAt: t.At.UTC()}
 			return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&step).Error
 		}
