@@ -127,7 +127,11 @@ func (s *Server) createOrder(c *gin.Context) {
 	}
 	setup, ok := s.cfg.Payments[key.Mode]
 	if !ok || setup.Address == "" {
-		abort(c, models.ErrLiveUnavailable)
+		abort(c, models.Errorf(models.CodeLiveUnavailable, "Live payments are not configured on this deployment"))
+		return
+	}
+	if why, ok := s.cfg.NoPurchasing[key.Mode]; ok {
+		abort(c, models.Errorf(models.CodeLiveUnavailable, "%s", why))
 		return
 	}
 	if setup.Watched {

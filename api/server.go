@@ -62,6 +62,10 @@ type Config struct {
 	RateMaxAge time.Duration
 	// PublicURL is the base of tracking_url, e.g. https://track.memocart.com.
 	PublicURL string
+	// NoPurchasing lists the modes whose orders could not be bought (no
+	// buying provider is configured): their orders are refused with
+	// live_mode_unavailable rather than taking money that cannot be spent.
+	NoPurchasing map[models.Mode]string
 }
 
 // PaymentSetup is the receiving side of one mode.

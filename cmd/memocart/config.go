@@ -49,7 +49,65 @@ type Config struct {
 	RateMaxAge        time.Duration
 	SandboxXLMRate    decimal.Decimal
 
+	// Live marketplaces and purchasing. A provider left unconfigured
+	// answers live_mode_unavailable naming it.
+	AmazonAPIURL      string
+	AmazonTokenURL    string                      // empty: each region group's own token URL
+	AmazonCredentials map[string]AmazonCredential // by region group: NA, EU, FE
+	EbayAPIURL        string
+	EbayClientID      string
+	EbayClientSecret  string
+	ZincAPIURL        string
+	ZincAPIKey        string
+	ZincWebhookSecret string
+	ZincPoll          models.PollSchedule
+	PreviewCacheTTL   time.Duration // negative: no cache
+	DevLive           string        // dev only: "testservers"
+
 	Pricing models.PricingRules // loaded from PricingFile or the default table
+}
+
+// AmazonCredential is one region group's Creators API credential.
+type AmazonCredential struct {
+	ClientID, ClientSecret, PartnerTag string
+}
+
+// parseAmazonCredential reads "client_id:client_secret:partner_tag".
+func parseAmazonCredential(v string) (AmazonCredential, error) {
+	parts := strings.Split(v, ":")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return AmazonCredential{}, errors.New("must be client_id:client_secret:partner_tag")
+	}
+	return AmazonCredential{ClientID: parts[0], ClientSecret: parts[1], PartnerTag: parts[2]}, nil
+}
+
+func parseHTTPURL(v string, dst *string) error {
+	if v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return errors.New("must be an http(s) URL")
+		}
+	}
+	*dst = strings.TrimRight(v, "/")
+	return nil
+}
+
+func amazonCredentialVar(group string) envVar {
+	return envVar{name: "MEMOCART_AMAZON_" + group + "_CREDENTIALS", def: "", secret: true,
+		help: "live mode: Creators API credential of the " + group + " region group, client_id:client_secret:partner_tag; empty = that group's storefronts are not served",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			cred, err := parseAmazonCredential(v)
+			if err != nil {
+				return err
+			}
+			if c.AmazonCredentials == nil {
+				c.AmazonCredentials = map[string]AmazonCredential{}
+			}
+			c.AmazonCredentials[group] = cred
+			return nil
+		}}
 }
 
 // envVar documents one variable; the same list drives parsing, --help and
@@ -226,6 +284,71 @@ var envVars = []envVar{
 				return errors.New("must be a positive decimal")
 			}
 			c.SandboxXLMRate = d
+			return nil
+		}},
+	{name: "MEMOCART_AMAZON_API_URL", def: "https://creatorsapi.amazon",
+		help: "live mode: base URL of Amazon's Creators API (product data)",
+		set:  func(c *Config, v string) error { return parseHTTPURL(v, &c.AmazonAPIURL) }},
+	{name: "MEMOCART_AMAZON_TOKEN_URL", def: "",
+		help: "live mode: OAuth2 token URL for every region group; empty = each group's documented one",
+		set:  func(c *Config, v string) error { return parseHTTPURL(v, &c.AmazonTokenURL) }},
+	amazonCredentialVar("NA"),
+	amazonCredentialVar("EU"),
+	amazonCredentialVar("FE"),
+	{name: "MEMOCART_EBAY_API_URL", def: "https://api.ebay.com",
+		help: "live mode: base URL of eBay's APIs (Browse API and OAuth token)",
+		set:  func(c *Config, v string) error { return parseHTTPURL(v, &c.EbayAPIURL) }},
+	{name: "MEMOCART_EBAY_CLIENT_ID", def: "",
+		help: "live mode: eBay application's client id; empty = eBay links are not served",
+		set:  func(c *Config, v string) error { c.EbayClientID = v; return nil }},
+	{name: "MEMOCART_EBAY_CLIENT_SECRET", def: "", secret: true,
+		help: "live mode: eBay application's client secret",
+		set:  func(c *Config, v string) error { c.EbayClientSecret = v; return nil }},
+	{name: "MEMOCART_ZINC_API_URL", def: "https://api.zinc.com",
+		help: "live mode: base URL of the Zinc buying API",
+		set:  func(c *Config, v string) error { return parseHTTPURL(v, &c.ZincAPIURL) }},
+	{name: "MEMOCART_ZINC_API_KEY", def: "", secret: true,
+		help: "live mode: Zinc API key (zn_live_... buys for real, zn_test_... in Zinc's sandbox); empty = live orders are refused",
+		set:  func(c *Config, v string) error { c.ZincAPIKey = v; return nil }},
+	{name: "MEMOCART_ZINC_WEBHOOK_SECRET", def: "", secret: true,
+		help: "live mode: secret Zinc signs webhooks to /webhooks/zinc with; empty = webhooks are refused and orders are polled only",
+		set:  func(c *Config, v string) error { c.ZincWebhookSecret = v; return nil }},
+	{name: "MEMOCART_ZINC_POLL_SCHEDULE", def: "7m,4m,30m,1h",
+		help: "live mode: when to check a Zinc order: first after placing, then while buying, bought, shipped (Go durations)",
+		set: func(c *Config, v string) error {
+			parts := strings.Split(v, ",")
+			if len(parts) != 4 {
+				return errors.New("must be four durations: first,pending,ordered,shipped")
+			}
+			ds := make([]time.Duration, 4)
+			for i, p := range parts {
+				if err := parsePositiveDuration(strings.TrimSpace(p), &ds[i]); err != nil {
+					return fmt.Errorf("%q: %w", p, err)
+				}
+			}
+			c.ZincPoll = models.PollSchedule{First: ds[0], Pending: ds[1], Ordered: ds[2], Shipped: ds[3]}
+			return nil
+		}},
+	{name: "MEMOCART_PREVIEW_CACHE_TTL", def: "10m",
+		help: "live mode: how long a marketplace's answer about a product is reused (the oldest price shown); 0 = ask every time",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return errors.New("must be a non-negative Go duration")
+			}
+			if d == 0 {
+				d = -1
+			}
+			c.PreviewCacheTTL = d
+			return nil
+		}},
+	{name: "MEMOCART_DEV_LIVE", def: "",
+		help: "dev only: testservers = run test servers of the marketplaces, Zinc and Horizon inside dev and point live mode at them",
+		set: func(c *Config, v string) error {
+			if v != "" && v != "testservers" {
+				return errors.New("must be empty or testservers")
+			}
+			c.DevLive = v
 			return nil
 		}},
 	{name: "MEMOCART_LOG_FORMAT", def: "",

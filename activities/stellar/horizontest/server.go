@@ -111,6 +111,7 @@ type Server struct {
 	dropArmed  bool
 	dropLeft   int
 	silentTill time.Time
+	usdcIssuer string
 }
 
 // New starts a server holding the (empty) history of account.
@@ -192,6 +193,94 @@ func (s *Server) AddPayment(p Payment) string {
 	s.records = append(s.records, rec)
 	s.notifyLocked()
 	return strconv.FormatInt(rec.token, 10)
+}
+
+// ControlPaymentsPath is where a person (or a script) sends a payment to
+// the account over HTTP, when the server runs inside `memocart dev`: POST a
+// JSON object {"amount":"117.73","asset":"USDC","memo":"12345678906"} with
+// optional "issuer" (default USDCIssuer), "memo_type" (default "text") and
+// "from". asset "XLM" is the native asset. The answer is {"id": <paging
+// token>}. Horizon has no such path; it cannot collide with one.
+const ControlPaymentsPath = "/_horizontest/payments"
+
+// controlPaymentRequest is the body ControlPaymentsPath takes.
+type controlPaymentRequest struct {
+	Amount   string `json:"amount"`
+	Asset    string `json:"asset"`
+	Issuer   string `json:"issuer"`
+	Memo     string `json:"memo"`
+	MemoType string `json:"memo_type"`
+	From     string `json:"from"`
+}
+
+func (s *Server) controlPayment(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed", "POST a payment")
+		return
+	}
+	var req controlPaymentRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Amount == "" {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request",
+			`send {"amount":"<decimal>","asset":"USDC"|"XLM","memo":"<order number>"}`)
+		return
+	}
+	amount, ok := horizonAmount(req.Amount)
+	if !ok {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", "amount must be a positive decimal with at most 7 decimal places")
+		return
+	}
+	p := Payment{From: req.From, To: s.account, Amount: amount, Memo: req.Memo, MemoType: req.MemoType}
+	if p.From == "" {
+		p.From = DevPayer
+	}
+	if p.MemoType == "" && p.Memo != "" {
+		p.MemoType = "text"
+	}
+	switch code := strings.ToUpper(req.Asset); code {
+	case "", "XLM", "NATIVE":
+		p.AssetType = "native"
+	default:
+		p.AssetType, p.AssetCode, p.AssetIssuer = "credit_alphanum4", code, req.Issuer
+		if len(code) > 4 {
+			p.AssetType = "credit_alphanum12"
+		}
+		if p.AssetIssuer == "" {
+			s.mu.Lock()
+			p.AssetIssuer = s.usdcIssuer
+			s.mu.Unlock()
+		}
+	}
+	id := s.AddPayment(p)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id})
+}
+
+// horizonAmount writes a decimal amount the way Horizon does, with seven
+// decimal places: "117.73" is "117.7300000".
+func horizonAmount(a string) (string, bool) {
+	whole, frac, _ := strings.Cut(a, ".")
+	if whole == "" || len(frac) > 7 || strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		return "", false
+	}
+	if strings.Trim(whole+frac, "0") == "" {
+		return "", false
+	}
+	return whole + "." + frac + strings.Repeat("0", 7-len(frac)), true
+}
+
+// DevPayer is the sender of payments made through ControlPaymentsPath
+// without a "from": a well-formed account id that belongs to nobody.
+const DevPayer = "GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN"
+
+// SetUSDCIssuer sets the issuer ControlPaymentsPath gives credit assets
+// sent without one: the USDC issuer the service under test accepts.
+func (s *Server) SetUSDCIssuer(issuer string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.usdcIssuer = issuer
 }
 
 // FailNext makes the next n requests (pages or streams) answer status with
@@ -462,6 +551,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if r.URL.Path == ControlPaymentsPath {
+		s.controlPayment(w, r)
+		return
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" || parts[1] != s.account {
 		writeProblem(w, http.StatusNotFound, "not_found", "Resource Missing",

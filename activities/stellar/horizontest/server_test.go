@@ -402,3 +402,40 @@ func TestSilenceStream(t *testing.T) {
 	assert.Greater(t, time.Since(start), 100*time.Millisecond, "the stream waited out the silence")
 	assert.Equal(t, 1, s.StreamsOpened(), "only answered streams count")
 }
+
+func TestControlPayments(t *testing.T) {
+	s := horizontest.New(account)
+	t.Cleanup(s.Close)
+	s.SetUSDCIssuer(issuer)
+	post := func(body string) *http.Response {
+		resp, err := http.Post(s.URL+horizontest.ControlPaymentsPath, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	resp := post(`{"amount":"117.73","asset":"usdc","memo":"12345678906"}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	var created struct{ ID string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&created))
+	resp = post(`{"amount":"5","asset":"XLM"}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+
+	p := getPage(t, s, "join=transactions&limit=10")
+	require.Len(t, p.Embedded.Records, 2)
+	usdc, xlm := p.Embedded.Records[0], p.Embedded.Records[1]
+	assert.Equal(t, created.ID, usdc["paging_token"])
+	assert.Equal(t, "USDC", usdc["asset_code"])
+	assert.Equal(t, issuer, usdc["asset_issuer"])
+	assert.Equal(t, "117.7300000", usdc["amount"])
+	assert.Equal(t, horizontest.DevPayer, usdc["from"])
+	tx := usdc["transaction"].(map[string]any)
+	assert.Equal(t, "text", tx["memo_type"])
+	assert.Equal(t, "12345678906", tx["memo"])
+	assert.Equal(t, "native", xlm["asset_type"])
+
+	assert.Equal(t, http.StatusBadRequest, post(`{"asset":"USDC"}`).StatusCode, "no amount")
+	assert.Equal(t, http.StatusBadRequest, post(`{"amount":"1.12345678"}`).StatusCode, "more than 7 places")
+	assert.Equal(t, http.StatusBadRequest, post(`{"amount":"0"}`).StatusCode, "zero")
+	assert.Equal(t, http.StatusBadRequest, post(`{"amount":"-1"}`).StatusCode, "negative")
+	assert.Equal(t, http.StatusBadRequest, post(`{"amount":"1","bogus":1}`).StatusCode, "unknown field")
+}
