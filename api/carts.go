@@ -204,6 +204,16 @@ func (s *Server) createCart(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	if key.Mode == models.ModeLive {
+		ps := make([]models.Product, len(lines))
+		for i, l := range lines {
+			ps[i] = l.Product
+		}
+		if err := models.CheckLiveCart(ps); err != nil {
+			abort(c, err)
+			return
+		}
+	}
 
 	quote, err := s.cfg.Pricing.Quote(country, lines)
 	if err != nil {

@@ -143,3 +143,15 @@ func TestApplyTransition(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckLiveCart(t *testing.T) {
+	a, e := Product{Marketplace: MarketplaceAmazon}, Product{Marketplace: MarketplaceEbay}
+	assert.NoError(t, CheckLiveCart([]Product{a, a}))
+	assert.NoError(t, CheckLiveCart([]Product{e}))
+	err := CheckLiveCart([]Product{a, a, e})
+	var me *Error
+	if assert.ErrorAs(t, err, &me) {
+		assert.Equal(t, CodeProductUnavailable, me.Code)
+		assert.Equal(t, "items[2].product_url", me.Field)
+	}
+}

@@ -32,9 +32,10 @@ type OrderTerms struct {
 // BuildOrder turns a usable cart into a new order, waiting for payment. It
 // is the one place an order's terms are decided:
 //   - the destination must be the cart's: shipping and tax were priced for it;
-//   - a live order's recipient needs a given and a family name, which the
-//     buying provider requires (a test order is built the same way, so test
-//     integrations meet the rule before they go live);
+//   - the recipient needs a given and a family name, which the buying
+//     provider requires (a test order is built the same way, so test
+//     integrations meet the rule before they go live); a live order also
+//     needs a phone number;
 //   - the amount to pay is the cart's total in the asset (1:1 for USDC, at
 //     the locked rate for XLM), payable until Now+Window;
 //   - the supplier budget is what the customer pays for the goods:
@@ -53,6 +54,12 @@ func BuildOrder(cart Cart, t OrderTerms) (Order, error) {
 	if _, _, ok := SplitName(t.Address.Name); !ok {
 		return Order{}, FieldError(CodeInvalidAddress, "shipping_address.name",
 			"shipping_address.name must hold a given name and a family name")
+	}
+	// The buying provider requires a phone number for the carrier; a live
+	// order without one would be refused after payment.
+	if t.Mode == ModeLive && t.Address.Phone == "" {
+		return Order{}, FieldError(CodeInvalidAddress, "shipping_address.phone",
+			"shipping_address.phone is required for live orders")
 	}
 	o := Order{
 		ID: t.ID, AccountID: t.AccountID, Mode: t.Mode, CartID: cart.ID,

@@ -14,7 +14,7 @@ func TestBuildOrder(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	cart := Cart{ID: "crt_1", ShipToCountry: "US", Status: CartReady,
 		Quote: Quote{Currency: "USD", Subtotal: d("100.00"), Shipping: d("5.99"), Tax: d("8.74"), ServiceFee: d("3.00"), Total: d("117.73")}}
-	addr := ShippingAddress{Name: "Ada Lovelace", Line1: "1 Market St", City: "San Francisco", Region: "CA", PostalCode: "94107", Country: "US"}
+	addr := ShippingAddress{Name: "Ada Lovelace", Phone: "+1 415 555 0100", Line1: "1 Market St", City: "San Francisco", Region: "CA", PostalCode: "94107", Country: "US"}
 	usdc, err := LookupAsset("USDC")
 	require.NoError(t, err)
 	xlm, err := LookupAsset("XLM")
@@ -40,6 +40,10 @@ func TestBuildOrder(t *testing.T) {
 		assert.Equal(t, "crt_1", o.CartID)
 		assert.Nil(t, o.RateAt)
 	})
+	t.Run("test mode needs no phone", func(t *testing.T) {
+		_, err := BuildOrder(cart, terms(func(t *OrderTerms) { t.Mode, t.Address.Phone = ModeTest, "" }))
+		require.NoError(t, err)
+	})
 	t.Run("XLM at the locked rate", func(t *testing.T) {
 		rate := Rate{Base: "XLM", Quote: "USD", Price: d("0.25"), Source: "coinbase", At: now.Add(-10 * time.Second)}
 		o, err := BuildOrder(cart, terms(func(t *OrderTerms) { t.Asset, t.Rate = xlm, &rate }))
@@ -59,6 +63,7 @@ func TestBuildOrder(t *testing.T) {
 	}{
 		{"another destination", cart, func(t *OrderTerms) { t.Address.Country = "CA" }, CodeInvalidAddress, "shipping_address.country"},
 		{"one-word name", cart, func(t *OrderTerms) { t.Address.Name = "Ada" }, CodeInvalidAddress, "shipping_address.name"},
+		{"live without a phone", cart, func(t *OrderTerms) { t.Address.Phone = "" }, CodeInvalidAddress, "shipping_address.phone"},
 		{"rate in another currency", func() Cart { c := cart; c.Currency = "EUR"; return c }(), func(t *OrderTerms) {
 			t.Asset, t.Rate = xlm, &Rate{Base: "XLM", Quote: "USD", Price: d("0.25"), At: now}
 		}, CodeUnsupportedAsset, "payment_asset"},

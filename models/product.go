@@ -1,6 +1,7 @@
 package models
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -102,6 +103,21 @@ func CheckLiveBuyable(p Product, country string) error {
 	if !liveDestinations[country] {
 		return &Error{Code: CodeShippingUnavailable, Field: "ship_to_country",
 			Message: "Live orders ship to the United States (US) only for now"}
+	}
+	return nil
+}
+
+// CheckLiveCart reports whether products can be bought together in one
+// live order: the buying provider buys from one retailer per order, so a
+// cart mixing marketplaces is refused (product_unavailable, naming the
+// first item from another marketplace) before anyone pays for it.
+func CheckLiveCart(ps []Product) error {
+	for i, p := range ps {
+		if p.Marketplace != ps[0].Marketplace {
+			return &Error{Code: CodeProductUnavailable, Field: fmt.Sprintf("items[%d].product_url", i),
+				Message: fmt.Sprintf("Live orders buy from one marketplace at a time: items[%d] is on %s, items[0] on %s; put them in separate carts",
+					i, p.Marketplace, ps[0].Marketplace)}
+		}
 	}
 	return nil
 }

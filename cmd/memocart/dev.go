@@ -36,6 +36,15 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	var live *devLiveServers
+	if e.cfg.DevLive == "testservers" {
+		var stopLive func()
+		var err error
+		if live, stopLive, err = startDevLive(&e); err != nil {
+			return err
+		}
+		defer stopLive()
+	}
 	e.log.Info("starting dev stack", slog.String("config", e.cfg.masked(e.getenv)))
 	st, err := openStore(ctx, e)
 	if err != nil {
@@ -52,6 +61,12 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 	secret, err := ensureDevKey(ctx, e, st)
 	if err != nil {
 		return err
+	}
+	var liveKey string
+	if live != nil {
+		if liveKey, err = newDevLiveKey(ctx, e, st); err != nil {
+			return err
+		}
 	}
 
 	host, portStr, _ := net.SplitHostPort(e.cfg.TemporalAddress)
@@ -85,6 +100,10 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 	}
 	defer tc.Close()
 
+	stack, err := newAPIStack(e, st, limiter, tc)
+	if err != nil {
+		return err
+	}
 	workerErr := make(chan error, 1)
 	go func() { workerErr <- runWorkerLoop(ctx, e, tc, st) }()
 
@@ -98,6 +117,11 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 		if ui == "" {
 			ui = "(disabled)"
 		}
+		liveBanner := ""
+		if live != nil {
+			live.listening(addr)
+			liveBanner = live.banner("http://"+addr, liveKey)
+		}
 		fmt.Fprintf(e.stdout, `
 Memocart dev is running.
   API:          http://%[1]s
@@ -109,10 +133,10 @@ Try:
   export MEMOCART_KEY=%[6]s
   curl -s -X POST http://%[1]s/v1/products/preview -H "Authorization: Bearer $MEMOCART_KEY" \
     -H 'Content-Type: application/json' -d '{"url":"https://www.amazon.com/dp/B08N5WRWNW"}'
-
-`, addr, ui, ts.Namespace(), ts.FrontendHostPort(), e.cfg.TemporalTaskQueue, secret)
+%[7]s
+`, addr, ui, ts.Namespace(), ts.FrontendHostPort(), e.cfg.TemporalTaskQueue, secret, liveBanner)
 	}()
-	err = newAPIStack(e, st, limiter, tc).run(ctx, e, ready)
+	err = stack.run(ctx, e, ready)
 	if werr := <-workerErr; err == nil {
 		err = werr
 	}

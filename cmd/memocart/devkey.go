@@ -42,3 +42,19 @@ func ensureDevKey(ctx context.Context, e env, st *sqlstore.Store) (string, error
 	}
 	return secret, nil
 }
+
+// newDevLiveKey stores a fresh live-mode Pro key of the dev account, for
+// walking the live path against the test servers, and returns its secret.
+func newDevLiveKey(ctx context.Context, e env, st *sqlstore.Store) (string, error) {
+	secret, err := models.NewAPIKeySecret(e.cfg.KeyPrefix, models.ModeLive, rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	acct, err := st.EnsureAccount(ctx, devAccount, now)
+	if err != nil {
+		return "", err
+	}
+	_, err = st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: models.ModeLive, Tier: models.TierPro, CreatedAt: now})
+	return secret, err
+}

@@ -41,6 +41,8 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// live reaches the live providers; dev with test servers replaces it.
+	live liveClients
 }
 
 type command struct {
@@ -82,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if format == "" {
 			format = c.logFormat
 		}
-		e := env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, log: newLogger(stderr, format, cfg.LogLevel)}
+		e := env{cfg: cfg, getenv: getenv, stdout: stdout, stderr: stderr, log: newLogger(stderr, format, cfg.LogLevel), live: defaultLiveClients()}
 		return c.run(ctx, e, args[1:])
 	}
 	usage(stderr)

@@ -112,7 +112,11 @@ func runAPI(ctx context.Context, e env, args []string) error {
 			e.log.Info("api listening", slog.String("addr", "http://"+addr))
 		}
 	}()
-	return newAPIStack(e, p.store, limiter, p.temporal).run(ctx, e, ready)
+	stack, err := newAPIStack(e, p.store, limiter, p.temporal)
+	if err != nil {
+		return err
+	}
+	return stack.run(ctx, e, ready)
 }
 
 // runWorker is `memocart worker`: the Temporal worker running order

@@ -49,14 +49,18 @@ func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, e
 }
 
 // newActivities wires the workflow's side effects: the store and one
-// fulfiller per mode. There is no live fulfiller yet: a paid live order
-// waits at paid, its sourcing activity retrying visibly in the Temporal UI,
-// until one is deployed.
-func newActivities(e env, st *sqlstore.Store) *activities.Activities {
-	return &activities.Activities{
-		Store:      st,
-		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(e.cfg.SandboxStepDelay)},
+// fulfiller per mode, the sandbox for test mode and Zinc for live mode when
+// it is configured (without it the API refuses live orders).
+func newActivities(e env, st *sqlstore.Store) (*activities.Activities, error) {
+	fulfillers := map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(e.cfg.SandboxStepDelay)}
+	f, err := liveFulfiller(e.cfg, e.live, e.log)
+	if err != nil {
+		return nil, err
 	}
+	if f != nil {
+		fulfillers[models.ModeLive] = f
+	}
+	return &activities.Activities{Store: st, Fulfillers: fulfillers}, nil
 }
 
 // paymentSetups is where payers pay, per mode: the sandbox placeholder in
@@ -103,7 +107,10 @@ func (a storeAlerter) Alert(ctx context.Context, kind, detail string) {
 // runWorkerLoop runs the Temporal worker until ctx ends: order workflows,
 // and the Stellar payment watcher when live payments are configured.
 func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Store) error {
-	acts := newActivities(e, st)
+	acts, err := newActivities(e, st)
+	if err != nil {
+		return err
+	}
 	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
 	var watch *workflows.WatcherInput
 	if e.cfg.StellarAccount != "" {
@@ -149,7 +156,11 @@ type apiStack struct {
 	sandbox *sandbox.PaymentSource
 }
 
-func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Client) *apiStack {
+func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Client) (*apiStack, error) {
+	live, err := liveCatalog(e.cfg, e.live, e.log)
+	if err != nil {
+		return nil, err
+	}
 	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
 	matcher := payments.NewMatcher(st, orders, e.log)
 	src := sandbox.NewPaymentSource()
@@ -157,12 +168,14 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		api.Config{
 			KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, PaymentWindow: e.cfg.PaymentWindow,
 			Pricing: e.cfg.Pricing, PublicURL: e.cfg.PublicURL,
-			Payments:   paymentSetups(e.cfg),
-			RateMaxAge: e.cfg.RateMaxAge,
+			Payments:     paymentSetups(e.cfg),
+			RateMaxAge:   e.cfg.RateMaxAge,
+			NoPurchasing: noPurchasing(e.cfg),
 		},
 		api.Deps{
 			Store:        st,
-			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
+			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
+			Webhooks:     liveWebhooks(e.cfg),
 			Limiter:      limiter,
 			Workflows:    orders,
 			Rates:        rateProviders(e.cfg),
@@ -173,7 +186,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if testHookAfterOrderCommit != nil {
 		srv.SetAfterOrderCommit(testHookAfterOrderCommit)
 	}
-	return &apiStack{server: srv, matcher: matcher, sandbox: src}
+	return &apiStack{server: srv, matcher: matcher, sandbox: src}, nil
 }
 
 // run serves HTTP and runs the payment source and the reconciler until ctx

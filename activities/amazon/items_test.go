@@ -1,0 +1,306 @@
+package amazon
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+)
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+func mustStorefront(t *testing.T, host string) storefront {
+	t.Helper()
+	sf, ok := storefrontOf(host)
+	require.True(t, ok, host)
+	return sf
+}
+
+// requireCode asserts err is a *models.Error with code and returns it.
+func requireCode(t *testing.T, err error, code models.Code) *models.Error {
+	t.Helper()
+	require.Error(t, err)
+	var me *models.Error
+	require.True(t, errors.As(err, &me), "not a *models.Error: %v", err)
+	require.Equal(t, code, me.Code, "error: %v", err)
+	return me
+}
+
+func TestReadAnswerBuyable(t *testing.T) {
+	tests := []struct {
+		name    string
+		fixture string
+		asin    string
+		host    string
+		want    models.Product
+	}{
+		{
+			name: "in stock, sold by Amazon", fixture: "getitems_availability.json", asin: "B07YCM5K55", host: "www.amazon.com",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B07YCM5K55",
+				Title:        "Anker PowerCore 10000 Portable Charger, 10000mAh Power Bank",
+				ImageURL:     "https://m.media-amazon.com/images/I/41a8Vqz5SXL._SL500_.jpg",
+				ProductURL:   "https://www.amazon.com/dp/B07YCM5K55",
+				Currency:     "USD",
+				Price:        decimal.RequireFromString("19.99"),
+				Availability: models.InStock,
+				UpstreamID:   "B07YCM5K55",
+				Listing:      "Amazon.com",
+			},
+		},
+		{
+			name: "scarce stock is still in stock", fixture: "getitems_availability.json", asin: "B0BSHF7WHW", host: "www.amazon.com",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B0BSHF7WHW",
+				Title:        "Stainless Steel French Press Coffee Maker, 34 oz",
+				ImageURL:     "https://m.media-amazon.com/images/I/31Kq0PzqmsL._SL500_.jpg",
+				ProductURL:   "https://www.amazon.com/dp/B0BSHF7WHW",
+				Currency:     "USD",
+				Price:        decimal.RequireFromString("27.50"),
+				Availability: models.InStock,
+				UpstreamID:   "B0BSHF7WHW",
+				Listing:      "Kitchen Corner US",
+			},
+		},
+		{
+			name: "the buy-box winner is priced, not the first offer", fixture: "getitems_buybox.json", asin: "B08N5WRWNW", host: "www.amazon.com",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B08N5WRWNW",
+				Title:        "Noise Cancelling Wireless Headphones, Black",
+				ImageURL:     "https://m.media-amazon.com/images/I/61EXAMPLEL._SL500_.jpg",
+				ProductURL:   "https://www.amazon.com/dp/B08N5WRWNW",
+				Currency:     "USD",
+				Price:        decimal.RequireFromString("248"),
+				Availability: models.InStock,
+				UpstreamID:   "B08N5WRWNW",
+				Listing:      "Amazon.com",
+			},
+		},
+		{
+			name: "no buy-box winner: the first offer, its merchant named by id", fixture: "getitems_no_buybox.json", asin: "B0C1NOBBX1", host: "www.amazon.com",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B0C1NOBBX1",
+				Title:        "Hand-Thrown Stoneware Mug, 12 oz",
+				ProductURL:   "https://www.amazon.com/dp/B0C1NOBBX1",
+				Currency:     "USD",
+				Price:        decimal.RequireFromString("32"),
+				Availability: models.InStock,
+				UpstreamID:   "B0C1NOBBX1",
+				Listing:      "A3POTTERY000",
+			},
+		},
+		{
+			name: "euro storefront", fixture: "getitems_de.json", asin: "B0DE00EUR1", host: "www.amazon.de",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B0DE00EUR1",
+				Title:        "Kaffeevollautomat mit Milchsystem, Edelstahl",
+				ImageURL:     "https://m.media-amazon.com/images/I/71DEEXAMPL._SL500_.jpg",
+				ProductURL:   "https://www.amazon.de/dp/B0DE00EUR1",
+				Currency:     "EUR",
+				Price:        decimal.RequireFromString("1234.50"),
+				Availability: models.InStock,
+				UpstreamID:   "B0DE00EUR1",
+				Listing:      "Amazon.de",
+			},
+		},
+		{
+			name: "found item of a partial result", fixture: "getitems_partial.json", asin: "B07YCM5K55", host: "www.amazon.com",
+			want: models.Product{
+				Marketplace: models.MarketplaceAmazon, ID: "B07YCM5K55",
+				Title:        "Anker PowerCore 10000 Portable Charger, 10000mAh Power Bank",
+				ImageURL:     "https://m.media-amazon.com/images/I/41a8Vqz5SXL._SL500_.jpg",
+				ProductURL:   "https://www.amazon.com/dp/B07YCM5K55",
+				Currency:     "USD",
+				Price:        decimal.RequireFromString("19.99"),
+				Availability: models.InStock,
+				UpstreamID:   "B07YCM5K55",
+				Listing:      "Amazon.com",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readAnswer(http.StatusOK, fixture(t, tt.fixture), tt.asin, mustStorefront(t, tt.host))
+			require.NoError(t, err)
+			assert.True(t, tt.want.Price.Equal(got.Price), "price %s, want %s", got.Price, tt.want.Price)
+			got.Price, tt.want.Price = decimal.Zero, decimal.Zero
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestReadAnswerNotBuyable(t *testing.T) {
+	tests := []struct {
+		name    string
+		fixture string
+		status  int
+		asin    string
+		message string
+	}{
+		{"out of stock", "getitems_availability.json", 200, "B09V3KXJPB", "This product is out of stock at Amazon"},
+		{"pre-order", "getitems_availability.json", 200, "B0DPREORD1", "This product is only available for pre-order at Amazon"},
+		{"lead time", "getitems_availability.json", 200, "B07LEADTM1", "This product is not in stock at Amazon: it ships only after a lead time"},
+		{"available on a later date", "getitems_availability.json", 200, "B0AVDATE01", "This product is not available at Amazon yet"},
+		{"unavailable", "getitems_availability.json", 200, "B01UNAVAIL", "This product is currently unavailable at Amazon"},
+		{"unknown availability", "getitems_availability.json", 200, "B0UNKNOWN1", "Amazon does not say this product is in stock"},
+		{"no offers", "getitems_no_offers.json", 200, "B00NOOFFER", "This product has no offer that can be bought at Amazon"},
+		{"no price", "getitems_no_price.json", 200, "B00NOPRICE", "This product has no offer that can be bought at Amazon: it has no price"},
+		{"not accessible, partial result", "getitems_partial.json", 200, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
+		{"not accessible, errors only", "getitems_not_accessible.json", 200, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
+		{"not accessible, answered 404", "getitems_not_accessible.json", 404, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
+		{"left out without an error", "getitems_buybox.json", 200, "B0MISSING0", "This product was not found at Amazon, or Amazon does not provide its data"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readAnswer(tt.status, fixture(t, tt.fixture), tt.asin, mustStorefront(t, "www.amazon.com"))
+			me := requireCode(t, err, models.CodeProductUnavailable)
+			assert.Equal(t, tt.message, me.Message)
+		})
+	}
+}
+
+// TestReadAnswerAvailabilityTypes pins the rule itself: only the two
+// in-stock types can be bought, whatever else the API may add.
+func TestReadAnswerAvailabilityTypes(t *testing.T) {
+	base := fixture(t, "getitems_availability.json")
+	for _, kind := range []string{"IN_STOCK", "IN_STOCK_SCARCE", "OUT_OF_STOCK", "PREORDER", "LEADTIME",
+		"AVAILABLE_DATE", "UNAVAILABLE", "UNKNOWN", "", "BACKORDERED"} {
+		t.Run(kind, func(t *testing.T) {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(base, &m))
+			first := m["itemsResult"].(map[string]any)["items"].([]any)[0].(map[string]any)
+			l := first["offersV2"].(map[string]any)["listings"].([]any)[0].(map[string]any)
+			if kind == "" {
+				delete(l, "availability")
+			} else {
+				l["availability"] = map[string]any{"type": kind}
+			}
+			body, err := json.Marshal(m)
+			require.NoError(t, err)
+
+			p, err := readAnswer(http.StatusOK, body, "B07YCM5K55", mustStorefront(t, "www.amazon.com"))
+			if kind == "IN_STOCK" || kind == "IN_STOCK_SCARCE" {
+				require.NoError(t, err)
+				assert.Equal(t, models.InStock, p.Availability)
+				return
+			}
+			requireCode(t, err, models.CodeProductUnavailable)
+		})
+	}
+}
+
+// TestReadAnswerAmountIsExact proves the amount never goes through a
+// float: 90071992547409.93 has more digits than a float64 holds.
+func TestReadAnswerAmountIsExact(t *testing.T) {
+	p, err := readAnswer(http.StatusOK, fixture(t, "getitems_large_amount.json"), "B0BIGPRICE", mustStorefront(t, "www.amazon.co.jp"))
+	require.NoError(t, err)
+	assert.Equal(t, "90071992547409.93", p.Price.String())
+	assert.Equal(t, "JPY", p.Currency)
+	assert.Equal(t, "https://www.amazon.co.jp/dp/B0BIGPRICE", p.ProductURL)
+}
+
+func TestReadAnswerUnreadablePrices(t *testing.T) {
+	tests := []struct {
+		name  string
+		money string
+	}{
+		{"zero", `{"amount": 0, "currency": "USD"}`},
+		{"negative", `{"amount": -5, "currency": "USD"}`},
+		{"no currency", `{"amount": 19.99}`},
+		{"bad currency", `{"amount": 19.99, "currency": "dollars"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"itemsResult":{"items":[{"asin":"B07YCM5K55","offersV2":{"listings":[{"availability":{"type":"IN_STOCK"},` +
+				`"isBuyBoxWinner":true,"price":{"money":` + tt.money + `}}]}}]}}`
+			_, err := readAnswer(http.StatusOK, []byte(body), "B07YCM5K55", mustStorefront(t, "www.amazon.com"))
+			requireCode(t, err, models.CodeProductUnavailable)
+		})
+	}
+}
+
+func TestReadAnswerUpstreamFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		body      []byte
+		codes     []string
+		retryable bool
+	}{
+		{"throttled", 429, fixture(t, "error_throttled.json"), []string{"TooManyRequests"}, true},
+		{"server error", 500, fixture(t, "error_internal.json"), []string{"InternalFailure"}, true},
+		{"server error without a body", 503, nil, nil, true},
+		{"unauthorized", 401, fixture(t, "error_unauthorized.json"), []string{"UnauthorizedException/Unauthorized"}, false},
+		{"forbidden", 403, fixture(t, "error_forbidden.json"), []string{"ForbiddenException/AssociateNotEligible"}, false},
+		{"bad request", 400, fixture(t, "error_invalid_partner_tag.json"), []string{"InvalidPartnerTag"}, false},
+		{"404 not about items", 404, []byte(`<html>not found</html>`), nil, false},
+		{"200 about the call", 200, fixture(t, "error_invalid_partner_tag.json"), []string{"InvalidPartnerTag"}, false},
+		{"200 unreadable", 200, []byte(`{"itemsResult": [`), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readAnswer(tt.status, tt.body, "B07YCM5K55", mustStorefront(t, "www.amazon.com"))
+			var ue *upstreamError
+			require.True(t, errors.As(err, &ue), "not an upstreamError: %v", err)
+			assert.Equal(t, tt.status, ue.Status)
+			assert.Equal(t, tt.codes, ue.Codes)
+			assert.Equal(t, tt.retryable, ue.retryable())
+			// What reaches logs never carries the upstream's messages.
+			assert.NotContains(t, err.Error(), "eligibility")
+			assert.NotContains(t, err.Error(), "throttling")
+		})
+	}
+}
+
+func TestRequestBody(t *testing.T) {
+	b, err := json.Marshal(getItemsRequest{ItemIDs: []string{"B07YCM5K55"}, ItemIDType: "ASIN", PartnerTag: "memocart-20", Resources: resources})
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, []any{"B07YCM5K55"}, m["itemIds"])
+	assert.Equal(t, "ASIN", m["itemIdType"])
+	assert.Equal(t, "memocart-20", m["partnerTag"])
+	for _, r := range []string{"itemInfo.title", "images.primary.large", "offersV2.listings.price",
+		"offersV2.listings.availability", "offersV2.listings.isBuyBoxWinner", "offersV2.listings.merchantInfo"} {
+		assert.True(t, slices.Contains(resources, r), r)
+	}
+}
+
+func TestStorefronts(t *testing.T) {
+	tests := []struct {
+		host  string
+		group RegionGroup
+		ok    bool
+	}{
+		{"www.amazon.com", NA, true}, {"amazon.ca", NA, true}, {"www.amazon.com.mx", NA, true}, {"www.amazon.com.br", NA, true},
+		{"www.amazon.co.uk", EU, true}, {"www.amazon.de", EU, true}, {"www.amazon.fr", EU, true}, {"www.amazon.it", EU, true},
+		{"www.amazon.es", EU, true}, {"www.amazon.nl", EU, true}, {"www.amazon.se", EU, true}, {"www.amazon.pl", EU, true},
+		{"www.amazon.com.tr", EU, true}, {"www.amazon.ae", EU, true}, {"www.amazon.sa", EU, true}, {"www.amazon.eg", EU, true},
+		{"www.amazon.in", EU, true}, {"www.amazon.ie", EU, true}, {"www.amazon.com.be", EU, true},
+		{"www.amazon.co.jp", FE, true}, {"www.amazon.sg", FE, true}, {"www.amazon.com.au", FE, true},
+		{"www.amazon.cn", "", true},
+		{"", NA, true},
+		{"www.amazon.com.evil.example", "", false}, {"amzn.to", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			sf, ok := storefrontOf(tt.host)
+			require.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.group, sf.group)
+		})
+	}
+}

@@ -1,0 +1,348 @@
+package ebay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/memocart/memocart/models"
+)
+
+// Defaults of Config.
+const (
+	DefaultAPIURL            = "https://api.ebay.com"
+	SandboxAPIURL            = "https://api.sandbox.ebay.com"
+	DefaultRequestsPerSecond = 2
+	DefaultTimeout           = 10 * time.Second
+)
+
+// The retry policy for throttling, outages and timeouts. Three attempts
+// ride out a blip; more would spend the daily quota on an outage and keep
+// a client waiting for an answer that is "retry later" anyway.
+const (
+	maxAttempts  = 3
+	backoffMin   = 250 * time.Millisecond
+	backoffMax   = 2 * time.Second
+	maxRetryWait = 5 * time.Second // a longer Retry-After is answered at once
+)
+
+// maxBodySize bounds an item body. Real ones run to a few hundred
+// kilobytes (the seller's description is inline).
+const maxBodySize = 8 << 20
+
+// Config configures a Catalog.
+type Config struct {
+	// APIURL is the API's base URL: DefaultAPIURL, SandboxAPIURL, or a
+	// test server's. Default DefaultAPIURL.
+	APIURL string
+	// ClientID and ClientSecret are the application keyset's App ID and
+	// Cert ID. Both empty leaves live eBay data off: every lookup answers
+	// live_mode_unavailable.
+	ClientID     string
+	ClientSecret string
+	// RequestsPerSecond paces calls to the Browse API for the whole
+	// application (eBay's limits are per application). Default 2.
+	RequestsPerSecond float64
+	// Timeout bounds each HTTP request, the token request included.
+	// Default 10s.
+	Timeout time.Duration
+	// HTTPClient makes every request. Default a fresh client.
+	HTTPClient *http.Client
+	// Logger receives the failures API clients only see as a code.
+	// Default: discard.
+	Logger *slog.Logger
+	// Now decides whether a listing has ended. Default time.Now.
+	Now func() time.Time
+}
+
+// Catalog is the live product catalog of the auction marketplace: it looks
+// listings up in eBay's Browse API and prices those that can be bought at
+// a fixed price now. It is safe for concurrent use.
+type Catalog struct {
+	apiURL  string
+	tokens  *tokenCache // nil when not configured
+	limiter *rate.Limiter
+	timeout time.Duration
+	client  *http.Client
+	log     *slog.Logger
+	now     func() time.Time
+
+	// The retry policy, fields so tests can shorten the waits.
+	backoffMin, backoffMax time.Duration
+	jitter                 func(n int64) int64
+}
+
+// New returns a catalog for cfg, or an error if cfg is inconsistent.
+func New(cfg Config) (*Catalog, error) {
+	if cfg.APIURL == "" {
+		cfg.APIURL = DefaultAPIURL
+	}
+	u, err := url.Parse(cfg.APIURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+		return nil, fmt.Errorf("ebay: APIURL %q is not an http(s) base URL", cfg.APIURL)
+	}
+	if (cfg.ClientID == "") != (cfg.ClientSecret == "") {
+		return nil, errors.New("ebay: set both ClientID and ClientSecret, or neither")
+	}
+	switch {
+	case cfg.RequestsPerSecond < 0:
+		return nil, errors.New("ebay: RequestsPerSecond must not be negative")
+	case cfg.RequestsPerSecond == 0:
+		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+	}
+	switch {
+	case cfg.Timeout < 0:
+		return nil, errors.New("ebay: Timeout must not be negative")
+	case cfg.Timeout == 0:
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c := &Catalog{
+		apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
+		// A burst of one second's worth lets the few items of a cart go
+		// out together while the average stays at the rate.
+		limiter:    rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), max(1, int(cfg.RequestsPerSecond))),
+		timeout:    cfg.Timeout,
+		client:     cfg.HTTPClient,
+		log:        cfg.Logger,
+		now:        cfg.Now,
+		backoffMin: backoffMin,
+		backoffMax: backoffMax,
+		jitter:     rand.Int64N,
+	}
+	if cfg.ClientID != "" {
+		c.tokens = newTokenCache(c.apiURL, cfg.ClientID, cfg.ClientSecret, cfg.HTTPClient)
+	}
+	return c, nil
+}
+
+// Product returns the listing ref names, priced for ref.ShipTo's country
+// when set. A listing that cannot be bought at a fixed price now (auction,
+// ended, out of stock, gone, a multi-variation listing linked without its
+// variation) is a product_unavailable error saying why. eBay being down,
+// throttling or rejecting Memocart's credentials is marketplace_unavailable
+// after a few attempts; a ref no parser would produce is invalid_url.
+func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Product, error) {
+	if c.tokens == nil {
+		return models.Product{}, models.Errorf(models.CodeLiveUnavailable, msgNotConfigured)
+	}
+	marketplace, err := checkRef(ref)
+	if err != nil {
+		return models.Product{}, err
+	}
+	log := c.log.With("item", ref.ID, "marketplace", marketplace)
+
+	refreshed := false
+	for attempt := 1; ; {
+		p, err := c.lookup(ctx, ref, marketplace)
+		if err == nil {
+			return p, nil
+		}
+		if ctx.Err() != nil {
+			return models.Product{}, marketplaceUnavailable(ctx.Err())
+		}
+		var ue *upstreamError
+		if !errors.As(err, &ue) {
+			// An answer about the listing itself, or a call cut short.
+			if errors.Is(err, errNoTime) {
+				return models.Product{}, marketplaceUnavailable(err)
+			}
+			return models.Product{}, err
+		}
+		switch {
+		case ue.Status == http.StatusUnauthorized && !refreshed:
+			// The token expired or was revoked early: one fresh token.
+			refreshed = true
+			continue
+		case ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden:
+			log.Error("ebay: credentials rejected by the Browse API", "status", ue.Status, "error_ids", ue.ErrorIDs)
+			return models.Product{}, marketplaceUnavailable(ue)
+		case !ue.retryable():
+			log.Warn("ebay: unexpected answer", "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
+			return models.Product{}, ue
+		case attempt >= maxAttempts:
+			log.Warn("ebay: giving up", "attempts", attempt, "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
+			return models.Product{}, marketplaceUnavailable(ue)
+		}
+		wait := max(c.backoff(attempt), ue.RetryAfter)
+		if wait > maxRetryWait || !fits(ctx, wait) {
+			log.Warn("ebay: no time to retry", "attempts", attempt, "wait", wait, "status", ue.Status, "error_ids", ue.ErrorIDs)
+			return models.Product{}, marketplaceUnavailable(ue)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return models.Product{}, marketplaceUnavailable(err)
+		}
+		attempt++
+	}
+}
+
+// errNoTime marks a call not made because the caller's deadline would
+// pass first.
+var errNoTime = errors.New("ebay: not enough time left before the deadline")
+
+// lookup makes one getItemByLegacyId call, fetching a token first if
+// needed, and interprets the answer. Throttling, outages and rejected
+// tokens come back as *upstreamError for Product to act on.
+func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace string) (models.Product, error) {
+	tctx, cancel := context.WithTimeout(ctx, c.timeout)
+	token, err := c.tokens.get(tctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return models.Product{}, ctx.Err()
+		}
+		if credentialsRejected(err) {
+			c.log.Error("ebay: credentials rejected by the token endpoint",
+				"status", tokenStatus(err), "oauth_error", tokenErrorCode(err))
+			return models.Product{}, marketplaceUnavailable(err)
+		}
+		return models.Product{}, &upstreamError{Status: tokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+	}
+
+	// The pacing wait uses the caller's context, not the request timeout:
+	// waiting for a slot is not the request being slow.
+	if err := c.limiter.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			return models.Product{}, ctx.Err()
+		}
+		return models.Product{}, fmt.Errorf("%w: %w", errNoTime, err)
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.itemURL(ref), nil)
+	if err != nil {
+		return models.Product{}, fmt.Errorf("ebay: building request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-EBAY-C-MARKETPLACE-ID", marketplace)
+	if ctxHeader := endUserContext(ref.ShipTo); ctxHeader != "" {
+		req.Header.Set("X-EBAY-C-ENDUSERCTX", ctxHeader)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return models.Product{}, ctx.Err()
+		}
+		return models.Product{}, &upstreamError{Err: err}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize))
+	if err != nil {
+		if ctx.Err() != nil {
+			return models.Product{}, ctx.Err()
+		}
+		return models.Product{}, &upstreamError{Status: resp.StatusCode, Err: fmt.Errorf("reading body: %w", err)}
+	}
+
+	p, err := readAnswer(ref, resp.StatusCode, body, c.now())
+	var ue *upstreamError
+	if errors.As(err, &ue) {
+		ue.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		if ue.Status == http.StatusUnauthorized {
+			c.tokens.drop(token)
+		}
+	}
+	return p, err
+}
+
+// itemURL is the getItemByLegacyId call for ref.
+func (c *Catalog) itemURL(ref models.ProductRef) string {
+	q := url.Values{"legacy_item_id": {ref.ID}}
+	if ref.Variation != "" {
+		q.Set("legacy_variation_id", ref.Variation)
+	}
+	return c.apiURL + "/buy/browse/v1/item/get_item_by_legacy_id?" + q.Encode()
+}
+
+// endUserContext is the X-EBAY-C-ENDUSERCTX header that makes eBay quote
+// availability and shipping for a destination country. Its
+// contextualLocation value is itself URL-encoded, as eBay documents:
+// "contextualLocation=country%3DUS". A malformed country sends nothing.
+func endUserContext(shipTo string) string {
+	cc := strings.ToUpper(shipTo)
+	if len(cc) != 2 || cc[0] < 'A' || cc[0] > 'Z' || cc[1] < 'A' || cc[1] > 'Z' {
+		return ""
+	}
+	return "contextualLocation=" + url.QueryEscape("country="+cc)
+}
+
+// checkRef returns the marketplace id of ref, or invalid_url for a ref
+// ParseProductURL would not have produced.
+func checkRef(ref models.ProductRef) (string, error) {
+	bad := func(why string) error {
+		return models.Errorf(models.CodeInvalidURL, "%s: %s", models.DefaultMessage(models.CodeInvalidURL), why)
+	}
+	if ref.Marketplace != models.MarketplaceEbay {
+		return "", bad("not an eBay link")
+	}
+	if !models.IsEbayItemID(ref.ID) {
+		return "", bad("malformed item id")
+	}
+	if v := ref.Variation; v != "" && (len(v) > 19 || strings.Trim(v, "0123456789") != "") {
+		return "", bad("malformed variation id")
+	}
+	marketplace, ok := marketplaceID(ref.Host)
+	if !ok {
+		return "", bad("unknown eBay site")
+	}
+	return marketplace, nil
+}
+
+// backoff returns the wait after the attempt-th failure: exponential from
+// backoffMin, capped at backoffMax, with "equal jitter" (between half and
+// all of the step) so callers failing together do not retry in lockstep.
+func (c *Catalog) backoff(attempt int) time.Duration {
+	step := c.backoffMin
+	for i := 1; i < attempt && step < c.backoffMax; i++ {
+		step *= 2
+	}
+	step = min(step, c.backoffMax)
+	half := step / 2
+	if half <= 0 {
+		return step
+	}
+	return half + time.Duration(c.jitter(int64(step-half)+1))
+}
+
+// fits reports whether waiting d still leaves ctx time for a request.
+func fits(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// marketplaceUnavailable is the answer for eBay being down, throttling,
+// refusing Memocart, or too slow for the caller: safe to retry later. The
+// cause stays in the chain for logs and errors.Is, never in the message.
+func marketplaceUnavailable(cause error) error {
+	return fmt.Errorf("ebay: %w: %w", models.Errorf(models.CodeMarketplaceUnavailable, msgUnavailable), cause)
+}
