@@ -40,10 +40,6 @@ const (
 	devZincWebhookSecret = "whsec_memocartdevlive"
 )
 
-// devZincTimings make a dev order move on every few seconds, so a person
-// watching sees it bought, shipped and delivered within a minute.
-var devZincTimings = zinctest.Timings{Placed: 5 * time.Second, Shipped: 10 * time.Second, InTransit: 15 * time.Second, Delivered: 20 * time.Second}
-
 // startDevLive starts the test servers (or takes the test's) and points
 // live mode at them. The returned stop closes what it started.
 func startDevLive(e *env) (*devLiveServers, func(), error) {
@@ -52,7 +48,7 @@ func startDevLive(e *env) (*devLiveServers, func(), error) {
 		srv = &devLiveServers{
 			creators: creatorstest.New(),
 			browse:   browsetest.New(),
-			zinc:     zinctest.New(zinctest.WithAPIKey(devZincKey), zinctest.WithTimings(devZincTimings), zinctest.WithRealClock()),
+			zinc:     zinctest.New(zinctest.WithAPIKey(devZincKey), zinctest.WithTimings(zinctest.DevTimings), zinctest.WithRealClock()),
 			horizon:  horizontest.New(devLiveAccount),
 		}
 		stop = func() {
@@ -72,12 +68,16 @@ func startDevLive(e *env) (*devLiveServers, func(), error) {
 	c.EbayAPIURL = srv.browse.URL
 	c.EbayClientID, c.EbayClientSecret = srv.browse.Credentials()
 	c.ZincAPIURL, c.ZincAPIKey, c.ZincWebhookSecret = srv.zinc.URL, devZincKey, devZincWebhookSecret
-	if c.ZincPoll == (models.PollSchedule{}) || e.getenv("MEMOCART_ZINC_POLL_SCHEDULE") == "" {
+	if e.getenv("MEMOCART_ZINC_POLL_SCHEDULE") == "" {
 		c.ZincPoll = models.PollSchedule{First: 3 * time.Second, Pending: 3 * time.Second, Ordered: 3 * time.Second, Shipped: 3 * time.Second}
 	}
-	c.StellarNetwork, c.StellarAccount, c.StellarHorizonURL = models.StellarTestnet, devLiveAccount, srv.horizon.URL
-	if e.getenv("MEMOCART_STELLAR_USDC_ISSUER") == "" {
-		c.USDCIssuer = models.DefaultUSDCIssuer(models.StellarTestnet)
+	// Payments go to the Horizon test server, unless the receiving side
+	// is configured explicitly (the end-to-end tests pick their own).
+	if e.getenv("MEMOCART_STELLAR_ACCOUNT") == "" {
+		c.StellarNetwork, c.StellarAccount, c.StellarHorizonURL = models.StellarTestnet, devLiveAccount, srv.horizon.URL
+		if e.getenv("MEMOCART_STELLAR_USDC_ISSUER") == "" {
+			c.USDCIssuer = models.DefaultUSDCIssuer(models.StellarTestnet)
+		}
 	}
 	srv.horizon.SetUSDCIssuer(c.USDCIssuer)
 	e.live = liveClients{http: e.live.http, amazon: srv.creators.Client(), shortLinks: srv.creators.Client()}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/amazon/creatorstest"
+	"github.com/memocart/memocart/activities/ebay/browsetest"
 	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/activities/zinc"
+	"github.com/memocart/memocart/activities/zinc/zinctest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
@@ -32,13 +37,35 @@ var (
 )
 
 // liveStack is a dev stack taking live orders paid through a Horizon test
-// server, and the pieces a test needs to drive it.
+// server, previewed and bought through the marketplaces' and Zinc's test
+// servers, and the pieces a test needs to drive it.
 type liveStack struct {
 	*stack
 	horizon *horizontest.Server
+	servers *devLiveServers
 	liveKey string
 	store   *sqlstore.Store
 	dsn     string
+}
+
+// newLiveServers starts the providers' test servers for one test and
+// makes `memocart dev` use them (MEMOCART_DEV_LIVE=testservers). Zinc's
+// clock stands still until the test moves it.
+func newLiveServers(t testing.TB, hz *horizontest.Server) *devLiveServers {
+	srv := &devLiveServers{
+		creators: creatorstest.New(),
+		browse:   browsetest.New(),
+		zinc:     zinctest.New(zinctest.WithAPIKey(devZincKey)),
+		horizon:  hz,
+	}
+	t.Cleanup(func() {
+		srv.creators.Close()
+		srv.browse.Close()
+		srv.zinc.Close()
+	})
+	testHookLiveServers = srv
+	t.Cleanup(func() { testHookLiveServers = nil })
+	return srv
 }
 
 // coinbaseStub answers the spot price endpoint with a fixed XLM price.
@@ -57,6 +84,8 @@ func coinbaseStub(t testing.TB, price string) string {
 
 func liveEnv(t testing.TB, hz *horizontest.Server, extra map[string]string) map[string]string {
 	env := map[string]string{
+		"MEMOCART_DEV_LIVE":            "testservers",
+		"MEMOCART_ZINC_POLL_SCHEDULE":  "300ms,300ms,300ms,300ms",
 		"MEMOCART_STELLAR_NETWORK":     "testnet",
 		"MEMOCART_STELLAR_ACCOUNT":     liveAccount,
 		"MEMOCART_STELLAR_HORIZON_URL": hz.URL,
@@ -72,6 +101,7 @@ func startLive(t testing.TB, dialect string, extra map[string]string) *liveStack
 	t.Helper()
 	hz := horizontest.New(liveAccount)
 	t.Cleanup(hz.Close)
+	servers := newLiveServers(t, hz)
 	env := liveEnv(t, hz, extra)
 	if dialect == "postgres" {
 		env["MEMOCART_DATABASE_URL"] = sqlstoretest.DSN(t, "postgres")
@@ -80,7 +110,7 @@ func startLive(t testing.TB, dialect string, extra map[string]string) *liveStack
 		env["MEMOCART_DATA_DIR"] = t.TempDir()
 	}
 	s := startDev(t, dialect, env)
-	ls := &liveStack{stack: s, horizon: hz, liveKey: s.createKey("dev", "live", "pro")}
+	ls := &liveStack{stack: s, horizon: hz, servers: servers, liveKey: s.createKey("dev", "live", "pro")}
 	ls.dsn = env["MEMOCART_DATABASE_URL"]
 	if ls.dsn == "" {
 		ls.dsn = "sqlite://" + filepath.Join(env["MEMOCART_DATA_DIR"], "memocart.db")
@@ -97,9 +127,9 @@ func startLive(t testing.TB, dialect string, extra map[string]string) *liveStack
 	return ls
 }
 
-// liveOrder creates a live order. Live carts cannot be made through the
-// API yet (no live catalog), so the cart is seeded in the database as the
-// catalog would price it; the order itself goes through the API.
+// liveOrder creates a live order of a seeded cart of a known total, for the
+// tests of the payment rules (carts through the live catalog are priced by
+// the test servers); the order itself goes through the API.
 func (s *liveStack) liveOrder(asset string) map[string]any {
 	s.t.Helper()
 	ctx := context.Background()
@@ -190,40 +220,28 @@ func (s *liveStack) with(t testing.TB) *liveStack {
 
 func paymentID(token string) string { return "stellar:testnet:" + token }
 
-func TestE2ELiveExactPaymentMovesOnToSourcing(t *testing.T) {
-	for _, d := range dialects() {
-		t.Run(d, func(t *testing.T) {
-			s := startLive(t, d, nil)
-			o := s.liveOrder("USDC")
-			assert.Equal(t, liveAccount, str(o, "payment_address"))
-			assert.Equal(t, "testnet", str(o, "payment_network"))
-			assert.Equal(t, usdcIssuer, str(o, "payment_asset_issuer"))
-			assert.Equal(t, "117.73", str(o, "payment_amount"))
-			assert.Contains(t, str(o, "payment_uri"), "web+stellar:pay?destination="+liveAccount)
-			assert.Contains(t, str(o, "payment_uri"), "memo="+str(o, "number"))
+func TestE2ELiveExactPaymentIsPlacedWithZinc(t *testing.T) {
+	s := startLive(t, "sqlite", nil)
+	o := s.liveOrder("USDC")
+	assert.Equal(t, liveAccount, str(o, "payment_address"))
+	assert.Equal(t, "testnet", str(o, "payment_network"))
+	assert.Equal(t, usdcIssuer, str(o, "payment_asset_issuer"))
+	assert.Equal(t, "117.73", str(o, "payment_amount"))
+	assert.Contains(t, str(o, "payment_uri"), "web+stellar:pay?destination="+liveAccount)
+	assert.Contains(t, str(o, "payment_uri"), "memo="+str(o, "number"))
 
-			s.pay(usdc("117.73", str(o, "number")))
-			final, _ := s.waitStatus(s.liveKey, str(o, "number"), "paid")
-			assert.Equal(t, "confirmed", str(final, "payment_status"))
+	s.pay(usdc("117.73", str(o, "number")))
+	final, _ := s.waitStatus(s.liveKey, str(o, "number"), "paid")
+	assert.Equal(t, "confirmed", str(final, "payment_status"))
 
-			// No live fulfiller exists yet: sourcing runs and keeps
-			// retrying, visibly, while the order stays paid.
-			require.Eventually(t, func() bool {
-				desc, err := s.client.DescribeWorkflowExecution(context.Background(), models.WorkflowID(str(o, "id")), "")
-				if err != nil {
-					return false
-				}
-				for _, a := range desc.GetPendingActivities() {
-					if a.GetActivityType().GetName() == "SourceOrder" && a.GetLastFailure() != nil {
-						return true
-					}
-				}
-				return false
-			}, 30*time.Second, 100*time.Millisecond, "the workflow moved on to sourcing")
-			_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
-			assert.Equal(t, "paid", str(obj(b, "order"), "status"))
-		})
-	}
+	// Paid: placed with Zinc once, for at most what the customer paid for
+	// goods, shipping and tax (117.73 less the 3.00 service fee).
+	id := str(o, "id")
+	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(id) == 1 }, 30*time.Second, 50*time.Millisecond)
+	z := s.zincOrder(id)
+	assert.Equal(t, int64(11473), z.MaxPrice)
+	assert.Equal(t, str(o, "number"), z.PONumber)
+	assert.Equal(t, id, z.Metadata["memocart_order_id"])
 }
 
 // TestE2ELivePaymentPolicy shows every row of the payer-error policy end
@@ -410,4 +428,220 @@ func TestE2EPaymentsCommand(t *testing.T) {
 	out = runCmd("payments", "mark-refunded", "--order", str(o, "number"), "--tx", "refund-tx-hash")
 	assert.Contains(t, out, "marked refunded")
 	assert.NotContains(t, runCmd("payments", "list"), "paid more than the amount due")
+}
+
+// zincOrder returns the Zinc test server's order placed under key.
+func (s *liveStack) zincOrder(key string) zinctest.Order {
+	s.t.Helper()
+	for _, z := range s.servers.zinc.Orders() {
+		if z.IdempotencyKey == key {
+			return z
+		}
+	}
+	s.t.Fatalf("no Zinc order with idempotency key %s", key)
+	return zinctest.Order{}
+}
+
+// preview previews url with the live key.
+func (s *liveStack) preview(url string) (int, map[string]any) {
+	s.t.Helper()
+	return s.do(s.liveKey, "POST", "/v1/products/preview", map[string]any{"url": url})
+}
+
+// liveCartOrder creates a cart of urls (quantity 1 each) and an order of
+// it with the live key, through the API.
+func (s *liveStack) liveCartOrder(urls ...string) map[string]any {
+	s.t.Helper()
+	return s.newOrder(s.liveKey, urls...)
+}
+
+// payInFull pays an order's amount with its memo on the Horizon test server.
+func (s *liveStack) payInFull(o map[string]any) {
+	s.pay(usdc(str(o, "payment_amount"), str(o, "number")))
+}
+
+// TestE2ELiveMarketplacesToDelivered walks the live path on both
+// marketplaces: previews (a short link too), carts priced by the catalogs,
+// Stellar payment, one Zinc order each, and the parcel followed to the door
+// with Zinc's carrier, tracking number and date.
+func TestE2ELiveMarketplacesToDelivered(t *testing.T) {
+	for _, d := range dialects() {
+		t.Run(d, func(t *testing.T) {
+			s := startLive(t, d, nil)
+
+			amazonURL := "https://www.amazon.com/dp/B0LIVE0001"
+			code, b := s.preview(amazonURL)
+			require.Equal(t, http.StatusOK, code, b)
+			p := obj(b, "product")
+			wantPrice, wantCurrency := creatorstest.Price("B0LIVE0001", "www.amazon.com")
+			assert.Equal(t, wantPrice, str(p, "price"))
+			assert.Equal(t, wantCurrency, str(p, "currency"))
+			assert.Equal(t, creatorstest.Title("B0LIVE0001"), str(p, "title"))
+			assert.Equal(t, "in_stock", str(p, "availability"))
+
+			code, b = s.preview("https://amzn.to/liveShort1")
+			require.Equal(t, http.StatusOK, code, b)
+			assert.Equal(t, "https://www.amazon.com/dp/"+creatorstest.ShortLinkASIN("liveShort1"), str(obj(b, "product"), "product_url"))
+
+			ebayURL := "https://www.ebay.com/itm/123456789012"
+			code, b = s.preview(ebayURL)
+			require.Equal(t, http.StatusOK, code, b)
+			assert.Equal(t, "ebay", str(obj(b, "product"), "marketplace"))
+			assert.Contains(t, str(obj(b, "product"), "title"), "123456789012")
+
+			code, b = s.preview("https://www.ebay.com/itm/" + browsetest.AuctionItem)
+			assert.Equal(t, http.StatusUnprocessableEntity, code, b)
+			assert.Equal(t, "product_unavailable", str(obj(b, "error"), "code"))
+			assert.Contains(t, str(obj(b, "error"), "message"), "auction")
+
+			// The cart keeps each line's snapshot of its listing.
+			code, b = s.do(s.liveKey, "POST", "/v1/carts", map[string]any{
+				"items": []map[string]any{{"product_url": amazonURL, "quantity": 2}, {"product_url": "https://amzn.to/liveShort1", "quantity": 1}}, "ship_to_country": "US"})
+			require.Equal(t, http.StatusCreated, code, b)
+			items := obj(b, "cart")["items"].([]any)
+			first := items[0].(map[string]any)
+			assert.Equal(t, "B0LIVE0001", str(first, "upstream_id"))
+			assert.NotEmpty(t, str(first, "listing"))
+
+			amazonOrder := s.liveCartOrder(amazonURL)
+			ebayOrder := s.liveCartOrder(ebayURL)
+			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
+				s.payInFull(o)
+				s.waitStatus(s.liveKey, str(o, "number"), "paid")
+				require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
+			}
+			assert.Contains(t, s.zincOrder(str(ebayOrder, "id")).Products[0].URL, "ebay.com/itm/123456789012")
+
+			// Zinc buys and ships on its clock.
+			s.servers.zinc.Advance(zinctest.DefaultTimings.Placed)
+			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
+				s.waitStatus(s.liveKey, str(o, "number"), "ordered")
+			}
+			s.servers.zinc.Advance(zinctest.DefaultTimings.InTransit)
+			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
+				shipped, _ := s.waitStatus(s.liveKey, str(o, "number"), "shipped")
+				tr := obj(shipped, "tracking")
+				assert.Equal(t, "ups", str(tr, "carrier"))
+				assert.NotEmpty(t, str(tr, "tracking_number"))
+				assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, str(tr, "estimated_delivery"))
+			}
+			s.servers.zinc.Advance(zinctest.DefaultTimings.Delivered)
+			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
+				final, _ := s.waitStatus(s.liveKey, str(o, "number"), "delivered")
+				assert.Equal(t, "confirmed", str(final, "payment_status"))
+				for _, st := range obj(final, "tracking")["steps"].([]any) {
+					assert.True(t, st.(map[string]any)["completed"].(bool), "every step reached: %v", st)
+				}
+				ships := final["shipments"].([]any)
+				require.Len(t, ships, 1)
+				ship := ships[0].(map[string]any)
+				assert.Equal(t, "delivered", str(ship, "status"))
+				assert.Equal(t, str(obj(final, "tracking"), "tracking_number"), str(ship, "tracking_number"))
+				assert.NotEmpty(t, ship["checkpoints"])
+				assert.Equal(t, 1, s.servers.zinc.OrdersCreated(str(o, "id")), "bought exactly once")
+			}
+		})
+	}
+}
+
+// TestE2ELiveFailuresEndFailedWithRefundDue: every way the purchase can go
+// wrong after payment ends the order failed, its money due back, with a
+// reason a client can read; a passing failure at the retailer is placed
+// again and goes through.
+func TestE2ELiveFailuresEndFailedWithRefundDue(t *testing.T) {
+	s := startLive(t, "sqlite", nil)
+	cases := []struct {
+		asin, reason string
+	}{
+		{zinctest.OutOfStockASIN, "out of stock"},
+		{zinctest.PriceAboveMaxASIN, "price rose"},
+		{zinctest.RetailerCancelsASIN, "retailer cancelled"},
+		{zinctest.UndeliverableASIN, "could not deliver"},
+		{zinctest.RejectedASIN, "out of stock"},
+	}
+	orders := make([]map[string]any, len(cases))
+	for i, c := range cases {
+		orders[i] = s.liveCartOrder("https://www.amazon.com/dp/" + c.asin)
+		s.payInFull(orders[i])
+	}
+	retried := s.liveCartOrder("https://www.amazon.com/dp/" + zinctest.RateLimitedOnceASIN)
+	s.payInFull(retried)
+	// Every order paid (the rejected one fails at once when placed).
+	for _, o := range append(orders, retried) {
+		require.Eventually(t, func() bool {
+			_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+			return str(obj(b, "order"), "status") != "created"
+		}, 30*time.Second, 50*time.Millisecond)
+	}
+	// Zinc's clock runs fast from here: three days in a few seconds.
+	s.servers.zinc.SetAutoClock(50_000)
+	for i, c := range cases {
+		t.Run(c.asin, func(t *testing.T) {
+			final, _ := s.with(t).waitStatus(s.liveKey, str(orders[i], "number"), "failed")
+			assert.Equal(t, "refund_due", str(final, "payment_status"))
+			assert.Contains(t, strings.ToLower(str(final, "failure_reason")), c.reason)
+		})
+	}
+	final, _ := s.waitStatus(s.liveKey, str(retried, "number"), "delivered")
+	assert.Equal(t, "confirmed", str(final, "payment_status"))
+	id := str(retried, "id")
+	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "first attempt")
+	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id+"-2"), "placed again once")
+}
+
+// TestE2ELiveOrderPlacedOnceThroughCrashes: Zinc takes the order but the
+// answer is lost (a 500 after creating it), and the
+// whole stack is killed and restarted while the parcel travels: still
+// exactly one Zinc order, and the order is delivered.
+func TestE2ELiveOrderPlacedOnceThroughCrashes(t *testing.T) {
+	dir := t.TempDir()
+	s := startLive(t, "sqlite", map[string]string{"MEMOCART_DATA_DIR": dir})
+	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0002")
+	id := str(o, "id")
+	s.servers.zinc.FailAfterCreate(1)
+	s.payInFull(o)
+	require.Eventually(t, func() bool { return s.servers.zinc.CreateRequests(id) >= 2 }, 60*time.Second, 50*time.Millisecond,
+		"the activity retried after losing Zinc's answer")
+	s.servers.zinc.Advance(zinctest.DefaultTimings.Shipped)
+	s.waitStatus(s.liveKey, str(o, "number"), "shipped")
+
+	s.stop()
+	s.servers.zinc.Advance(zinctest.DefaultTimings.Delivered)
+	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
+	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	s2.waitStatus(s.liveKey, str(o, "number"), "delivered")
+	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "one Zinc order whatever was retried")
+	assert.Len(t, s.servers.zinc.Orders(), 1)
+}
+
+// TestE2ELiveWebhooksDriveProgress: with checks an hour apart, only Zinc's
+// signed webhooks (each delivered twice) can move the order, and they do;
+// a forged delivery is refused.
+func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
+	s := startLive(t, "sqlite", map[string]string{"MEMOCART_ZINC_POLL_SCHEDULE": "1h,1h,1h,1h"})
+	s.servers.zinc.DuplicateWebhooks(true)
+	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0003")
+	s.payInFull(o)
+	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
+	for _, step := range []struct {
+		at     time.Duration
+		status string
+	}{
+		{zinctest.DefaultTimings.Placed, "ordered"},
+		{zinctest.DefaultTimings.InTransit, "shipped"},
+		{zinctest.DefaultTimings.Delivered, "delivered"},
+	} {
+		s.servers.zinc.SetNow(s.servers.zinc.Orders()[0].CreatedAt.Add(step.at))
+		s.waitStatus(s.liveKey, str(o, "number"), step.status)
+	}
+	assert.Positive(t, s.servers.zinc.WebhooksSent())
+
+	body := `{"event":"order.placed","order_id":"` + s.zincOrder(str(o, "id")).ID + `","status":"order_placed"}`
+	req, err := http.NewRequest("POST", s.baseURL+"/webhooks/zinc", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set(zinc.SignatureHeader, "0000")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
