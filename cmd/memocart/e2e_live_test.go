@@ -1,8 +1,10 @@
 package main
 
-// End-to-end tests of live payments: the real `memocart dev` stack, with
-// its Stellar watcher reading a Horizon test server that speaks Horizon's
-// JSON and SSE formats, and every way a payer gets it wrong.
+// End-to-end tests of live mode: the real `memocart dev` stack, with its
+// Stellar watcher reading a Horizon test server that speaks Horizon's JSON
+// and SSE formats (and every way a payer gets it wrong), its live catalog
+// reading the Creators and Browse API test servers, and its orders bought
+// from the Zinc test server.
 
 import (
 	"context"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -644,4 +647,44 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// TestE2EDevLiveTestservers walks the README's live section: `memocart dev`
+// with MEMOCART_DEV_LIVE=testservers runs every provider's test server
+// itself; with the printed live key a person previews, orders, pays on the
+// Horizon test server over HTTP, and reads delivered, with nothing but
+// what dev printed.
+func TestE2EDevLiveTestservers(t *testing.T) {
+	s := startDev(t, "sqlite", map[string]string{"MEMOCART_DEV_LIVE": "testservers"})
+	out := s.out.String()
+	liveKey := regexp.MustCompile(`Live API key:\s+(\S+)`).FindStringSubmatch(out)
+	horizon := regexp.MustCompile(`Horizon \(testnet\):\s+(\S+)`).FindStringSubmatch(out)
+	require.NotNil(t, liveKey, out)
+	require.NotNil(t, horizon, out)
+	key := liveKey[1]
+
+	code, b := s.do(key, "POST", "/v1/products/preview", map[string]any{"url": "https://www.ebay.com/itm/123456789012"})
+	require.Equal(t, http.StatusOK, code, b)
+	cart := s.newCart(key, "https://www.amazon.com/dp/B0DEVLIVE1")
+	// Live orders wait for the payment watcher's first start; a client
+	// retries the same request (503 says so).
+	var o map[string]any
+	require.Eventually(t, func() bool {
+		code, b := s.do(key, "POST", "/v1/orders", orderBody(cart))
+		o = obj(b, "order")
+		return code == http.StatusCreated
+	}, 60*time.Second, 200*time.Millisecond)
+
+	body := `{"asset":"USDC","amount":"` + str(o, "payment_amount") + `","memo":"` + str(o, "payment_memo") + `"}`
+	resp, err := http.Post(horizon[1]+horizontest.ControlPaymentsPath, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+
+	final, seen := s.waitStatus(key, str(o, "number"), "delivered")
+	assert.Equal(t, "confirmed", str(final, "payment_status"))
+	assert.Equal(t, "ups", str(obj(final, "tracking"), "carrier"))
+	assert.NotEmpty(t, str(obj(final, "tracking"), "tracking_number"))
+	assert.NotEmpty(t, str(obj(final, "tracking"), "estimated_delivery"))
+	assert.Equal(t, "created", seen[0])
 }

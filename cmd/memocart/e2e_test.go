@@ -67,6 +67,8 @@ type stack struct {
 	client   client.Client
 	// stop shuts the stack down (as a crash or a deploy would) and waits.
 	stop func()
+	// out is what dev printed on stdout (its banner).
+	out *syncBuffer
 }
 
 var (
@@ -129,7 +131,7 @@ func startDev(t testing.TB, dialect string, overrides map[string]string) *stack 
 	for {
 		s := out.String()
 		if m := apiLine.FindStringSubmatch(s); m != nil {
-			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1], stop: stop}
+			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1], stop: stop, out: out}
 			c, err := client.Dial(client.Options{HostPort: st.temporal, Namespace: "default"})
 			require.NoError(t, err)
 			t.Cleanup(c.Close)
