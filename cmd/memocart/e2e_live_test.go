@@ -543,6 +543,9 @@ func TestE2ELiveMarketplacesToDelivered(t *testing.T) {
 				assert.NotEmpty(t, ship["checkpoints"])
 				assert.Equal(t, 1, s.servers.zinc.OrdersCreated(str(o, "id")), "bought exactly once")
 			}
+			if *recordHistories && d == "sqlite" {
+				writeHistory(t, s.stack, str(amazonOrder, "id"), "order_live_delivered.json")
+			}
 		})
 	}
 }
@@ -590,6 +593,10 @@ func TestE2ELiveFailuresEndFailedWithRefundDue(t *testing.T) {
 	id := str(retried, "id")
 	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "first attempt")
 	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id+"-2"), "placed again once")
+	if *recordHistories {
+		writeHistory(t, s.stack, id, "order_live_placed_again.json")
+		writeHistory(t, s.stack, str(orders[3], "id"), "order_live_undeliverable.json")
+	}
 }
 
 // TestE2ELiveOrderPlacedOnceThroughCrashes: Zinc takes the order but the
@@ -638,6 +645,9 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 		s.waitStatus(s.liveKey, str(o, "number"), step.status)
 	}
 	assert.Positive(t, s.servers.zinc.WebhooksSent())
+	if *recordHistories {
+		writeHistory(t, s.stack, str(o, "id"), "order_live_webhooks.json")
+	}
 
 	body := `{"event":"order.placed","order_id":"` + s.zincOrder(str(o, "id")).ID + `","status":"order_placed"}`
 	req, err := http.NewRequest("POST", s.baseURL+"/webhooks/zinc", strings.NewReader(body))
