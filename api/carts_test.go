@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
 )
 
 // cartResponse is the Cart as served, money kept raw so the test sees
@@ -47,6 +51,9 @@ type cartItemBody struct {
 	Quantity    int             `json:"quantity"`
 	UnitPrice   json.RawMessage `json:"unit_price"`
 	LineTotal   json.RawMessage `json:"line_total"`
+	UpstreamID  string          `json:"upstream_id"`
+	Variation   string          `json:"variation"`
+	Listing     string          `json:"listing"`
 }
 
 type cartItemReq struct {
@@ -357,4 +364,54 @@ func TestGetCart(t *testing.T) {
 			assert.Equal(t, created.ExpiresAt, got.Cart.ExpiresAt)
 		})
 	})
+}
+
+// liveLikeCatalog answers like a live catalog (the sandbox's products with
+// a listing snapshot) and records the refs it was asked for.
+type liveLikeCatalog struct {
+	mu   sync.Mutex
+	refs []models.ProductRef
+}
+
+func (c *liveLikeCatalog) Product(ctx context.Context, ref models.ProductRef) (models.Product, error) {
+	c.mu.Lock()
+	c.refs = append(c.refs, ref)
+	c.mu.Unlock()
+	p, err := sandbox.NewCatalog().Product(ctx, ref)
+	p.UpstreamID, p.Listing = "up-"+p.ID, "Seller of "+p.ID
+	return p, err
+}
+
+func TestCreateLiveCart(t *testing.T) {
+	cat := &liveLikeCatalog{}
+	e := newEnv(t, sqlstore.DialectSQLite, withCatalogs(map[models.Mode]api.Catalog{models.ModeLive: cat}))
+	key := e.key(t, "acme", models.ModeLive, models.TierPro)
+
+	c, _ := createCart(t, e, key, cartJSON("US", cartItemReq{amazonURL, 1}))
+	require.Len(t, c.Items, 1)
+	assert.Equal(t, "up-B07XJ8C8F5", c.Items[0].UpstreamID, "the listing snapshot is kept")
+	assert.Equal(t, "Seller of B07XJ8C8F5", c.Items[0].Listing)
+	require.NotEmpty(t, cat.refs)
+	assert.Equal(t, "US", cat.refs[0].ShipTo, "the catalog is asked for the cart's destination")
+
+	tests := []struct {
+		name   string
+		body   string
+		status int
+		code   models.Code
+		field  string
+	}{
+		{"a storefront the buying provider cannot buy from", cartJSON("US", cartItemReq{"https://www.amazon.de/dp/B07XJ8C8F5", 1}),
+			422, models.CodeProductUnavailable, "items[0].product_url"},
+		{"a destination it does not deliver to", cartJSON("DE", cartItemReq{amazonURL, 1}),
+			422, models.CodeShippingUnavailable, "ship_to_country"},
+		{"two marketplaces in one cart", cartJSON("US", cartItemReq{amazonURL, 1}, cartItemReq{"https://www.ebay.com/itm/123456789012", 1}),
+			422, models.CodeProductUnavailable, "items[1].product_url"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.post(t, "/v1/carts", key, tc.body)
+			requireError(t, r, tc.status, tc.code, tc.field)
+		})
+	}
 }

@@ -215,8 +215,7 @@ func (e *ordersEnv) newCart(t *testing.T, key string) (string, decimal.Decimal) 
 	return c.ID, amount(t, "cart total", c.Total)
 }
 
-// seedLiveCart stores a live cart directly: there is no live catalog to
-// create one through the API.
+// seedLiveCart stores a live cart directly, priced as a live catalog would.
 func (e *ordersEnv) seedLiveCart(t *testing.T, accountID string) models.Cart {
 	t.Helper()
 	id, err := models.NewID("crt", rand.Reader)
@@ -900,6 +899,24 @@ func TestCreateOrderLiveMode(t *testing.T) {
 			requireError(t, r, http.StatusServiceUnavailable, models.CodeLiveUnavailable, "")
 			assert.NotContains(t, string(r.body), sandboxPayTo, "never the sandbox account for a live key")
 			assert.Empty(t, e.wf.started())
+		})
+		t.Run("live payments but no buying provider", func(t *testing.T) {
+			e := newOrdersEnv(t, dialect, withLivePayments(), func(cfg *api.Config, _ *api.Deps, _ *fakeClock) {
+				cfg.NoPurchasing = map[models.Mode]string{models.ModeLive: "Live purchasing is not configured on this deployment"}
+			})
+			live, accountID := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+			c := e.seedLiveCart(t, accountID)
+			r := e.postOrder(t, live, orderBody(c.ID), nil)
+			d := requireError(t, r, http.StatusServiceUnavailable, models.CodeLiveUnavailable, "")
+			assert.Contains(t, d.Message, "purchasing")
+			assert.Empty(t, e.wf.started(), "no order is taken that could not be bought")
+		})
+		t.Run("live order without a phone", func(t *testing.T) {
+			e := newOrdersEnv(t, dialect, withLivePayments())
+			live, accountID := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
+			c := e.seedLiveCart(t, accountID)
+			r := e.postOrder(t, live, orderBody(c.ID, func(_, addr map[string]any) { delete(addr, "phone") }), nil)
+			requireError(t, r, http.StatusUnprocessableEntity, models.CodeInvalidAddress, "shipping_address.phone")
 		})
 		t.Run("live payment setup", func(t *testing.T) {
 			e := newOrdersEnv(t, dialect, withLivePayments())

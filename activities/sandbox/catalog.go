@@ -101,6 +101,8 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 		// Built from integer cents: a float never touches the price.
 		Price:        decimal.New(cents, -2),
 		Availability: models.InStock,
+		UpstreamID:   id,
+		Listing:      "sandbox",
 	}, nil
 }
 
