@@ -1,0 +1,61 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+)
+
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestLiveProviderConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, "https://creatorsapi.amazon", cfg.AmazonAPIURL)
+	assert.Equal(t, "https://api.ebay.com", cfg.EbayAPIURL)
+	assert.Equal(t, "https://api.zinc.com", cfg.ZincAPIURL)
+	assert.Equal(t, models.PollSchedule{First: 7 * time.Minute, Pending: 4 * time.Minute, Ordered: 30 * time.Minute, Shipped: time.Hour}, cfg.ZincPoll)
+	assert.Equal(t, 10*time.Minute, cfg.PreviewCacheTTL)
+	assert.Empty(t, cfg.AmazonCredentials)
+	assert.Equal(t, "Live purchasing is not configured on this deployment", noPurchasing(cfg)[models.ModeLive])
+	assert.Nil(t, liveWebhooks(cfg), "no secret, no webhooks")
+
+	vars := map[string]string{
+		"MEMOCART_AMAZON_NA_CREDENTIALS": "amzn1.client:s3cret:shop-20",
+		"MEMOCART_ZINC_API_KEY":          "zn_live_abcdefghijkl",
+		"MEMOCART_ZINC_WEBHOOK_SECRET":   "zn_whsec_abcdefgh",
+		"MEMOCART_ZINC_POLL_SCHEDULE":    "1m, 2m,3m,4m",
+		"MEMOCART_PREVIEW_CACHE_TTL":     "0",
+	}
+	cfg, err = loadConfig(envOf(vars))
+	require.NoError(t, err)
+	assert.Equal(t, AmazonCredential{ClientID: "amzn1.client", ClientSecret: "s3cret", PartnerTag: "shop-20"}, cfg.AmazonCredentials["NA"])
+	assert.Equal(t, models.PollSchedule{First: time.Minute, Pending: 2 * time.Minute, Ordered: 3 * time.Minute, Shipped: 4 * time.Minute}, cfg.ZincPoll)
+	assert.Negative(t, cfg.PreviewCacheTTL, "0 turns the cache off")
+	assert.Nil(t, noPurchasing(cfg))
+	assert.Contains(t, liveWebhooks(cfg), "zinc")
+
+	masked := cfg.masked(envOf(vars))
+	for _, secret := range []string{"s3cret", "zn_live_abcdefghijkl", "zn_whsec_abcdefgh"} {
+		assert.NotContains(t, masked, secret)
+	}
+
+	for name, bad := range map[string]string{
+		"MEMOCART_AMAZON_EU_CREDENTIALS": "only-an-id",
+		"MEMOCART_ZINC_POLL_SCHEDULE":    "7m,4m",
+		"MEMOCART_PREVIEW_CACHE_TTL":     "-1m",
+		"MEMOCART_EBAY_API_URL":          "ftp://api.ebay.com",
+		"MEMOCART_DEV_LIVE":              "yes",
+	} {
+		_, err := loadConfig(envOf(map[string]string{name: bad}))
+		require.Error(t, err, name)
+		assert.True(t, strings.Contains(err.Error(), name), "the error names %s: %v", name, err)
+	}
+}
