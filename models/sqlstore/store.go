@@ -69,6 +69,18 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		dialector, dialect = sqliteDialector{dsn: sqliteDSN(path)}, DialectSQLite
 	}
 	db, err := gorm.Open(dialector, cfg)
+	// Switching a new SQLite file to WAL takes an exclusive lock and, when
+	// another process is doing the same, answers SQLITE_BUSY at once
+	// without waiting busy_timeout: retry the open briefly (processes
+	// starting together: dev and `memocart keys`, replicas migrating).
+	for attempt := 1; err != nil && dialect == DialectSQLite && sqliteBusy(err) && attempt < 20; attempt++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
+		}
+		db, err = gorm.Open(dialector, cfg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database: %w", dialect, err)
 	}
@@ -114,6 +126,12 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
+}
+
+// sqliteBusy reports SQLite's "database is locked". The driver's error
+// carries the code only in its text at this point (the dialector wraps it).
+func sqliteBusy(err error) bool {
+	return strings.Contains(err.Error(), "SQLITE_BUSY")
 }
 
 func sqlitePath(dsn string) (string, error) {
