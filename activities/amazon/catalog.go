@@ -8,16 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/memocart/memocart/activities/upstream"
 	"github.com/memocart/memocart/models"
 )
 
@@ -105,16 +104,15 @@ type Catalog struct {
 
 	// The retry policy and the waits, fields so tests can shorten them
 	// or move a fake clock instead.
-	backoffMin, backoffMax time.Duration
-	jitter                 func(n int64) int64
-	sleep                  func(ctx context.Context, d time.Duration) error
+	backoff upstream.Backoff
+	sleep   func(ctx context.Context, d time.Duration) error
 }
 
 // group is a configured region group.
 type group struct {
 	name       RegionGroup
 	partnerTag string
-	tokens     *tokenCache
+	tokens     *upstream.TokenCache
 	limiter    *rate.Limiter // shared by groups with the same credential
 }
 
@@ -154,18 +152,16 @@ func New(cfg Config) (*Catalog, error) {
 		cfg.Now = time.Now
 	}
 	c := &Catalog{
-		apiURL:     strings.TrimSuffix(cfg.APIURL, "/"),
-		groups:     map[RegionGroup]*group{},
-		timeout:    cfg.Timeout,
-		client:     cfg.HTTPClient,
-		short:      newShortLinks(cfg.ShortLinkClient, min(hopTimeout, cfg.Timeout), cfg.Now, cfg.Logger),
-		log:        cfg.Logger,
-		now:        cfg.Now,
-		warned:     map[RegionGroup]*sync.Once{"": {}, NA: {}, EU: {}, FE: {}},
-		backoffMin: backoffMin,
-		backoffMax: backoffMax,
-		jitter:     rand.Int64N,
-		sleep:      sleep,
+		apiURL:  strings.TrimSuffix(cfg.APIURL, "/"),
+		groups:  map[RegionGroup]*group{},
+		timeout: cfg.Timeout,
+		client:  cfg.HTTPClient,
+		short:   newShortLinks(cfg.ShortLinkClient, min(hopTimeout, cfg.Timeout), cfg.Now, cfg.Logger),
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		warned:  map[RegionGroup]*sync.Once{"": {}, NA: {}, EU: {}, FE: {}},
+		backoff: upstream.Backoff{Min: backoffMin, Max: backoffMax},
+		sleep:   upstream.Sleep,
 	}
 	limiters := map[string]*rate.Limiter{}
 	for g, cred := range cfg.Credentials {
@@ -288,8 +284,8 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 			log.Warn("amazon: giving up", "attempts", attempt, "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
 			return models.Product{}, marketplaceUnavailable(ue)
 		}
-		wait := max(c.backoff(attempt), ue.RetryAfter)
-		if wait > maxRetryWait || !fits(ctx, wait) {
+		wait := max(c.backoff.Wait(attempt), ue.RetryAfter)
+		if wait > maxRetryWait || !upstream.Fits(ctx, wait) {
 			log.Warn("amazon: no time to retry", "attempts", attempt, "wait", wait, "status", ue.Status, "codes", ue.Codes)
 			return models.Product{}, marketplaceUnavailable(ue)
 		}
@@ -309,18 +305,18 @@ var errNoTime = errors.New("amazon: not enough time left before the deadline")
 // as *upstreamError for product to act on.
 func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin string) (models.Product, error) {
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	token, err := g.tokens.get(tctx)
+	token, err := g.tokens.Token(tctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return models.Product{}, ctx.Err()
 		}
-		if credentialsRejected(err) {
+		if upstream.CredentialsRejected(err) {
 			c.log.Error("amazon: credentials rejected by the token endpoint", "region_group", string(g.name),
-				"status", tokenStatus(err), "oauth_error", tokenErrorCode(err))
+				"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
 			return models.Product{}, marketplaceUnavailable(err)
 		}
-		return models.Product{}, &upstreamError{Status: tokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+		return models.Product{}, &upstreamError{Status: upstream.TokenStatus(err), Err: fmt.Errorf("token: %w", err)}
 	}
 
 	if err := c.pace(ctx, g); err != nil {
@@ -365,9 +361,9 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)
 	var ue *upstreamError
 	if errors.As(err, &ue) {
-		ue.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		ue.RetryAfter = upstream.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if ue.Status == http.StatusUnauthorized {
-			g.tokens.drop(token)
+			g.tokens.Invalidate(token)
 		}
 	}
 	return p, err
@@ -386,7 +382,7 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 	if d <= 0 {
 		return nil
 	}
-	if !fits(ctx, d) {
+	if !upstream.Fits(ctx, d) {
 		r.CancelAt(now)
 		return errNoTime
 	}
@@ -395,58 +391,6 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 		return err
 	}
 	return nil
-}
-
-// backoff returns the wait after the attempt-th failure: exponential from
-// backoffMin, capped at backoffMax, with "equal jitter" (between half and
-// all of the step) so callers failing together do not retry in lockstep.
-func (c *Catalog) backoff(attempt int) time.Duration {
-	step := c.backoffMin
-	for i := 1; i < attempt && step < c.backoffMax; i++ {
-		step *= 2
-	}
-	step = min(step, c.backoffMax)
-	half := step / 2
-	if half <= 0 {
-		return step
-	}
-	return half + time.Duration(c.jitter(int64(step-half)+1))
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date. Zero
-// when absent or unreadable.
-func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(h); err == nil {
-		if secs < 0 {
-			return 0
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(h); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// fits reports whether waiting d still leaves ctx time for a request.
-func fits(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // marketplaceUnavailable is the answer for Amazon being down, throttling,

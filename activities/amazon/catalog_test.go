@@ -99,7 +99,7 @@ func testCatalog(t *testing.T, srv *creatorstest.Server, mutate func(*Config)) (
 	}
 	c, err := New(cfg)
 	require.NoError(t, err)
-	c.backoffMin, c.backoffMax = time.Millisecond, 4*time.Millisecond
+	c.backoff.Min, c.backoff.Max = time.Millisecond, 4*time.Millisecond
 	return c, logs
 }
 
@@ -601,15 +601,15 @@ func TestNewWiring(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c.groups[NA].limiter, c.groups[FE].limiter, "one limiter per credential")
 	assert.NotSame(t, c.groups[NA].limiter, c.groups[EU].limiter)
-	assert.Equal(t, "https://api.amazon.com/auth/o2/token", c.groups[NA].tokens.conf.TokenURL)
-	assert.Equal(t, "https://api.amazon.co.uk/auth/o2/token", c.groups[EU].tokens.conf.TokenURL)
-	assert.Equal(t, "https://api.amazon.co.jp/auth/o2/token", c.groups[FE].tokens.conf.TokenURL)
-	assert.Equal(t, []string{"creatorsapi::default"}, c.groups[NA].tokens.conf.Scopes)
+	assert.Equal(t, "https://api.amazon.com/auth/o2/token", c.groups[NA].tokens.Config().TokenURL)
+	assert.Equal(t, "https://api.amazon.co.uk/auth/o2/token", c.groups[EU].tokens.Config().TokenURL)
+	assert.Equal(t, "https://api.amazon.co.jp/auth/o2/token", c.groups[FE].tokens.Config().TokenURL)
+	assert.Equal(t, []string{"creatorsapi::default"}, c.groups[NA].tokens.Config().Scopes)
 	assert.Equal(t, DefaultAPIURL, c.apiURL)
 
 	c, err = New(Config{TokenURL: "https://127.0.0.1:9/auth/o2/token", Credentials: map[RegionGroup]Credential{EU: a}})
 	require.NoError(t, err)
-	assert.Equal(t, "https://127.0.0.1:9/auth/o2/token", c.groups[EU].tokens.conf.TokenURL)
+	assert.Equal(t, "https://127.0.0.1:9/auth/o2/token", c.groups[EU].tokens.Config().TokenURL)
 }
 
 func TestNotAnAmazonRef(t *testing.T) {

@@ -19,6 +19,6 @@
 // activities/amazon/creatorstest serves the same protocol for tests and
 // `memocart dev`.
 //
-// It may import models, golang.org/x/oauth2, golang.org/x/time/rate,
-// shopspring/decimal and the standard library.
+// It may import models, activities/upstream, golang.org/x/oauth2,
+// golang.org/x/time/rate, shopspring/decimal and the standard library.
 package amazon

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/memocart/memocart/activities/upstream"
 	"github.com/memocart/memocart/models"
 )
 
@@ -69,16 +69,15 @@ type Config struct {
 // a fixed price now. It is safe for concurrent use.
 type Catalog struct {
 	apiURL  string
-	tokens  *tokenCache // nil when not configured
+	tokens  *upstream.TokenCache // nil when not configured
 	limiter *rate.Limiter
 	timeout time.Duration
 	client  *http.Client
 	log     *slog.Logger
 	now     func() time.Time
 
-	// The retry policy, fields so tests can shorten the waits.
-	backoffMin, backoffMax time.Duration
-	jitter                 func(n int64) int64
+	// The retry policy, a field so tests can shorten the waits.
+	backoff upstream.Backoff
 }
 
 // New returns a catalog for cfg, or an error if cfg is inconsistent.
@@ -118,14 +117,12 @@ func New(cfg Config) (*Catalog, error) {
 		apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
 		// A burst of one second's worth lets the few items of a cart go
 		// out together while the average stays at the rate.
-		limiter:    rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), max(1, int(cfg.RequestsPerSecond))),
-		timeout:    cfg.Timeout,
-		client:     cfg.HTTPClient,
-		log:        cfg.Logger,
-		now:        cfg.Now,
-		backoffMin: backoffMin,
-		backoffMax: backoffMax,
-		jitter:     rand.Int64N,
+		limiter: rate.NewLimiter(rate.Limit(cfg.RequestsPerSecond), max(1, int(cfg.RequestsPerSecond))),
+		timeout: cfg.Timeout,
+		client:  cfg.HTTPClient,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		backoff: upstream.Backoff{Min: backoffMin, Max: backoffMax},
 	}
 	if cfg.ClientID != "" {
 		c.tokens = newTokenCache(c.apiURL, cfg.ClientID, cfg.ClientSecret, cfg.HTTPClient)
@@ -181,12 +178,12 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 			log.Warn("ebay: giving up", "attempts", attempt, "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
 			return models.Product{}, marketplaceUnavailable(ue)
 		}
-		wait := max(c.backoff(attempt), ue.RetryAfter)
-		if wait > maxRetryWait || !fits(ctx, wait) {
+		wait := max(c.backoff.Wait(attempt), ue.RetryAfter)
+		if wait > maxRetryWait || !upstream.Fits(ctx, wait) {
 			log.Warn("ebay: no time to retry", "attempts", attempt, "wait", wait, "status", ue.Status, "error_ids", ue.ErrorIDs)
 			return models.Product{}, marketplaceUnavailable(ue)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := upstream.Sleep(ctx, wait); err != nil {
 			return models.Product{}, marketplaceUnavailable(err)
 		}
 		attempt++
@@ -202,18 +199,18 @@ var errNoTime = errors.New("ebay: not enough time left before the deadline")
 // tokens come back as *upstreamError for Product to act on.
 func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace string) (models.Product, error) {
 	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	token, err := c.tokens.get(tctx)
+	token, err := c.tokens.Token(tctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return models.Product{}, ctx.Err()
 		}
-		if credentialsRejected(err) {
+		if upstream.CredentialsRejected(err) {
 			c.log.Error("ebay: credentials rejected by the token endpoint",
-				"status", tokenStatus(err), "oauth_error", tokenErrorCode(err))
+				"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
 			return models.Product{}, marketplaceUnavailable(err)
 		}
-		return models.Product{}, &upstreamError{Status: tokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+		return models.Product{}, &upstreamError{Status: upstream.TokenStatus(err), Err: fmt.Errorf("token: %w", err)}
 	}
 
 	// The pacing wait uses the caller's context, not the request timeout:
@@ -256,9 +253,9 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 	p, err := readAnswer(ref, resp.StatusCode, body, c.now())
 	var ue *upstreamError
 	if errors.As(err, &ue) {
-		ue.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		ue.RetryAfter = upstream.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if ue.Status == http.StatusUnauthorized {
-			c.tokens.drop(token)
+			c.tokens.Invalidate(token)
 		}
 	}
 	return p, err
@@ -305,39 +302,6 @@ func checkRef(ref models.ProductRef) (string, error) {
 		return "", bad("unknown eBay site")
 	}
 	return marketplace, nil
-}
-
-// backoff returns the wait after the attempt-th failure: exponential from
-// backoffMin, capped at backoffMax, with "equal jitter" (between half and
-// all of the step) so callers failing together do not retry in lockstep.
-func (c *Catalog) backoff(attempt int) time.Duration {
-	step := c.backoffMin
-	for i := 1; i < attempt && step < c.backoffMax; i++ {
-		step *= 2
-	}
-	step = min(step, c.backoffMax)
-	half := step / 2
-	if half <= 0 {
-		return step
-	}
-	return half + time.Duration(c.jitter(int64(step-half)+1))
-}
-
-// fits reports whether waiting d still leaves ctx time for a request.
-func fits(ctx context.Context, d time.Duration) bool {
-	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > d
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // marketplaceUnavailable is the answer for eBay being down, throttling,

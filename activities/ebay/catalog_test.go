@@ -62,7 +62,7 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	}
 	cat, err := New(cfg)
 	require.NoError(t, err)
-	cat.backoffMin, cat.backoffMax = time.Millisecond, 5*time.Millisecond
+	cat.backoff.Min, cat.backoff.Max = time.Millisecond, 5*time.Millisecond
 	t.Cleanup(func() {
 		// Whatever a test did, secrets never reach the logs.
 		assert.NotContains(t, logs.String(), secret)
@@ -350,7 +350,7 @@ func TestProductTimeouts(t *testing.T) {
 	})
 	t.Run("no retry that cannot finish before the deadline", func(t *testing.T) {
 		h := newHarness(t)
-		h.cat.backoffMin, h.cat.backoffMax = time.Second, time.Second
+		h.cat.backoff.Min, h.cat.backoff.Max = time.Second, time.Second
 		h.srv.FailNext(503, 10)
 		ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
 		defer cancel()
@@ -456,15 +456,17 @@ func TestNewValidatesConfig(t *testing.T) {
 	assert.InDelta(t, DefaultRequestsPerSecond, float64(c.limiter.Limit()), 0)
 }
 
+// The catalog's retry policy is this package's; upstream tests how a
+// Backoff grows.
 func TestBackoffGrowsWithJitter(t *testing.T) {
 	c, err := New(Config{})
 	require.NoError(t, err)
-	c.jitter = func(n int64) int64 { return n - 1 } // the top of each range
-	assert.Equal(t, backoffMin, c.backoff(1))
-	assert.Equal(t, 2*backoffMin, c.backoff(2))
-	assert.Equal(t, backoffMax, c.backoff(10))
-	c.jitter = func(int64) int64 { return 0 } // the bottom
-	assert.Equal(t, backoffMin/2, c.backoff(1))
+	c.backoff.Jitter = func(n int64) int64 { return n - 1 } // the top of each range
+	assert.Equal(t, backoffMin, c.backoff.Wait(1))
+	assert.Equal(t, 2*backoffMin, c.backoff.Wait(2))
+	assert.Equal(t, backoffMax, c.backoff.Wait(10))
+	c.backoff.Jitter = func(int64) int64 { return 0 } // the bottom
+	assert.Equal(t, backoffMin/2, c.backoff.Wait(1))
 }
 
 func TestEndUserContext(t *testing.T) {

@@ -247,21 +247,3 @@ func TestRefusalMessagesAreOurs(t *testing.T) {
 		})
 	}
 }
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		header string
-		want   time.Duration
-	}{
-		{"", 0},
-		{"3", 3 * time.Second},
-		{"-1", 0},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
-		{"soon", 0},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, retryAfter(tt.header, now), "Retry-After %q", tt.header)
-	}
-}
