@@ -194,7 +194,7 @@ func (s *Server) createCart(c *gin.Context) {
 	// with several items needs to know which one to drop.
 	for i, err := range errs {
 		var me *models.Error
-		if errors.As(err, &me) && (me.Code == models.CodeProductUnavailable || me.Code == models.CodeShippingUnavailable && me.Field == "") {
+		if errors.As(err, &me) && me.Code == models.CodeProductUnavailable {
 			abort(c, &models.Error{Code: me.Code, Field: fmt.Sprintf("items[%d].product_url", i),
 				Message: fmt.Sprintf("One or more products unavailable: items[%d]: %s", i, me.Message)})
 			return
