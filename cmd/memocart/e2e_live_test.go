@@ -698,3 +698,36 @@ func TestE2EDevLiveTestservers(t *testing.T) {
 	assert.NotEmpty(t, str(obj(final, "tracking"), "estimated_delivery"))
 	assert.Equal(t, "created", seen[0])
 }
+
+// TestE2ELiveWorkerKilledBetweenPlacingAndRecording kills the whole stack
+// while Zinc has created the order but its answer has not reached the
+// worker: nothing of ours knows the order exists. The restarted worker
+// retries the placement with the same idempotency key and finds Zinc's
+// order instead of buying again.
+func TestE2ELiveWorkerKilledBetweenPlacingAndRecording(t *testing.T) {
+	dir := t.TempDir()
+	s := startLive(t, "sqlite", map[string]string{"MEMOCART_DATA_DIR": dir})
+	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0004")
+	id := str(o, "id")
+	s.servers.zinc.HoldAfterCreate(1)
+	s.payInFull(o)
+	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(id) == 1 }, 60*time.Second, 20*time.Millisecond,
+		"Zinc created the order; its answer is held")
+	stored, err := s.store.Order(context.Background(), id)
+	require.NoError(t, err)
+	assert.Nil(t, stored.Fulfilment, "nothing recorded yet: this is the window")
+
+	s.stop()
+	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
+	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	require.Eventually(t, func() bool { return s.servers.zinc.CreateRequests(id) >= 2 }, 90*time.Second, 50*time.Millisecond,
+		"the restarted worker placed the order again")
+	s.servers.zinc.SetAutoClock(50_000)
+	s2.waitStatus(s.liveKey, str(o, "number"), "delivered")
+	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "bought exactly once")
+	assert.Len(t, s.servers.zinc.Orders(), 1)
+	stored, err = s.store.Order(context.Background(), id)
+	require.NoError(t, err)
+	require.NotNil(t, stored.Fulfilment)
+	assert.Equal(t, s.servers.zinc.Orders()[0].ID, stored.Fulfilment.Ref)
+}

@@ -330,6 +330,7 @@ type Server struct {
 	latency    time.Duration
 	failAfterN int
 	dropAfterN int
+	holdAfterN int
 	hookURL    string
 	hookSecret string
 	hookDup    bool
@@ -516,6 +517,16 @@ func (s *Server) DropAfterCreate(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropAfterN = n
+}
+
+// HoldAfterCreate makes the next n order creations create the order, then
+// hold the answer until the client gives up (or the server closes), and
+// cut the connection: the window in which a caller that dies has bought
+// without knowing it. Tests kill the caller inside it.
+func (s *Server) HoldAfterCreate(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holdAfterN = n
 }
 
 // OrdersCreated returns how many orders the server created under the
@@ -878,14 +889,24 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 	body := s.renderLocked(o, now)
 	failAfter := s.failAfterN > 0
 	dropAfter := !failAfter && s.dropAfterN > 0
+	holdAfter := !failAfter && !dropAfter && s.holdAfterN > 0
 	switch {
 	case failAfter:
 		s.failAfterN--
 	case dropAfter:
 		s.dropAfterN--
+	case holdAfter:
+		s.holdAfterN--
 	}
 	s.mu.Unlock()
 
+	if holdAfter {
+		select {
+		case <-r.Context().Done():
+		case <-s.ctx.Done():
+		}
+		panic(http.ErrAbortHandler)
+	}
 	switch {
 	case failAfter:
 		writeError(w, http.StatusInternalServerError, "internal_error", "Something went wrong with our internal systems", nil)
