@@ -155,3 +155,12 @@ func TestCheckLiveCart(t *testing.T) {
 		assert.Equal(t, "items[2].product_url", me.Field)
 	}
 }
+
+func TestIsCurrencyCode(t *testing.T) {
+	for _, ok := range []string{"USD", "EUR", "JPY"} {
+		assert.True(t, IsCurrencyCode(ok), ok)
+	}
+	for _, bad := range []string{"", "usd", "US", "USDC", "U$D"} {
+		assert.False(t, IsCurrencyCode(bad), bad)
+	}
+}

@@ -22,3 +22,18 @@ func MinorUnits(currency string) int32 {
 func RoundMoney(amount decimal.Decimal, currency string) decimal.Decimal {
 	return amount.Round(MinorUnits(currency))
 }
+
+// IsCurrencyCode reports whether s has the shape of an ISO 4217 code:
+// three uppercase letters. Catalog clients check what a marketplace sends
+// before a price is built on it.
+func IsCurrencyCode(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}

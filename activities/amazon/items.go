@@ -210,7 +210,7 @@ func itemProduct(it item, asin string, sf storefront) (models.Product, error) {
 	}
 	price, err := decimal.NewFromString(offer.Price.Money.Amount.String())
 	currency := offer.Price.Money.Currency
-	if err != nil || !price.IsPositive() || !isCurrencyCode(currency) {
+	if err != nil || !price.IsPositive() || !models.IsCurrencyCode(currency) {
 		return models.Product{}, unavailable(asin, "This product has no offer that can be bought at Amazon: its price is unreadable")
 	}
 	merchant := ""
@@ -264,18 +264,6 @@ func errorCodes(errs []apiError) []string {
 		}
 	}
 	return codes
-}
-
-func isCurrencyCode(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // unavailable is the answer for a product that cannot be bought; why is

@@ -205,7 +205,7 @@ func productFrom(ref models.ProductRef, it item, now time.Time) (models.Product,
 		return models.Product{}, err
 	}
 	price, err := decimal.NewFromString(it.Price.Value)
-	if err != nil || !price.IsPositive() || !isCurrency(it.Price.Currency) {
+	if err != nil || !price.IsPositive() || !models.IsCurrencyCode(it.Price.Currency) {
 		return models.Product{}, unavailable(msgBadListing)
 	}
 
@@ -276,18 +276,6 @@ func parseTime(s string) (time.Time, bool) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	return t, err == nil
-}
-
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // canonicalURL rebuilds a ref's URL when a caller built the ref by hand.
