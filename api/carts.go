@@ -244,6 +244,10 @@ func (s *Server) createCart(c *gin.Context) {
 // getCart is GET /v1/carts/{id}, a Pro endpoint beyond the contract.
 func (s *Server) getCart(c *gin.Context) {
 	key := mustKey(c)
+	if !models.ValidID("crt", c.Param("id")) {
+		abort(c, models.ErrCartNotFound)
+		return
+	}
 	cart, err := s.deps.Store.Cart(c.Request.Context(), key.AccountID, key.Mode, c.Param("id"))
 	if err != nil {
 		abort(c, err)

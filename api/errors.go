@@ -1,9 +1,18 @@
 package api
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strings"
+	"syscall"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,6 +46,7 @@ var httpStatus = map[models.Code]int{
 	models.CodeRateUnavailable:        http.StatusServiceUnavailable,
 	models.CodeMarketplaceUnavailable: http.StatusServiceUnavailable,
 	models.CodeInvalidSignature:       http.StatusUnauthorized,
+	models.CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
 }
 
 // StatusOf returns the HTTP status for an error code.
@@ -57,18 +67,33 @@ type errorDetail struct {
 	Field   string      `json:"field,omitempty"`
 }
 
+// retryAfterUnavailable is the Retry-After sent with a 503: long enough
+// for a restarted dependency or a failover, short enough to keep checkout
+// moving.
+const retryAfterUnavailable = "2"
+
 // abort writes err as the contract's error body and stops the chain. A
-// *models.Error is shown as is; anything else is an internal failure: it is
-// logged here, once, with the request id, and answered with a generic
-// message so internals never reach the client.
+// *models.Error is shown as is. Anything else is classified here, the one
+// place that maps failures to the contract: a dependency that is down,
+// hung or overloaded (database, Temporal), or a request past its deadline,
+// is 503 service_unavailable with Retry-After, safe to retry; the rest is
+// an internal failure, logged once with the request id and answered with a
+// generic message so internals never reach the client.
 func abort(c *gin.Context, err error) {
 	var me *models.Error
 	if !errors.As(err, &me) {
-		if errors.Is(err, c.Request.Context().Err()) && c.Request.Context().Err() != nil {
-			// The client went away; nobody reads this answer.
+		ctx := c.Request.Context()
+		switch {
+		case ctx.Err() != nil:
+			// Past the request's deadline (a hung dependency), or the
+			// client went away and nobody reads this answer.
+			loggerFrom(c).WarnContext(context.WithoutCancel(ctx), "request cut at its deadline", slog.Any("error", err), slog.Any("cause", context.Cause(ctx)))
 			me = models.NewError(models.CodeUnavailable)
-		} else {
-			loggerFrom(c).ErrorContext(c.Request.Context(), "request failed", slog.Any("error", err))
+		case DependencyDown(err):
+			loggerFrom(c).WarnContext(ctx, "dependency unavailable", slog.Any("error", err))
+			me = models.NewError(models.CodeUnavailable)
+		default:
+			loggerFrom(c).ErrorContext(ctx, "request failed", slog.Any("error", err))
 			me = models.NewError(models.CodeInternal)
 		}
 	}
@@ -76,5 +101,58 @@ func abort(c *gin.Context, err error) {
 	if msg == "" {
 		msg = models.DefaultMessage(me.Code)
 	}
-	c.AbortWithStatusJSON(StatusOf(me.Code), errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
+	status := StatusOf(me.Code)
+	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", retryAfterUnavailable)
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
+}
+
+// DependencyDown reports whether err means a dependency could not answer
+// (as opposed to a bug or a refusal): a network failure or timeout, a
+// broken or closed database connection, a Postgres connection, resource
+// or shutdown error (SQLSTATE classes 08, 53, 57), a SQLite database still
+// locked after its busy timeout, or Temporal unavailable, overloaded or
+// timing out. It looks at behaviour (interfaces the drivers' errors
+// implement), not at driver types, so package api stays free of them.
+func DependencyDown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		netErr      net.Error
+		sqlState    interface{ SQLState() string }
+		safeToRetry interface{ SafeToRetry() bool }
+		sqliteCode  interface{ Code() int }
+		unavailable *serviceerror.Unavailable
+		deadline    *serviceerror.DeadlineExceeded
+		exhausted   *serviceerror.ResourceExhausted
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.As(err, &netErr),
+		errors.As(err, &unavailable), errors.As(err, &deadline), errors.As(err, &exhausted):
+		return true
+	case errors.As(err, &sqlState):
+		switch class := sqlState.SQLState(); {
+		case strings.HasPrefix(class, "08"), // connection exception
+			strings.HasPrefix(class, "53"), // insufficient resources (too many connections, disk full)
+			strings.HasPrefix(class, "57"): // operator intervention: shutdown, cannot connect now, statement timeout
+			return true
+		}
+		return false
+	case errors.As(err, &safeToRetry) && safeToRetry.SafeToRetry():
+		// pgconn: the connection failed before the query was sent.
+		return true
+	case errors.As(err, &sqliteCode):
+		switch sqliteCode.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED: still locked after busy_timeout
+			return true
+		}
+	}
+	// pgconn reports a connection closed under a query only in words.
+	return strings.Contains(err.Error(), "conn closed")
 }

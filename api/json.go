@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
@@ -19,15 +22,83 @@ import (
 // cart) is a few kilobytes.
 const maxBodyBytes = 64 << 10
 
-// decodeJSON strictly decodes the request body into dst: one JSON object,
-// no unknown fields (a typo in a field name is an error, not a silently
-// missing field), numbers into typed fields only. Errors name the field.
+// maxJSONDepth bounds nesting: no request body here nests deeper than 4.
+const maxJSONDepth = 16
+
+// decodeJSON strictly decodes the request body into dst. The rules, which
+// README.md documents:
+//   - Content-Type is application/json (charset, if given, utf-8): 415
+//     unsupported_media_type otherwise;
+//   - the body is one JSON object of valid UTF-8, at most maxBodyBytes;
+//   - key names match exactly (encoding/json alone would match
+//     "Amount" to "amount"); an unknown key is an error naming it;
+//   - a key given twice in one object is an error (encoding/json alone
+//     would keep the last one silently);
+//   - no string, key or value, contains a NUL character (drivers refuse
+//     them, and nothing legitimate needs one);
+//   - numbers go into typed fields only; a type error names the field.
 func decodeJSON(c *gin.Context, dst any) error {
-	body := http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes)
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
+	if err != nil {
+		return jsonError(err)
+	}
+	// A missing body is said so, whatever its (absent) type.
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := requireJSONContentType(c.Request); err != nil {
+			return err
+		}
+	}
+	return decodeStrict(raw, dst)
+}
+
+// requireJSONContentType accepts application/json, with no parameter but
+// charset=utf-8. Anything else, or none, is 415.
+func requireJSONContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	ok := err == nil && mt == "application/json"
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			ok = false
+		}
+	}
+	if !ok {
+		return models.Errorf(models.CodeUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	return nil
+}
+
+// decodeStrict decodes one already-read JSON value with decodeJSON's rules
+// (all but the Content-Type, which belongs to the request).
+func decodeStrict(raw []byte, dst any) error {
+	if err := checkJSON(raw, reflect.TypeOf(dst)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err)
+	}
+	return nil
+}
+
+// checkJSON checks raw against the rules encoding/json does not enforce:
+// valid UTF-8, one value and nothing after it, exact key names for the
+// fields of typ, no duplicate keys, no NUL in strings, bounded nesting.
+// Its errors name the field with its path (shipping_address.postal_code,
+// items[2].quantity). Types are left to encoding/json.
+func checkJSON(raw []byte, typ reflect.Type) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return models.Errorf(models.CodeInvalidRequest, "Request body is empty; a JSON object is required")
+	}
+	if !utf8.Valid(raw) {
+		return models.Errorf(models.CodeInvalidRequest, "Request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	w := jsonWalker{dec: dec}
+	if err := w.value(typ, "", 0); err != nil {
+		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return models.Errorf(models.CodeInvalidRequest, "Request body must be a single JSON object")
@@ -35,14 +106,149 @@ func decodeJSON(c *gin.Context, dst any) error {
 	return nil
 }
 
-// decodeStrict decodes one already-read JSON value with the same rules.
-func decodeStrict(raw json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
+type jsonWalker struct{ dec *json.Decoder }
+
+// value reads one JSON value, expected to decode into typ (nil: anything).
+func (w jsonWalker) value(typ reflect.Type, path string, depth int) error {
+	if depth > maxJSONDepth {
+		return models.Errorf(models.CodeInvalidRequest, "Request body nests deeper than %d levels", maxJSONDepth)
+	}
+	tok, err := w.dec.Token()
+	if err != nil {
 		return jsonError(err)
 	}
+	typ = concrete(typ)
+	switch tok := tok.(type) {
+	case json.Delim:
+		if tok == '[' {
+			var elem reflect.Type
+			if typ != nil && (typ.Kind() == reflect.Slice || typ.Kind() == reflect.Array) && !isRawJSON(typ) {
+				elem = typ.Elem()
+			}
+			for i := 0; w.dec.More(); i++ {
+				if err := w.value(elem, fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+					return err
+				}
+			}
+			_, err := w.dec.Token()
+			return jsonError(err)
+		}
+		seen := map[string]bool{}
+		for w.dec.More() {
+			kt, err := w.dec.Token()
+			if err != nil {
+				return jsonError(err)
+			}
+			key, _ := kt.(string)
+			field := joinPath(path, key)
+			if strings.IndexByte(key, 0) >= 0 {
+				return invalid(path, "%s has a key containing a NUL character", orBody(path))
+			}
+			if seen[key] {
+				return invalid(field, "%s is given twice", field)
+			}
+			seen[key] = true
+			ft, known := fieldType(typ, key)
+			if !known {
+				return unknownField(typ, field, key)
+			}
+			if err := w.value(ft, field, depth+1); err != nil {
+				return err
+			}
+		}
+		_, err := w.dec.Token()
+		return jsonError(err)
+	case string:
+		if strings.IndexByte(tok, 0) >= 0 {
+			return invalid(path, "%s must not contain a NUL character", orBody(path))
+		}
+	}
 	return nil
+}
+
+func orBody(path string) string {
+	if path == "" {
+		return "Request body"
+	}
+	return path
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// concrete strips pointers; nil stays nil.
+func concrete(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+func isRawJSON(t reflect.Type) bool { return t == rawMessageType }
+
+// fieldType returns the type a key of an object decoding into t holds,
+// and whether t has such a key. Only structs restrict keys; maps and
+// untyped values (nil, interfaces, json.RawMessage) take any key.
+func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
+	if t == nil || t.Kind() != reflect.Struct {
+		if t != nil && t.Kind() == reflect.Map {
+			return t.Elem(), true
+		}
+		return nil, true
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, ok := jsonName(f)
+		if !ok {
+			if f.Anonymous {
+				if ft, known := fieldType(concrete(f.Type), key); known && concrete(f.Type).Kind() == reflect.Struct {
+					return ft, true
+				}
+			}
+			continue
+		}
+		if name == key {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+// jsonName is the key encoding/json uses for f; ok is false for fields it
+// skips, and for untagged embedded structs (whose fields are promoted).
+func jsonName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() && !f.Anonymous {
+		return "", false
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		if f.Anonymous && concrete(f.Type).Kind() == reflect.Struct {
+			return "", false
+		}
+		name = f.Name
+	}
+	return name, true
+}
+
+// unknownField names the key; a key that differs from a known one only in
+// case says so, since encoding/json would have accepted it.
+func unknownField(t reflect.Type, field, key string) error {
+	for i := 0; i < t.NumField(); i++ {
+		if name, ok := jsonName(t.Field(i)); ok && strings.EqualFold(name, key) {
+			return models.FieldError(models.CodeInvalidRequest, field, "Unknown field %q (names are case-sensitive: did you mean %q?)", field, name)
+		}
+	}
+	return models.FieldError(models.CodeInvalidRequest, field, "Unknown field %q", field)
 }
 
 func jsonError(err error) error {
@@ -52,6 +258,8 @@ func jsonError(err error) error {
 		maxErr    *http.MaxBytesError
 	)
 	switch {
+	case err == nil:
+		return nil
 	case errors.Is(err, io.EOF):
 		return models.Errorf(models.CodeInvalidRequest, "Request body is empty; a JSON object is required")
 	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):

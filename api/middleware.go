@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
@@ -89,6 +90,16 @@ func (s *Server) recover(c *gin.Context) {
 			}
 		}
 	}()
+	c.Next()
+}
+
+// deadline bounds the request: every dependency call below it uses the
+// request's context, so a hung one is cut at RequestTimeout and answered
+// 503 by abort.
+func (s *Server) deadline(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+	c.Request = c.Request.WithContext(ctx)
 	c.Next()
 }
 

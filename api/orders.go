@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +106,17 @@ func (r orderRequest) validate() (normalizedOrder, models.Asset, error) {
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
 
+// printableASCII reports whether s holds only visible ASCII and spaces
+// (what a UUID or any sane client token is made of).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
 // createOrder is POST /v1/orders. The order row is committed first, then
 // its workflow is started; if the process dies in between, the reconciler
 // (or the client's retry, which returns the same order) starts it.
@@ -111,8 +124,8 @@ func (s *Server) createOrder(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := mustKey(c)
 	idemKey := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
-	if len(idemKey) > maxIdempotencyKey {
-		abort(c, invalid("Idempotency-Key", "Idempotency-Key must be at most %d characters", maxIdempotencyKey))
+	if len(idemKey) > maxIdempotencyKey || !printableASCII(idemKey) {
+		abort(c, invalid("Idempotency-Key", "Idempotency-Key must be at most %d printable ASCII characters", maxIdempotencyKey))
 		return
 	}
 	var req orderRequest
@@ -123,6 +136,11 @@ func (s *Server) createOrder(c *gin.Context) {
 	norm, asset, err := req.validate()
 	if err != nil {
 		abort(c, err)
+		return
+	}
+	if !models.ValidID("crt", norm.CartID) {
+		// No cart has an id of this shape: no need to ask the database.
+		abort(c, models.ErrCartNotFound)
 		return
 	}
 	setup, ok := s.cfg.Payments[key.Mode]
@@ -397,10 +415,13 @@ type paymentInfoJSON struct {
 	Asset          string        `json:"asset"`
 	Amount         string        `json:"amount"`
 	AmountReceived string        `json:"amount_received"`
-	AmountDue      string        `json:"amount_due"`
-	Address        string        `json:"address"`
-	Memo           string        `json:"memo"`
-	ExpiresAt      string        `json:"expires_at"`
+	// AmountProcessing is money seen for the order and being credited:
+	// it moves to amount_received within seconds. "0" otherwise.
+	AmountProcessing string `json:"amount_processing"`
+	AmountDue        string `json:"amount_due"`
+	Address          string `json:"address"`
+	Memo             string `json:"memo"`
+	ExpiresAt        string `json:"expires_at"`
 }
 
 // trackingJSON is the contract's tracking object. Carrier, tracking number
@@ -433,7 +454,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 	}
 	out := orderJSON{
 		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
-		PaymentStatus: o.PaymentStatus, CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
+		PaymentStatus: o.ShownPaymentStatus(), CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
 		Shipments: shipmentsJSON(o),
 		Tracking: trackingJSON{
 			CurrentStep: o.Status, Carrier: optional(o.Shipment.Carrier),
@@ -441,7 +462,8 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 		},
 		Payment: paymentInfoJSON{
 			Asset: o.PaymentAsset, Amount: o.PaymentAmount.String(), AmountReceived: o.AmountReceived.String(),
-			AmountDue: due.String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
+			AmountProcessing: o.PendingCredit.String(),
+			AmountDue:        due.String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
 			Network: o.PaymentNetwork, AssetIssuer: optional(o.PaymentAssetIssuer), MemoType: o.PaymentMemoType,
 			URI: s.payURI(o), ExchangeRate: rateJSON(o),
 		},
@@ -460,17 +482,37 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 	return out
 }
 
+// orderRef reads the {id_or_number} of a path: an order id, or an order
+// number as a person may write it (1234-5678-903), normalised. Anything
+// else names no order, and is answered without a query.
+func orderRef(s string) (string, bool) {
+	if models.ValidID("ord", s) {
+		return s, true
+	}
+	return models.NormalizeOrderNumber(s)
+}
+
 // getOrder is GET /v1/orders/{id_or_number}, read from the database, which
 // the workflow's activities keep current.
 func (s *Server) getOrder(c *gin.Context) {
 	key := mustKey(c)
-	o, err := s.deps.Store.OrderForAccount(c.Request.Context(), key.AccountID, key.Mode, c.Param("ref"))
+	ref, ok := orderRef(c.Param("ref"))
+	if !ok {
+		abort(c, models.ErrOrderNotFound)
+		return
+	}
+	o, err := s.deps.Store.OrderForAccount(c.Request.Context(), key.AccountID, key.Mode, ref)
 	if err != nil {
 		abort(c, err)
 		return
 	}
 	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
 }
+
+// testAssetPattern is what a test payment's asset may be: a Stellar asset
+// code (1 to 12 letters and digits), optionally with its issuer account,
+// so a test can pay in a wrong asset the way a real payer could.
+var testAssetPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,12}(:G[A-Z2-7]{55})?$`)
 
 type testPaymentRequest struct {
 	Amount json.RawMessage `json:"amount"`
@@ -494,7 +536,12 @@ func (s *Server) createTestPayment(c *gin.Context) {
 			return
 		}
 	}
-	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, c.Param("ref"))
+	ref, ok := orderRef(c.Param("ref"))
+	if !ok {
+		abort(c, models.ErrOrderNotFound)
+		return
+	}
+	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
 	if err != nil {
 		abort(c, err)
 		return
@@ -508,7 +555,16 @@ func (s *Server) createTestPayment(c *gin.Context) {
 	}
 	asset := o.PaymentAsset
 	if req.Asset != nil && *req.Asset != "" {
-		asset = strings.ToUpper(strings.TrimSpace(*req.Asset))
+		asset = strings.TrimSpace(*req.Asset)
+		if !testAssetPattern.MatchString(asset) {
+			abort(c, invalid("asset", "asset must be an asset code (USDC, XLM) or CODE:ISSUER with a Stellar issuer account"))
+			return
+		}
+		if code, issuer, ok := strings.Cut(asset, ":"); ok {
+			asset = strings.ToUpper(code) + ":" + issuer
+		} else {
+			asset = strings.ToUpper(asset)
+		}
 	}
 	id, err := models.NewID("sandbox", rand.Reader)
 	if err != nil {
@@ -531,12 +587,17 @@ func (s *Server) createTestPayment(c *gin.Context) {
 }
 
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or
-// number (12.50) straight from its text: never through a float.
+// number (12.50) straight from its text: never through a float, never in
+// exponent notation, within models.ParseAmount's bounds.
 func parseAmount(raw json.RawMessage) (decimal.Decimal, error) {
-	text := strings.Trim(string(raw), `"`)
-	d, err := decimal.NewFromString(text)
-	if err != nil || !d.IsPositive() || d.Exponent() < -7 || len(text) > 32 {
-		return decimal.Zero, invalid("amount", "amount must be a positive decimal with at most 7 decimal places")
+	text := string(raw)
+	if unq, err := strconv.Unquote(text); err == nil && strings.HasPrefix(text, `"`) {
+		text = unq
+	}
+	d, err := models.ParseAmount(text, models.MaxPaymentDigits, models.MaxAmountDecimals)
+	if err != nil || !d.IsPositive() {
+		return decimal.Zero, invalid("amount", "amount must be a positive decimal written plainly (like 12.50), with at most %d digits before the point and %d after it",
+			models.MaxPaymentDigits, models.MaxAmountDecimals)
 	}
 	return d, nil
 }

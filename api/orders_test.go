@@ -173,7 +173,12 @@ func withLivePayments() ordersOption {
 
 func newOrdersEnv(t *testing.T, dialect string, opts ...ordersOption) *ordersEnv {
 	t.Helper()
-	st := sqlstoretest.Open(t, dialect)
+	return newOrdersEnvOn(t, sqlstoretest.Open(t, dialect), opts...)
+}
+
+// newOrdersEnvOn is newOrdersEnv on a given (migrated) store.
+func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ordersEnv {
+	t.Helper()
 	clock := newFakeClock()
 	wf := &recordingWorkflows{}
 	pay := &recordingTestPayments{}
@@ -1009,18 +1014,19 @@ type stepView struct {
 }
 
 type paymentView struct {
-	Network        string            `json:"network"`
-	AssetIssuer    *string           `json:"asset_issuer"`
-	MemoType       string            `json:"memo_type"`
-	URI            string            `json:"uri"`
-	ExchangeRate   *exchangeRateBody `json:"exchange_rate"`
-	Asset          string            `json:"asset"`
-	Amount         string            `json:"amount"`
-	AmountReceived string            `json:"amount_received"`
-	AmountDue      string            `json:"amount_due"`
-	Address        string            `json:"address"`
-	Memo           string            `json:"memo"`
-	ExpiresAt      string            `json:"expires_at"`
+	Network          string            `json:"network"`
+	AssetIssuer      *string           `json:"asset_issuer"`
+	MemoType         string            `json:"memo_type"`
+	URI              string            `json:"uri"`
+	ExchangeRate     *exchangeRateBody `json:"exchange_rate"`
+	Asset            string            `json:"asset"`
+	Amount           string            `json:"amount"`
+	AmountReceived   string            `json:"amount_received"`
+	AmountProcessing string            `json:"amount_processing"`
+	AmountDue        string            `json:"amount_due"`
+	Address          string            `json:"address"`
+	Memo             string            `json:"memo"`
+	ExpiresAt        string            `json:"expires_at"`
 }
 
 func decodeOrderView(t *testing.T, r response) orderView {

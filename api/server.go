@@ -66,7 +66,16 @@ type Config struct {
 	// buying provider is configured): their orders are refused with
 	// live_mode_unavailable rather than taking money that cannot be spent.
 	NoPurchasing map[models.Mode]string
+	// RequestTimeout bounds every request: past it, whatever the request
+	// waits on (a hung database, Temporal, a marketplace) is cancelled and
+	// the answer is 503 service_unavailable. Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default: above the
+// slowest legitimate request (a live preview following a short link, whose
+// clients budget their own calls inside it), far below a client's patience.
+const DefaultRequestTimeout = 10 * time.Second
 
 // PaymentSetup is the receiving side of one mode.
 type PaymentSetup struct {
@@ -133,6 +142,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if cfg.RateMaxAge <= 0 {
 		cfg.RateMaxAge = time.Minute
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -153,7 +165,7 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(s.requestID, s.accessLog, s.recover)
+	r.Use(s.requestID, s.accessLog, s.recover, s.deadline)
 	r.NoRoute(func(c *gin.Context) { abort(c, models.NewError(models.CodeNotFound)) })
 	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
 

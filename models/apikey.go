@@ -152,6 +152,23 @@ func NewID(prefix string, random io.Reader) (string, error) {
 	return prefix + "_" + s, nil
 }
 
+// ValidID reports whether s has the shape NewID gives ids with this
+// prefix. An id of another shape names nothing, so it can be answered
+// "not found" without asking the database (and never reaches a driver
+// that would refuse its bytes).
+func ValidID(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix+"_")
+	if !ok || len(rest) != 24 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if strings.IndexByte(base62, rest[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // randomString draws n base62 characters without modulo bias.
 func randomString(random io.Reader, n int) (string, error) {
 	out := make([]byte, 0, n)

@@ -41,6 +41,9 @@ const (
 	// CodeInvalidSignature: a provider webhook whose signature does not
 	// verify (forged, replayed, or signed with another secret).
 	CodeInvalidSignature Code = "invalid_signature"
+	// CodeUnsupportedMediaType: a request body sent without
+	// Content-Type: application/json.
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -76,6 +79,7 @@ var defaultMessages = map[Code]string{
 	CodeSourcingFailed:         "The marketplace could not supply the product",
 	CodeMarketplaceUnavailable: "The marketplace cannot be reached right now; retry later",
 	CodeInvalidSignature:       "Webhook signature is missing, invalid or too old",
+	CodeUnsupportedMediaType:   "Content-Type must be application/json",
 }
 
 // Error is a domain error with a public code and a message that is safe to

@@ -84,7 +84,22 @@ const (
 	PaymentRefundDue PaymentStatus = "refund_due" // money received that must go back (underpaid then expired, cancelled, or fulfilment failed)
 	PaymentRefunded  PaymentStatus = "refunded"   // an operator sent the refund
 	PaymentCancelled PaymentStatus = "cancelled"  // cancelled before anything was received
+	// PaymentProcessing is shown to clients, never stored: a payment was
+	// seen and is being credited (Order.PendingCredit). Do not pay again.
+	PaymentProcessing PaymentStatus = "processing"
 )
+
+// ShownPaymentStatus is the payment status a client reads: the stored one,
+// except that an order waiting for payment with money seen but not yet
+// credited is "processing", so a client polling right then never reads
+// "nothing received" and asks the payer to pay twice.
+func (o Order) ShownPaymentStatus() PaymentStatus {
+	if o.Status == OrderCreated && o.PendingCredit.IsPositive() &&
+		(o.PaymentStatus == PaymentPending || o.PaymentStatus == PaymentPartial) {
+		return PaymentProcessing
+	}
+	return o.PaymentStatus
+}
 
 // Step is one tracking step: reached or not, and when.
 type Step struct {
@@ -132,6 +147,10 @@ type Order struct {
 	PaymentMemo      string
 	PaymentExpiresAt time.Time
 	AmountReceived   decimal.Decimal
+	// PendingCredit is what payments seen for this order but not yet
+	// credited by its workflow add up to (read for clients only, while
+	// the order waits for payment).
+	PendingCredit decimal.Decimal
 
 	// What a payer's wallet needs beyond the contract's fields.
 	PaymentNetwork     string // "pubnet", "testnet", or "sandbox" in test mode

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -239,9 +240,12 @@ func parseDecimal(path string, s *string) (decimal.Decimal, error) {
 	if s == nil {
 		return decimal.Decimal{}, fmt.Errorf("pricing rules: %s: required", path)
 	}
+	// Plain notation only, and short: "1e400" is a decimal to the
+	// library, and a 401-digit fee to every sum after it. Signs are left
+	// to Validate, which says "must not be negative".
 	d, err := decimal.NewFromString(*s)
-	if err != nil {
-		return decimal.Decimal{}, fmt.Errorf("pricing rules: %s: %q is not a decimal number", path, *s)
+	if err != nil || strings.ContainsAny(*s, "eE") || len(*s) > 24 {
+		return decimal.Decimal{}, fmt.Errorf("pricing rules: %s: %q is not a decimal number written plainly, like 4.99", path, *s)
 	}
 	return d, nil
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/memocart/memocart/models"
 )
 
@@ -208,7 +206,7 @@ func itemProduct(it item, asin string, sf storefront) (models.Product, error) {
 	if offer.Price == nil || offer.Price.Money == nil || offer.Price.Money.Amount == "" {
 		return models.Product{}, unavailable(asin, "This product has no offer that can be bought at Amazon: it has no price")
 	}
-	price, err := decimal.NewFromString(offer.Price.Money.Amount.String())
+	price, err := models.ParseAmount(offer.Price.Money.Amount.String(), models.MaxPriceDigits, models.MaxAmountDecimals)
 	currency := offer.Price.Money.Currency
 	if err != nil || !price.IsPositive() || !models.IsCurrencyCode(currency) {
 		return models.Product{}, unavailable(asin, "This product has no offer that can be bought at Amazon: its price is unreadable")

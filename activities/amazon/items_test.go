@@ -1,6 +1,7 @@
 package amazon
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -203,14 +204,27 @@ func TestReadAnswerAvailabilityTypes(t *testing.T) {
 	}
 }
 
-// TestReadAnswerAmountIsExact proves the amount never goes through a
-// float: 90071992547409.93 has more digits than a float64 holds.
+// TestReadAnswerAmountIsExact: the amount is read from the JSON text,
+// exactly, within models.MaxPriceDigits; a larger one (the fixture's
+// 90071992547409.93, more digits than a float64 holds) is refused as
+// unreadable rather than rounded or stored as a price no sum could hold.
 func TestReadAnswerAmountIsExact(t *testing.T) {
-	p, err := readAnswer(http.StatusOK, fixture(t, "getitems_large_amount.json"), "B0BIGPRICE", mustStorefront(t, "www.amazon.co.jp"))
+	big := fixture(t, "getitems_large_amount.json")
+	_, err := readAnswer(http.StatusOK, big, "B0BIGPRICE", mustStorefront(t, "www.amazon.co.jp"))
+	requireCode(t, err, models.CodeProductUnavailable)
+
+	exact := bytes.Replace(big, []byte("90071992547409.93"), []byte("123456789.1234567"), 1)
+	p, err := readAnswer(http.StatusOK, exact, "B0BIGPRICE", mustStorefront(t, "www.amazon.co.jp"))
 	require.NoError(t, err)
-	assert.Equal(t, "90071992547409.93", p.Price.String())
+	assert.Equal(t, "123456789.1234567", p.Price.String())
 	assert.Equal(t, "JPY", p.Currency)
 	assert.Equal(t, "https://www.amazon.co.jp/dp/B0BIGPRICE", p.ProductURL)
+
+	for _, amount := range []string{"1e3", "1E+3", "-5", "1234567890"} {
+		body := bytes.Replace(big, []byte("90071992547409.93"), []byte(amount), 1)
+		_, err := readAnswer(http.StatusOK, body, "B0BIGPRICE", mustStorefront(t, "www.amazon.co.jp"))
+		requireCode(t, err, models.CodeProductUnavailable)
+	}
 }
 
 func TestReadAnswerUnreadablePrices(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/memocart/memocart/models"
 )
 
@@ -204,7 +202,7 @@ func productFrom(ref models.ProductRef, it item, now time.Time) (models.Product,
 	if err := checkAvailability(it.EstimatedAvailabilities); err != nil {
 		return models.Product{}, err
 	}
-	price, err := decimal.NewFromString(it.Price.Value)
+	price, err := models.ParseAmount(it.Price.Value, models.MaxPriceDigits, models.MaxAmountDecimals)
 	if err != nil || !price.IsPositive() || !models.IsCurrencyCode(it.Price.Currency) {
 		return models.Product{}, unavailable(msgBadListing)
 	}

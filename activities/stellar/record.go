@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/memocart/memocart/models"
@@ -95,6 +96,14 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 	if err != nil {
 		return bad("amount %q: %v", r.Amount, err)
 	}
+	// StellarAmount accepts zero ("0", "0.0000000"). The network refuses
+	// payments of zero (*_MALFORMED), and one would credit nothing, so it
+	// is skipped like any record that credits nothing, rather than
+	// stopping the watcher as an unreadable record would. Found by
+	// FuzzPaymentRecord (testdata/fuzz/FuzzPaymentRecord).
+	if !amount.IsPositive() {
+		return models.Payment{}, false, nil
+	}
 	asset, err := c.asset(r)
 	if err != nil {
 		return bad("%v", err)
@@ -112,13 +121,20 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 		Mode:       models.ModeLive,
 		Asset:      asset,
 		Amount:     amount,
-		Memo:       r.Transaction.Memo,
-		MemoType:   memoType,
-		Sender:     r.From,
-		TxHash:     r.TransactionHash,
+		Memo:       noNUL(r.Transaction.Memo),
+		MemoType:   noNUL(memoType),
+		Sender:     noNUL(r.From),
+		TxHash:     noNUL(r.TransactionHash),
 		ReceivedAt: at.UTC(),
 	}, true, nil
 }
+
+// noNUL replaces NUL characters, which a text memo may hold but Postgres
+// text cannot: a payment must be storable whatever its memo says, or one
+// odd payment would stop the watcher. (Such a memo names no order; the
+// payment is kept for an operator.) encoding/json has already replaced
+// invalid UTF-8.
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 
 // successful reads the transaction's outcome from the record, or from the
 // joined transaction if the record lacks it; unknown counts as failed.
@@ -143,7 +159,7 @@ func (c converter) asset(r record) (string, error) {
 		if r.AssetCode == "USDC" && r.AssetIssuer == c.usdcIssuer {
 			return "USDC", nil
 		}
-		return r.AssetCode + ":" + r.AssetIssuer, nil
+		return noNUL(r.AssetCode + ":" + r.AssetIssuer), nil
 	default:
 		return "", fmt.Errorf("unknown asset_type %q", r.AssetType)
 	}

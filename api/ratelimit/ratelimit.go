@@ -1,7 +1,9 @@
 // Package ratelimit limits requests per API key per minute for the HTTP
 // middleware in package api. It offers one Limiter interface with two
 // implementations of the same algorithm: Memory for a single process and
-// tests, Redis for a budget shared by every API replica.
+// tests, Redis for a budget shared by every API replica. Fallback combines
+// them so that a Redis outage degrades to per-process limits, with bounded
+// added latency, instead of to no limits.
 //
 // It may import the standard library and github.com/redis/go-redis/v9 only.
 //
@@ -51,6 +53,10 @@ type Result struct {
 	// ResetAfter is how long until the bucket is full again, that is until
 	// Remaining would equal Limit.
 	ResetAfter time.Duration
+	// Degraded reports that Fallback's local limiter decided because the
+	// shared store (Redis) could not: the budget behind this Result is this
+	// process's alone, not the one shared by every replica.
+	Degraded bool
 }
 
 // period is the window the limit is expressed over, in microseconds.

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.temporal.io/sdk/client"
@@ -42,11 +44,16 @@ func requireMigrated(ctx context.Context, st *sqlstore.Store) error {
 
 // newLimiter returns the Redis limiter when MEMOCART_REDIS_URL is set, so
 // replicas share one budget per key, and the in-process one otherwise.
+//
+// The Redis limiter is wrapped in a ratelimit.Fallback: when Redis fails or
+// hangs, each request waits at most the fallback's timeout, and for a
+// cooldown afterwards every process limits keys on its own (headers kept)
+// without contacting Redis. Start-up still fails if Redis does not answer.
 func newLimiter(ctx context.Context, e env) (api.RateLimiter, func(), error) {
 	if e.cfg.RedisURL == "" {
 		return ratelimit.NewMemory(nil), func() {}, nil
 	}
-	opts, err := redis.ParseURL(e.cfg.RedisURL)
+	opts, err := redisOptions(e.cfg.RedisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("MEMOCART_REDIS_URL: %w", err)
 	}
@@ -55,7 +62,57 @@ func newLimiter(ctx context.Context, e env) (api.RateLimiter, func(), error) {
 		_ = client.Close()
 		return nil, nil, fmt.Errorf("connecting to Redis: %w", err)
 	}
-	return ratelimit.NewRedis(client, "memocart:ratelimit:"), func() { _ = client.Close() }, nil
+	limiter := ratelimit.NewFallback(
+		ratelimit.NewRedis(client, "memocart:ratelimit:"),
+		ratelimit.NewMemory(nil),
+		ratelimit.FallbackOptions{Logger: e.log.With(slog.String("component", "ratelimit"))},
+	)
+	return limiter, func() { _ = client.Close() }, nil
+}
+
+// Redis client settings for the rate limiter, in place of go-redis's
+// defaults (5 s timeouts, 3 retries) under which a hung Redis held every
+// request for seconds. ratelimit.Fallback bounds each call more tightly
+// still (250 ms); these cover the start-up Ping and calls it has given up on.
+const (
+	redisTimeout    = 500 * time.Millisecond
+	redisMaxRetries = 1
+)
+
+// redisTimeoutParams are the redis.ParseURL query parameters that, when
+// present, win over the defaults above.
+var redisTimeoutParams = []struct {
+	name string
+	set  func(*redis.Options)
+}{
+	{"dial_timeout", func(o *redis.Options) { o.DialTimeout = redisTimeout }},
+	{"read_timeout", func(o *redis.Options) { o.ReadTimeout = redisTimeout }},
+	{"write_timeout", func(o *redis.Options) { o.WriteTimeout = redisTimeout }},
+	{"pool_timeout", func(o *redis.Options) { o.PoolTimeout = redisTimeout }},
+	{"max_retries", func(o *redis.Options) { o.MaxRetries = redisMaxRetries }},
+}
+
+// redisOptions parses a redis:// (or rediss://, unix://) URL and applies
+// the limiter's timeouts to every setting its query leaves unset. Commands
+// always follow their context's deadline (ContextTimeoutEnabled), which no
+// URL parameter controls.
+func redisOptions(rawURL string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	q := u.Query()
+	for _, p := range redisTimeoutParams {
+		if !q.Has(p.name) {
+			p.set(opts)
+		}
+	}
+	opts.ContextTimeoutEnabled = true
+	return opts, nil
 }
 
 // production is what the api and worker processes share: their flags

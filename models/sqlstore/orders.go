@@ -272,7 +272,33 @@ func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode mode
 	if err != nil {
 		return models.Order{}, fmt.Errorf("reading order: %w", err)
 	}
-	return orderTx(db, row)
+	return orderWithPendingCredit(db, row)
+}
+
+// orderWithPendingCredit reads an order for a client: with its payments
+// seen but not yet credited (PendingCredit), so nobody reads "nothing
+// received" for money already on the chain. Only an order still waiting
+// for payment can have any.
+func orderWithPendingCredit(db *gorm.DB, row orderRow) (models.Order, error) {
+	o, err := orderTx(db, row)
+	if err != nil || o.Status != models.OrderCreated {
+		return o, err
+	}
+	// Matched to this order and not yet recorded by its workflow; or stored
+	// by a source and not yet through the matcher, carrying the number as
+	// its memo. Only the order's asset counts: another is never credited.
+	var sum struct{ Total decimal.NullDecimal }
+	err = db.Model(&paymentRow{}).Select("SUM(amount) AS total").
+		Where("signaled_at IS NULL AND asset = ? AND ((order_id = ? AND status = ?) OR (status = ? AND order_id IS NULL AND memo = ? AND mode = ?))",
+			o.PaymentAsset, o.ID, PaymentMatched, PaymentReceived, o.Number, string(o.Mode)).
+		Scan(&sum).Error
+	if err != nil {
+		return models.Order{}, fmt.Errorf("reading pending payments: %w", err)
+	}
+	if sum.Total.Valid {
+		o.PendingCredit = sum.Total.Decimal
+	}
+	return o, nil
 }
 
 // OrderByNumber returns an order by number in any account, for the public
@@ -287,7 +313,7 @@ func (s *Store) OrderByNumber(ctx context.Context, number string) (models.Order,
 	if err != nil {
 		return models.Order{}, fmt.Errorf("reading order: %w", err)
 	}
-	return orderTx(db, row)
+	return orderWithPendingCredit(db, row)
 }
 
 // Order returns an order by id, for the workflow's activities.

@@ -149,9 +149,16 @@ func sqlitePath(dsn string) (string, error) {
 	return path, nil
 }
 
+// SQLiteBusyTimeout is how long a SQLite write waits for another
+// connection's or process's write lock before failing with SQLITE_BUSY
+// (which the API answers 503). The wait cannot be cut short by a request's
+// deadline (SQLite's busy handler ignores interrupts), so it is also the
+// bound on such a request; it stays below the API's request timeout.
+const SQLiteBusyTimeout = 5 * time.Second
+
 func sqliteDSN(path string) string {
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+	for _, p := range []string{fmt.Sprintf("busy_timeout(%d)", SQLiteBusyTimeout.Milliseconds()), "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
 		q.Add("_pragma", p)
 	}
 	// BEGIN IMMEDIATE takes the write lock up front, so two transactions
