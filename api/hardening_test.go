@@ -3,9 +3,15 @@ package api_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/api/ratelimit"
@@ -385,4 +392,49 @@ func TestRedisDownKeepsLimits(t *testing.T) {
 			assert.Equal(t, 1, limited, "a 60-per-minute key stays limited while Redis is %s", tc.name)
 		})
 	}
+}
+
+// sqlStateErr and codeErr behave like the drivers' errors (pgconn.PgError,
+// modernc's sqlite.Error) without linking them.
+type sqlStateErr string
+
+func (e sqlStateErr) Error() string    { return "pg: " + string(e) }
+func (e sqlStateErr) SQLState() string { return string(e) }
+
+type codeErr int
+
+func (e codeErr) Error() string { return fmt.Sprintf("sqlite: %d", int(e)) }
+func (e codeErr) Code() int     { return int(e) }
+
+// TestDependencyDown pins the one classification of failures into 503 and
+// 500: what means "a dependency could not answer" and what is a bug.
+func TestDependencyDown(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("reading order: %w", err) }
+	for _, err := range []error{
+		context.DeadlineExceeded,
+		wrap(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+		wrap(driver.ErrBadConn), wrap(sql.ErrConnDone), wrap(io.ErrUnexpectedEOF),
+		wrap(sqlStateErr("08006")), wrap(sqlStateErr("57P01")), wrap(sqlStateErr("53300")), wrap(sqlStateErr("57014")),
+		wrap(codeErr(5)), wrap(codeErr(5 | 2<<8)), wrap(codeErr(6)),
+		wrap(serviceerror.NewUnavailable("frontend down")), wrap(serviceerror.NewDeadlineExceeded("slow")),
+		wrap(serviceerror.NewResourceExhausted(0, "busy")),
+		errors.New("failed to deallocate cached statement(s): conn closed"),
+	} {
+		assert.Truef(t, api.DependencyDown(err), "%v is a dependency failure", err)
+	}
+	for _, err := range []error{
+		nil, errors.New("boom"), wrap(sqlStateErr("23505")), wrap(sqlStateErr("22021")), wrap(codeErr(19)),
+		wrap(serviceerror.NewInvalidArgument("bad")), wrap(serviceerror.NewNotFound("gone")),
+	} {
+		assert.Falsef(t, api.DependencyDown(err), "%v is not a dependency failure", err)
+	}
+}
+
+// TestTrailingSlashIsNotFound: no empty redirect a POST cannot follow;
+// the envelope says the route is unknown.
+func TestTrailingSlashIsNotFound(t *testing.T) {
+	e := newEnv(t, sqlstore.DialectSQLite)
+	key := e.key(t, "acme", models.ModeTest, models.TierFree)
+	r := e.send(t, request{method: http.MethodPost, path: "/v1/products/preview/", auth: "Bearer " + key, body: `{"url":"` + amazonURL + `"}`})
+	requireError(t, r, http.StatusNotFound, models.CodeNotFound, "")
 }

@@ -164,6 +164,9 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	// A path with a trailing slash is an unknown route, answered in the
+	// envelope, not an empty redirect a POST cannot follow.
+	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.accessLog, s.recover, s.deadline)
 	r.NoRoute(func(c *gin.Context) { abort(c, models.NewError(models.CodeNotFound)) })

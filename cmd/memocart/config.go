@@ -47,6 +47,7 @@ type Config struct {
 	USDCIssuer        string
 	XLMRateURL        string
 	RateMaxAge        time.Duration
+	RequestTimeout    time.Duration
 	SandboxXLMRate    decimal.Decimal
 
 	// Live marketplaces and purchasing. A provider left unconfigured
@@ -273,6 +274,9 @@ var envVars = []envVar{
 			c.XLMRateURL = strings.TrimRight(v, "/")
 			return nil
 		}},
+	{name: "MEMOCART_REQUEST_TIMEOUT", def: "10s",
+		help: "longest an API request may take: past it, whatever it waits on is cancelled and the answer is 503 service_unavailable",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RequestTimeout) }},
 	{name: "MEMOCART_RATE_MAX_AGE", def: "60s",
 		help: "oldest exchange rate an XLM order may be quoted on; older or missing = the order is refused",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RateMaxAge) }},

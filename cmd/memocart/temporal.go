@@ -168,9 +168,10 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		api.Config{
 			KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, PaymentWindow: e.cfg.PaymentWindow,
 			Pricing: e.cfg.Pricing, PublicURL: e.cfg.PublicURL,
-			Payments:     paymentSetups(e.cfg),
-			RateMaxAge:   e.cfg.RateMaxAge,
-			NoPurchasing: noPurchasing(e.cfg),
+			Payments:       paymentSetups(e.cfg),
+			RateMaxAge:     e.cfg.RateMaxAge,
+			NoPurchasing:   noPurchasing(e.cfg),
+			RequestTimeout: e.cfg.RequestTimeout,
 		},
 		api.Deps{
 			Store:        st,

@@ -57,7 +57,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 	)
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		dialector, dialect = postgres.Open(dsn), DialectPostgres
+		dialector, dialect = postgres.Open(withConnectTimeout(dsn)), DialectPostgres
 	default:
 		path, err := sqlitePath(dsn)
 		if err != nil {
@@ -105,6 +105,25 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("connecting to %s database: %w", dialect, err)
 	}
 	return &Store{db: db, dialect: dialect}, nil
+}
+
+// PostgresConnectTimeout bounds opening a Postgres connection unless the
+// URL says otherwise (connect_timeout, in seconds): a server that accepts
+// TCP but never answers (hung, overloaded) must not hold a request beyond
+// its own deadline, or a background job forever.
+const PostgresConnectTimeout = 5 * time.Second
+
+// withConnectTimeout adds connect_timeout to a postgres:// URL that has
+// none.
+func withConnectTimeout(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Query().Has("connect_timeout") {
+		return dsn // a malformed URL is reported by the driver as it is
+	}
+	q := u.Query()
+	q.Set("connect_timeout", fmt.Sprint(int(PostgresConnectTimeout.Seconds())))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Dialect returns DialectPostgres or DialectSQLite.
