@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -53,6 +55,13 @@ func (s *Server) providerWebhook(c *gin.Context) {
 		return
 	}
 	log := loggerFrom(c).With(slog.String("provider", c.Param("provider")), slog.String("event_id", ev.EventID), slog.String("ref", ev.Ref))
+	// Even a signed body is checked before its text reaches a driver.
+	for _, s := range []string{ev.Ref, ev.OrderID, ev.EventID} {
+		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+			abort(c, models.Errorf(models.CodeInvalidRequest, "Webhook names an order with characters no order has"))
+			return
+		}
+	}
 	if ev.OrderID == "" && ev.Ref != "" {
 		ev.OrderID, err = s.deps.Store.OrderIDBySupplierRef(ctx, ev.Ref)
 		if err != nil && !errors.Is(err, models.ErrOrderNotFound) {

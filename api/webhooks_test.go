@@ -88,6 +88,14 @@ func TestProviderWebhook(t *testing.T) {
 		assert.Contains(t, body, `"code":"service_unavailable"`)
 		assert.NotContains(t, body, "connection refused")
 
+		// A signed body whose reference holds a NUL never reaches the
+		// database (Postgres would refuse it with a 500).
+		e.wf.hintErr = nil
+		status, body = postWebhook(t, e, "zinc", "good", "evt_8 zn_\x00abc")
+		assert.Equal(t, http.StatusBadRequest, status)
+		assert.Contains(t, body, `"code":"invalid_request"`)
+		assert.Len(t, e.wf.hints, 4)
+
 		// No such provider.
 		status, _ = postWebhook(t, e, "acme", "good", "evt_7")
 		assert.Equal(t, http.StatusNotFound, status)

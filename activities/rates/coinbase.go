@@ -111,6 +111,12 @@ func (c *Coinbase) Rate(ctx context.Context, base, quote string) (models.Rate, e
 	if err != nil {
 		return models.Rate{}, fmt.Errorf("coinbase %s: amount %.40q is not a number", product, d.Amount)
 	}
+	// Bounded: "1e400" is a number to the decimal library, and a rate is
+	// multiplied into amounts and stored. Exponent notation within the
+	// bounds is fine (a price, not a client's amount).
+	if price.Exponent() > 0 || price.Exponent() < -40 || len(price.Coefficient().String()) > 40 {
+		return models.Rate{}, fmt.Errorf("coinbase %s: amount %.40q is out of bounds", product, d.Amount)
+	}
 	if !price.IsPositive() {
 		return models.Rate{}, fmt.Errorf("coinbase %s: price must be positive, got %s", product, price)
 	}

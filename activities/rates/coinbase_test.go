@@ -89,6 +89,7 @@ func TestCoinbaseRateErrors(t *testing.T) {
 		{"zero price", 200, `{"data":{"amount":"0","base":"XLM","currency":"USD"}}`, "positive"},
 		{"negative price", 200, `{"data":{"amount":"-0.1","base":"XLM","currency":"USD"}}`, "positive"},
 		{"missing amount", 200, `{"data":{"base":"XLM","currency":"USD"}}`, "not a number"},
+		{"amount in huge exponent notation", 200, `{"data":{"amount":"1e400","base":"XLM","currency":"USD"}}`, "out of bounds"},
 		{"amount not a number", 200, `{"data":{"amount":"abc","base":"XLM","currency":"USD"}}`, "decoding"},
 		{"amount a bool", 200, `{"data":{"amount":true,"base":"XLM","currency":"USD"}}`, "decoding"},
 		{"malformed JSON", 200, `{"data":{"amount":"0.1",`, "decoding"},
