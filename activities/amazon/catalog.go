@@ -357,6 +357,12 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 		}
 		return models.Product{}, &upstreamError{Err: fmt.Errorf("reading getItems answer: %w", err)}
 	}
+	if ctx.Err() != nil {
+		// The deadline passed during the exchange: whatever arrived (a
+		// server giving up on a cancelled request may send an empty 200)
+		// is not an answer.
+		return models.Product{}, ctx.Err()
+	}
 
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)
 	var ue *upstreamError

@@ -249,6 +249,12 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 		}
 		return models.Product{}, &upstreamError{Status: resp.StatusCode, Err: fmt.Errorf("reading body: %w", err)}
 	}
+	if ctx.Err() != nil {
+		// The deadline passed during the exchange: what arrived (a server
+		// giving up on a cancelled request may send an empty 200) is not
+		// an answer.
+		return models.Product{}, ctx.Err()
+	}
 
 	p, err := readAnswer(ref, resp.StatusCode, body, c.now())
 	var ue *upstreamError
