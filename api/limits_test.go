@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
 )
 
@@ -108,4 +109,14 @@ func TestRateLimits(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestKeyBudgetsAreEnforceable: no key can carry a budget the limiter
+// refuses (which used to serve the key unlimited, without headers).
+func TestKeyBudgetsAreEnforceable(t *testing.T) {
+	assert.LessOrEqual(t, models.MaxPerMinute, ratelimit.MaxPerMinute)
+	k := models.APIKey{Tier: models.TierEnterprise, PerMinute: 1 << 40}
+	assert.Equal(t, models.MaxPerMinute, k.RateLimit(), "a stored budget above the maximum is capped")
+	_, err := ratelimit.NewMemory(nil).Allow(t.Context(), "k", k.RateLimit())
+	assert.NoError(t, err)
 }

@@ -42,6 +42,11 @@ func (t Tier) Valid() bool { return t == TierFree || t == TierPro || t == TierEn
 const (
 	FreePerMinute = 60
 	ProPerMinute  = 600
+	// MaxPerMinute is the largest budget a key may have: a thousand times
+	// Pro, and far within what the rate limiter enforces exactly (package
+	// api checks this). `memocart keys create` refuses more, and a stored
+	// value above it (written by hand) is capped, never unlimited.
+	MaxPerMinute = 600_000
 )
 
 // DefaultKeyPrefix is the service-specific word keys start with.
@@ -78,7 +83,7 @@ func (k APIKey) RateLimit() int {
 		return ProPerMinute
 	case TierEnterprise:
 		if k.PerMinute > 0 {
-			return k.PerMinute
+			return min(k.PerMinute, MaxPerMinute)
 		}
 		return ProPerMinute
 	default:

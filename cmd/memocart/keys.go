@@ -86,6 +86,8 @@ func keysCreate(ctx context.Context, e env, args []string) error {
 	switch {
 	case *perMinute < 0:
 		errs = append(errs, errors.New("--per-minute must not be negative"))
+	case *perMinute > models.MaxPerMinute:
+		errs = append(errs, fmt.Errorf("--per-minute must be at most %d", models.MaxPerMinute))
 	case models.Tier(*tier) == models.TierEnterprise && *perMinute == 0:
 		errs = append(errs, errors.New("--per-minute is required for enterprise keys"))
 	case models.Tier(*tier) != models.TierEnterprise && *perMinute != 0:

@@ -198,15 +198,66 @@ func newID(prefix string) string {
 	return id
 }
 
-// gormLogger sends GORM's errors to slog at debug level: the store returns
-// every error to its caller, which logs it once at the boundary.
+// gormLogger is GORM's logger here. It does nothing for a query nobody
+// will read about: GORM's own loggers build the full SQL text of every
+// query before deciding whether to log it, which cost a measurable share of
+// every read (docs/benchmarks.md). The store returns every error to its
+// caller, which logs it once at the boundary, so errors go to debug; a slow
+// query goes to warn, as SQL with placeholders: values hold e-mails and
+// addresses and are never logged.
+type gormLogger struct {
+	log  *slog.Logger
+	slow time.Duration
+}
+
+// slowQuery is the duration above which a query is logged at warn.
+const slowQuery = 500 * time.Millisecond
+
 func newGormLogger(log *slog.Logger) logger.Interface {
-	return logger.NewSlogLogger(log, logger.Config{
-		SlowThreshold:             500 * time.Millisecond,
-		IgnoreRecordNotFoundError: true,
-		ParameterizedQueries:      true, // never log values: they hold e-mails and addresses
-		LogLevel:                  logger.Warn,
-	})
+	return gormLogger{log: log, slow: slowQuery}
+}
+
+// LogMode is GORM's level switch; the slog handler's level rules instead.
+func (l gormLogger) LogMode(logger.LogLevel) logger.Interface { return l }
+
+func (l gormLogger) Info(ctx context.Context, msg string, args ...any) {
+	l.log.InfoContext(ctx, fmt.Sprintf(msg, args...))
+}
+
+func (l gormLogger) Warn(ctx context.Context, msg string, args ...any) {
+	l.log.WarnContext(ctx, fmt.Sprintf(msg, args...))
+}
+
+func (l gormLogger) Error(ctx context.Context, msg string, args ...any) {
+	l.log.ErrorContext(ctx, fmt.Sprintf(msg, args...))
+}
+
+// Trace is called after every query; fc builds its SQL text, only when a
+// record will be written.
+func (l gormLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	var level slog.Level
+	switch {
+	case err != nil && !errors.Is(err, gorm.ErrRecordNotFound):
+		level = slog.LevelDebug
+	case l.slow > 0 && time.Since(begin) > l.slow:
+		level = slog.LevelWarn
+	default:
+		return
+	}
+	if !l.log.Enabled(ctx, level) {
+		return
+	}
+	sql, rows := fc()
+	attrs := []slog.Attr{slog.String("sql", sql), slog.Duration("duration", time.Since(begin)), slog.Int64("rows", rows)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	l.log.LogAttrs(ctx, level, "SQL query", attrs...)
+}
+
+// ParamsFilter keeps values out of the SQL text GORM gives Trace.
+func (gormLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
 }
 
 // utc normalises a time read from either database.
