@@ -442,3 +442,13 @@ func TestTrailingSlashIsNotFound(t *testing.T) {
 	r := e.send(t, request{method: http.MethodPost, path: "/v1/products/preview/", auth: "Bearer " + key, body: `{"url":"` + amazonURL + `"}`})
 	requireError(t, r, http.StatusNotFound, models.CodeNotFound, "")
 }
+
+// TestNoProfilesOnThePublicAddress: pprof lives on the opt-in admin
+// listener only (cmd/memocart), never on the API's routes.
+func TestNoProfilesOnThePublicAddress(t *testing.T) {
+	e := newEnv(t, sqlstore.DialectSQLite)
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap"} {
+		r := e.send(t, request{method: http.MethodGet, path: path})
+		requireError(t, r, http.StatusNotFound, models.CodeNotFound, "")
+	}
+}

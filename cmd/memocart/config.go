@@ -23,6 +23,7 @@ type Config struct {
 	DatabaseURL string
 	DataDir     string
 	HTTPAddr    string
+	AdminAddr   string
 	RedisURL    string
 	KeyPrefix   string
 	CartTTL     time.Duration
@@ -126,6 +127,18 @@ var envVars = []envVar{
 	{name: "MEMOCART_DATA_DIR", def: ".data",
 		help: "directory for the embedded SQLite databases (app and, in dev, Temporal)",
 		set:  func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{name: "MEMOCART_ADMIN_ADDR", def: "",
+		help: "opt-in admin listener serving net/http/pprof at /debug/pprof/ (e.g. 127.0.0.1:6060); never the public address; empty = off",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return errors.New("must be host:port")
+			}
+			c.AdminAddr = v
+			return nil
+		}},
 	{name: "MEMOCART_HTTP_ADDR", def: "127.0.0.1:8080",
 		help: "address the HTTP API listens on",
 		set: func(c *Config, v string) error {

@@ -46,6 +46,11 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 		defer stopLive()
 	}
 	e.log.Info("starting dev stack", slog.String("config", e.cfg.masked(e.getenv)))
+	_, stopAdmin, err := startAdmin(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	st, err := openStore(ctx, e)
 	if err != nil {
 		return err

@@ -158,6 +158,11 @@ func runAPI(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer p.close()
+	_, stopAdmin, err := startAdmin(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	limiter, closeLimiter, err := newLimiter(ctx, e)
 	if err != nil {
 		return err
@@ -185,5 +190,10 @@ func runWorker(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer p.close()
+	_, stopAdmin, err := startAdmin(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	return runWorkerLoop(ctx, e, p.temporal, p.store)
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+)
+
+// startAdmin serves net/http/pprof on MEMOCART_ADMIN_ADDR when it is set,
+// on its own listener: profiles are never reachable on the public API
+// address. It returns the bound address ("" when off) and a stop function.
+func startAdmin(ctx context.Context, e env) (string, func(), error) {
+	if e.cfg.AdminAddr == "" {
+		return "", func() {}, nil
+	}
+	if e.cfg.AdminAddr == e.cfg.HTTPAddr {
+		return "", nil, errors.New("MEMOCART_ADMIN_ADDR must differ from MEMOCART_HTTP_ADDR: profiles are never served on the public address")
+	}
+	ln, err := net.Listen("tcp", e.cfg.AdminAddr)
+	if err != nil {
+		return "", nil, fmt.Errorf("admin listener on %s: %w", e.cfg.AdminAddr, err)
+	}
+	addr := ln.Addr().String()
+	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() {
+		e.log.Warn("admin listener (pprof) is not on a loopback address: keep it off the public network", slog.String("addr", addr))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("admin listener stopped", slog.Any("error", err))
+		}
+	}()
+	e.log.Info("admin listener (pprof) on", slog.String("addr", "http://"+addr+"/debug/pprof/"))
+	stop := func() {
+		shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutCtx)
+	}
+	return addr, stop, nil
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAdminListener: pprof is served on the admin address when asked for,
+// and only there.
+func TestAdminListener(t *testing.T) {
+	e := env{cfg: Config{AdminAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:8080"}, log: slog.New(slog.DiscardHandler)}
+	addr, stop, err := startAdmin(t.Context(), e)
+	require.NoError(t, err)
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.True(t, strings.HasPrefix(string(body), "heap profile:"), "a heap profile: %.60s", body)
+
+	off := env{cfg: Config{HTTPAddr: "127.0.0.1:8080"}, log: slog.New(slog.DiscardHandler)}
+	addr, stop, err = startAdmin(t.Context(), off)
+	require.NoError(t, err)
+	stop()
+	assert.Empty(t, addr, "no listener unless configured")
+
+	same := env{cfg: Config{AdminAddr: "127.0.0.1:8080", HTTPAddr: "127.0.0.1:8080"}, log: slog.New(slog.DiscardHandler)}
+	_, _, err = startAdmin(t.Context(), same)
+	assert.ErrorContains(t, err, "must differ")
+}
