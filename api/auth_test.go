@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -90,12 +91,17 @@ func TestAuthentication(t *testing.T) {
 			})
 		}
 
-		t.Run("revocation takes effect on a key that worked", func(t *testing.T) {
+		t.Run("revocation takes effect on a key that worked, within the cache's bound", func(t *testing.T) {
 			secret, id := mustAccountKey(t, e, "initech")
 			r := e.post(t, "/v1/products/preview", secret, previewBody(validPreviewURL))
 			require.Equal(t, http.StatusOK, r.status)
 			_, err := e.st.RevokeAPIKey(t.Context(), id, e.clock.Now())
 			require.NoError(t, err)
+			// The replica trusts its answer for DefaultKeyCacheTTL, no longer.
+			e.clock.Advance(api.DefaultKeyCacheTTL - time.Millisecond)
+			r = e.post(t, "/v1/products/preview", secret, previewBody(validPreviewURL))
+			require.Equal(t, http.StatusOK, r.status, "still cached")
+			e.clock.Advance(time.Millisecond)
 			r = e.post(t, "/v1/products/preview", secret, previewBody(validPreviewURL))
 			requireError(t, r, http.StatusUnauthorized, models.CodeInvalidAPIKey, "")
 		})

@@ -117,7 +117,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		abort(c, models.ErrInvalidAPIKey)
 		return
 	}
-	k, err := s.deps.Store.AuthenticateAPIKey(c.Request.Context(), models.HashAPIKey(token))
+	k, err := s.keys.authenticate(c.Request.Context(), models.HashAPIKey(token), s.deps.Store.AuthenticateAPIKey)
 	if err != nil {
 		abort(c, err)
 		return

@@ -70,6 +70,10 @@ type Config struct {
 	// waits on (a hung database, Temporal, a marketplace) is cancelled and
 	// the answer is 503 service_unavailable. Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// KeyCacheTTL is how long a replica reuses the database's answer about
+	// an API key (DefaultKeyCacheTTL): the bound on how long a revoked key
+	// keeps working. Negative turns the cache off.
+	KeyCacheTTL time.Duration
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: above the
@@ -121,6 +125,7 @@ type Server struct {
 	cfg    Config
 	deps   Deps
 	engine *gin.Engine
+	keys   *keyCache
 
 	// afterOrderCommit, set only by tests, runs between committing an order
 	// and starting its workflow: returning an error simulates the process
@@ -145,13 +150,16 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
+	if cfg.KeyCacheTTL == 0 {
+		cfg.KeyCacheTTL = DefaultKeyCacheTTL
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	s := &Server{cfg: cfg, deps: deps}
+	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
 	s.engine = s.routes()
 	return s
 }

@@ -49,6 +49,7 @@ type Config struct {
 	XLMRateURL        string
 	RateMaxAge        time.Duration
 	RequestTimeout    time.Duration
+	KeyCacheTTL       time.Duration
 	SandboxXLMRate    decimal.Decimal
 
 	// Live marketplaces and purchasing. A provider left unconfigured
@@ -290,6 +291,19 @@ var envVars = []envVar{
 	{name: "MEMOCART_REQUEST_TIMEOUT", def: "10s",
 		help: "longest an API request may take: past it, whatever it waits on is cancelled and the answer is 503 service_unavailable",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RequestTimeout) }},
+	{name: "MEMOCART_KEY_CACHE_TTL", def: "5s",
+		help: "how long an API replica reuses the database's answer about a key: the bound on how long a revoked key keeps working; 0 = read the database on every request",
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return errors.New("must be a non-negative Go duration")
+			}
+			if d == 0 {
+				d = -1
+			}
+			c.KeyCacheTTL = d
+			return nil
+		}},
 	{name: "MEMOCART_RATE_MAX_AGE", def: "60s",
 		help: "oldest exchange rate an XLM order may be quoted on; older or missing = the order is refused",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RateMaxAge) }},

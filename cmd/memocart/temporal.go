@@ -172,6 +172,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			RateMaxAge:     e.cfg.RateMaxAge,
 			NoPurchasing:   noPurchasing(e.cfg),
 			RequestTimeout: e.cfg.RequestTimeout,
+			KeyCacheTTL:    e.cfg.KeyCacheTTL,
 		},
 		api.Deps{
 			Store:        st,
