@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -262,10 +263,22 @@ func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 
 // OrderForAccount returns an order by id or number if it belongs to the
 // account and mode, else models.ErrOrderNotFound.
+//
+// The reference is resolved by its shape into one exact match on one
+// unique column (an id starts with ord_, a number is digits), and the
+// account and mode are checked on the row read, so the plan is a lookup in
+// that column's unique index whatever the planner's statistics. With the
+// account in the WHERE clause, Postgres without statistics preferred the
+// (account_id, mode, created_at) index and filtered the account's orders
+// one by one (TestOrderLookupIsAnIndexLookup).
 func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error) {
 	db := s.db.WithContext(ctx)
 	var row orderRow
-	err := db.Where("(id = ? OR number = ?) AND account_id = ? AND mode = ?", idOrNumber, idOrNumber, accountID, string(mode)).Take(&row).Error
+	err := orderLookup(db, idOrNumber).Take(&row).Error
+	if err == nil && (row.AccountID != accountID || row.Mode != string(mode)) {
+		// Another account's or mode's order does not exist for this key.
+		err = gorm.ErrRecordNotFound
+	}
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.Order{}, models.ErrOrderNotFound
 	}
@@ -273,6 +286,31 @@ func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode mode
 		return models.Order{}, fmt.Errorf("reading order: %w", err)
 	}
 	return orderWithPendingCredit(db, row)
+}
+
+// orderLookup is OrderForAccount's query: one unique column, exactly.
+func orderLookup(db *gorm.DB, idOrNumber string) *gorm.DB {
+	column := "number"
+	if strings.HasPrefix(idOrNumber, "ord_") {
+		column = "id"
+	}
+	return db.Where(column+" = ?", idOrNumber)
+}
+
+// OrderLookupPlan returns the database's plan (EXPLAIN, without costs) for
+// OrderForAccount's query, built by the same code: tests and operators
+// check that it stays an index lookup. Postgres only.
+func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string, error) {
+	if s.dialect != DialectPostgres {
+		return "", fmt.Errorf("query plans are read on Postgres only")
+	}
+	var row orderRow
+	stmt := orderLookup(s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}), idOrNumber).Take(&row).Statement
+	var lines []string
+	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
+		return "", fmt.Errorf("explaining the order lookup: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // orderWithPendingCredit reads an order for a client: with its payments

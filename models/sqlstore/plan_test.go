@@ -1,0 +1,102 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+)
+
+// TestOrderLookupIsAnIndexLookup: with 10,000 orders in one account and no
+// statistics (no ANALYZE has run), reading an order by id and by number
+// is an index lookup on Postgres, never a scan of the account's orders
+// (what "(id = ? OR number = ?) AND account_id = ?" planned).
+func TestOrderLookupIsAnIndexLookup(t *testing.T) {
+	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
+	}
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(ctx, dsn, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
+	acct, err := st.EnsureAccount(ctx, "big", t0)
+	require.NoError(t, err)
+	seedCart(t, st, acct.ID, "crt_tmpl")
+	o, _, err := st.CreateOrder(ctx, orderRequest(acct.ID, "crt_tmpl", "", "h"))
+	require.NoError(t, err)
+
+	// 10,000 copies of the order (and of its cart) straight in SQL.
+	raw, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer raw.Close()
+	const n = 10000
+	copyRows(t, raw, "carts", "crt_tmpl", n, map[string]string{"id": "t.id || '_' || g"})
+	copyRows(t, raw, "orders", o.ID, n, map[string]string{
+		"id": "t.id || '_' || g", "number": "(50000000000 + g)::text", "cart_id": "t.cart_id || '_' || g", "idempotency_key": "NULL",
+	})
+	var count int
+	require.NoError(t, raw.QueryRow("SELECT count(*) FROM orders WHERE account_id = $1", acct.ID).Scan(&count))
+	require.Equal(t, n+1, count)
+
+	for _, ref := range []string{o.ID, o.Number, "ord_missing", "50000000042"} {
+		plan, err := st.OrderLookupPlan(ctx, ref)
+		require.NoError(t, err)
+		t.Logf("plan for %s:\n%s", ref, plan)
+		assert.Contains(t, plan, "Index Scan", "ref %s", ref)
+		assert.NotContains(t, plan, "Seq Scan", "ref %s", ref)
+		assert.NotContains(t, plan, "orders_account_idx", "ref %s: not the account's orders", ref)
+	}
+	got, err := st.OrderForAccount(ctx, acct.ID, models.ModeTest, "50000000042")
+	require.NoError(t, err)
+	assert.Equal(t, o.ID+"_42", got.ID)
+	// The account and the mode still decide: checked on the row.
+	_, err = st.OrderForAccount(ctx, "acct_other", models.ModeTest, "50000000042")
+	require.ErrorIs(t, err, models.ErrOrderNotFound)
+	_, err = st.OrderForAccount(ctx, acct.ID, models.ModeLive, "50000000042")
+	require.ErrorIs(t, err, models.ErrOrderNotFound)
+}
+
+// copyRows inserts n copies of table's row id, with some columns computed
+// from g (1..n) instead of copied.
+func copyRows(t *testing.T, db *sql.DB, table, id string, n int, override map[string]string) {
+	t.Helper()
+	rows, err := db.Query("SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position", table)
+	require.NoError(t, err)
+	var cols, exprs []string
+	for rows.Next() {
+		var c string
+		require.NoError(t, rows.Scan(&c))
+		cols = append(cols, c)
+		if e, ok := override[c]; ok {
+			exprs = append(exprs, e)
+		} else {
+			exprs = append(exprs, "t."+c)
+		}
+	}
+	require.NoError(t, rows.Err())
+	q := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s t, generate_series(1, %d) g WHERE t.id = $1",
+		table, strings.Join(cols, ", "), strings.Join(exprs, ", "), table, n)
+	_, err = db.Exec(q, id)
+	require.NoError(t, err)
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
