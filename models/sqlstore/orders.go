@@ -272,10 +272,8 @@ func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 // (account_id, mode, created_at) index and filtered the account's orders
 // one by one (TestOrderLookupIsAnIndexLookup).
 func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error) {
-	db := s.db.WithContext(ctx)
-	var row orderRow
-	err := orderLookup(db, idOrNumber).Take(&row).Error
-	if err == nil && (row.AccountID != accountID || row.Mode != string(mode)) {
+	o, err := s.readClientOrder(orderLookup(s.db.WithContext(ctx), idOrNumber))
+	if err == nil && (o.AccountID != accountID || o.Mode != mode) {
 		// Another account's or mode's order does not exist for this key.
 		err = gorm.ErrRecordNotFound
 	}
@@ -285,7 +283,7 @@ func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode mode
 	if err != nil {
 		return models.Order{}, fmt.Errorf("reading order: %w", err)
 	}
-	return orderWithPendingCredit(db, row)
+	return o, nil
 }
 
 // orderLookup is OrderForAccount's query: one unique column, exactly.
@@ -313,45 +311,17 @@ func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string,
 	return strings.Join(lines, "\n"), nil
 }
 
-// orderWithPendingCredit reads an order for a client: with its payments
-// seen but not yet credited (PendingCredit), so nobody reads "nothing
-// received" for money already on the chain. Only an order still waiting
-// for payment can have any.
-func orderWithPendingCredit(db *gorm.DB, row orderRow) (models.Order, error) {
-	o, err := orderTx(db, row)
-	if err != nil || o.Status != models.OrderCreated {
-		return o, err
-	}
-	// Matched to this order and not yet recorded by its workflow; or stored
-	// by a source and not yet through the matcher, carrying the number as
-	// its memo. Only the order's asset counts: another is never credited.
-	var sum struct{ Total decimal.NullDecimal }
-	err = db.Model(&paymentRow{}).Select("SUM(amount) AS total").
-		Where("signaled_at IS NULL AND asset = ? AND ((order_id = ? AND status = ?) OR (status = ? AND order_id IS NULL AND memo = ? AND mode = ?))",
-			o.PaymentAsset, o.ID, PaymentMatched, PaymentReceived, o.Number, string(o.Mode)).
-		Scan(&sum).Error
-	if err != nil {
-		return models.Order{}, fmt.Errorf("reading pending payments: %w", err)
-	}
-	if sum.Total.Valid {
-		o.PendingCredit = sum.Total.Decimal
-	}
-	return o, nil
-}
-
 // OrderByNumber returns an order by number in any account, for the public
 // tracking page (which shows no personal data).
 func (s *Store) OrderByNumber(ctx context.Context, number string) (models.Order, error) {
-	db := s.db.WithContext(ctx)
-	var row orderRow
-	err := db.Where("number = ?", number).Take(&row).Error
+	o, err := s.readClientOrder(s.db.WithContext(ctx).Where("number = ?", number))
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.Order{}, models.ErrOrderNotFound
 	}
 	if err != nil {
 		return models.Order{}, fmt.Errorf("reading order: %w", err)
 	}
-	return orderWithPendingCredit(db, row)
+	return o, nil
 }
 
 // Order returns an order by id, for the workflow's activities.

@@ -296,3 +296,43 @@ func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
 		require.ErrorIs(t, st.RecordFulfilment(ctx, "ord_missing", f), models.ErrOrderNotFound)
 	})
 }
+
+// TestClientReadMatchesActivityRead: the one-query read clients get
+// (aggregates in JSON) gives exactly the order the activities' read (one
+// query per table) gives: steps with their times, items in order with
+// exact amounts.
+func TestClientReadMatchesActivityRead(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		d := decimal.RequireFromString
+		require.NoError(t, st.CreateCart(ctx, models.Cart{
+			ID: "crt_two", AccountID: a.ID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
+			Quote: models.Quote{Currency: "USD", Subtotal: d("30.0123"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("32.5123")},
+			Items: []models.CartItem{
+				{ProductURL: "https://www.amazon.com/dp/B000000002", Marketplace: models.MarketplaceAmazon, ProductID: "B000000002", Title: "second \"quoted\" ünï", ImageURL: "y", Quantity: 2, UnitPrice: d("10.0061"), LineTotal: d("20.0122"), Currency: "USD", UpstreamID: "u", Variation: "v", Listing: "l"},
+				{ProductURL: "https://www.ebay.com/itm/123456789012", Marketplace: models.MarketplaceEbay, ProductID: "123456789012", Title: "first", ImageURL: "z", Quantity: 1, UnitPrice: d("10.0001"), LineTotal: d("10.0001")},
+			},
+			CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
+		}))
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_two", "", "h"))
+		require.NoError(t, err)
+		paidAt := t0.Add(90*time.Second + 123456*time.Microsecond)
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt, AmountReceived: d("32.5123")}))
+
+		want, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		for _, ref := range []string{o.ID, o.Number} {
+			got, err := st.OrderForAccount(ctx, a.ID, models.ModeTest, ref)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "by %s", ref)
+		}
+		got, err := st.OrderByNumber(ctx, o.Number)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		require.Len(t, got.Items, 2)
+		assert.Equal(t, "B000000002", got.Items[0].ProductID, "items keep their order")
+		assert.Equal(t, "10.0061", got.Items[0].UnitPrice.String())
+	})
+}
