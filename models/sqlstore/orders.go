@@ -272,7 +272,8 @@ func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 // (account_id, mode, created_at) index and filtered the account's orders
 // one by one (TestOrderLookupIsAnIndexLookup).
 func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error) {
-	o, err := s.readClientOrder(orderLookup(s.db.WithContext(ctx), idOrNumber))
+	column, value := orderLookup(idOrNumber)
+	o, err := s.readClientOrder(s.db.WithContext(ctx), column, value)
 	if err == nil && (o.AccountID != accountID || o.Mode != mode) {
 		// Another account's or mode's order does not exist for this key.
 		err = gorm.ErrRecordNotFound
@@ -286,13 +287,12 @@ func (s *Store) OrderForAccount(ctx context.Context, accountID string, mode mode
 	return o, nil
 }
 
-// orderLookup is OrderForAccount's query: one unique column, exactly.
-func orderLookup(db *gorm.DB, idOrNumber string) *gorm.DB {
-	column := "number"
+// orderLookup is the unique column OrderForAccount looks a reference up in.
+func orderLookup(idOrNumber string) (column, value string) {
 	if strings.HasPrefix(idOrNumber, "ord_") {
-		column = "id"
+		return "id", idOrNumber
 	}
-	return db.Where(column+" = ?", idOrNumber)
+	return "number", idOrNumber
 }
 
 // OrderLookupPlan returns the database's plan (EXPLAIN, without costs) for
@@ -302,8 +302,10 @@ func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string,
 	if s.dialect != DialectPostgres {
 		return "", fmt.Errorf("query plans are read on Postgres only")
 	}
-	var row orderRow
-	stmt := orderLookup(s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}), idOrNumber).Take(&row).Statement
+	column, value := orderLookup(idOrNumber)
+	var row clientOrderRow
+	stmt := s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}).Table("orders AS o").
+		Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPendingJSON).Where("o."+column+" = ?", value).Take(&row).Statement
 	var lines []string
 	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
 		return "", fmt.Errorf("explaining the order lookup: %w", err)
@@ -314,7 +316,7 @@ func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string,
 // OrderByNumber returns an order by number in any account, for the public
 // tracking page (which shows no personal data).
 func (s *Store) OrderByNumber(ctx context.Context, number string) (models.Order, error) {
-	o, err := s.readClientOrder(s.db.WithContext(ctx).Where("number = ?", number))
+	o, err := s.readClientOrder(s.db.WithContext(ctx), "number", number)
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.Order{}, models.ErrOrderNotFound
 	}
