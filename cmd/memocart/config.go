@@ -293,17 +293,7 @@ var envVars = []envVar{
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RequestTimeout) }},
 	{name: "MEMOCART_KEY_CACHE_TTL", def: "5s",
 		help: "how long an API replica reuses the database's answer about a key: the bound on how long a revoked key keeps working; 0 = read the database on every request",
-		set: func(c *Config, v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return errors.New("must be a non-negative Go duration")
-			}
-			if d == 0 {
-				d = -1
-			}
-			c.KeyCacheTTL = d
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseCacheTTL(v, &c.KeyCacheTTL) }},
 	{name: "MEMOCART_RATE_MAX_AGE", def: "60s",
 		help: "oldest exchange rate an XLM order may be quoted on; older or missing = the order is refused",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RateMaxAge) }},
@@ -362,17 +352,7 @@ var envVars = []envVar{
 		}},
 	{name: "MEMOCART_PREVIEW_CACHE_TTL", def: "10m",
 		help: "live mode: how long a marketplace's answer about a product is reused (the oldest price shown); 0 = ask every time",
-		set: func(c *Config, v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return errors.New("must be a non-negative Go duration")
-			}
-			if d == 0 {
-				d = -1
-			}
-			c.PreviewCacheTTL = d
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseCacheTTL(v, &c.PreviewCacheTTL) }},
 	{name: "MEMOCART_DEV_LIVE", def: "",
 		help: "dev only: testservers = run test servers of the marketplaces, Zinc and Horizon inside dev and point live mode at them",
 		set: func(c *Config, v string) error {
@@ -401,6 +381,20 @@ var envVars = []envVar{
 			}
 			return errors.New("must be debug, info, warn or error")
 		}},
+}
+
+// parseCacheTTL reads a cache lifetime: a non-negative duration, where 0
+// (off) is stored as -1 so that the zero value can keep meaning "default".
+func parseCacheTTL(v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return errors.New("must be a non-negative Go duration")
+	}
+	if d == 0 {
+		d = -1
+	}
+	*dst = d
+	return nil
 }
 
 func parsePositiveDuration(v string, dst *time.Duration) error {
