@@ -12,9 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"go.temporal.io/api/serviceerror"
-
 	"github.com/gin-gonic/gin"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/memocart/memocart/models"
 )
