@@ -35,21 +35,44 @@ func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 }
 
+// Tuning sizes a worker process; zero values keep the Temporal SDK's
+// defaults (a sticky cache of 10,000 workflows, 1,000 concurrent workflow
+// tasks, 1,000 concurrent activities).
+type Tuning struct {
+	// StickyCacheSize is how many workflows the process keeps in memory
+	// between their tasks. A waiting order evicted from it costs no worker
+	// memory; its next task replays its (short) history instead. It is one
+	// setting per process, applied when the first worker is created.
+	StickyCacheSize int
+	// MaxConcurrentWorkflowTasks and MaxConcurrentActivities bound the
+	// work one process runs at once.
+	MaxConcurrentWorkflowTasks int
+	MaxConcurrentActivities    int
+}
+
 // New returns a worker for taskQueue with every workflow and activity
-// registered. The caller starts and stops it.
-func New(c client.Client, taskQueue string, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, taskQueue, Options())
+// registered, sized by t. The caller starts and stops it.
+func New(c client.Client, taskQueue string, acts *activities.Activities, t Tuning) worker.Worker {
+	if t.StickyCacheSize > 0 {
+		worker.SetStickyWorkflowCacheSize(t.StickyCacheSize)
+	}
+	w := worker.New(c, taskQueue, OptionsWith(t))
 	Register(w, acts)
 	return w
 }
 
-// Options returns the worker options New uses, for tests and replayers
-// that need to match them.
-func Options() worker.Options {
+// Options returns the worker options New uses with default tuning, for
+// tests and replayers that need to match them.
+func Options() worker.Options { return OptionsWith(Tuning{}) }
+
+// OptionsWith returns the worker options New uses with tuning t.
+func OptionsWith(t Tuning) worker.Options {
 	return worker.Options{
 		// Names are explicit; a function reference must not resolve to
 		// anything but its registered name.
-		DisableRegistrationAliasing: true,
-		WorkerStopTimeout:           stopTimeout,
+		DisableRegistrationAliasing:            true,
+		WorkerStopTimeout:                      stopTimeout,
+		MaxConcurrentWorkflowTaskExecutionSize: t.MaxConcurrentWorkflowTasks,
+		MaxConcurrentActivityExecutionSize:     t.MaxConcurrentActivities,
 	}
 }

@@ -84,7 +84,7 @@ func TestNew(t *testing.T) {
 	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
-	w := worker.New(c, worker.DefaultTaskQueue, &activities.Activities{})
+	w := worker.New(c, worker.DefaultTaskQueue, &activities.Activities{}, worker.Tuning{})
 	require.NotNil(t, w)
 	assert.Equal(t, "memocart-orders", worker.DefaultTaskQueue)
 }
@@ -93,4 +93,10 @@ func TestOptions(t *testing.T) {
 	o := worker.Options()
 	assert.True(t, o.DisableRegistrationAliasing)
 	assert.Positive(t, o.WorkerStopTimeout)
+	assert.Zero(t, o.MaxConcurrentWorkflowTaskExecutionSize, "zero keeps the SDK's default")
+
+	o = worker.OptionsWith(worker.Tuning{MaxConcurrentWorkflowTasks: 50, MaxConcurrentActivities: 70})
+	assert.Equal(t, 50, o.MaxConcurrentWorkflowTaskExecutionSize)
+	assert.Equal(t, 70, o.MaxConcurrentActivityExecutionSize)
+	assert.True(t, o.DisableRegistrationAliasing)
 }

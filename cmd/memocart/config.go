@@ -50,7 +50,11 @@ type Config struct {
 	RateMaxAge        time.Duration
 	RequestTimeout    time.Duration
 	KeyCacheTTL       time.Duration
-	SandboxXLMRate    decimal.Decimal
+
+	WorkerStickyCacheSize  int
+	WorkerMaxWorkflowTasks int
+	WorkerMaxActivities    int
+	SandboxXLMRate         decimal.Decimal
 
 	// Live marketplaces and purchasing. A provider left unconfigured
 	// answers live_mode_unavailable naming it.
@@ -294,6 +298,15 @@ var envVars = []envVar{
 	{name: "MEMOCART_KEY_CACHE_TTL", def: "5s",
 		help: "how long an API replica reuses the database's answer about a key: the bound on how long a revoked key keeps working; 0 = read the database on every request",
 		set:  func(c *Config, v string) error { return parseCacheTTL(v, &c.KeyCacheTTL) }},
+	{name: "MEMOCART_WORKER_STICKY_CACHE_SIZE", def: "10000",
+		help: "worker: workflows kept in memory between their tasks (Temporal's sticky cache); a smaller cache trades memory per waiting order for replays",
+		set:  func(c *Config, v string) error { return parsePositiveInt(v, &c.WorkerStickyCacheSize) }},
+	{name: "MEMOCART_WORKER_MAX_WORKFLOW_TASKS", def: "1000",
+		help: "worker: workflow tasks one process runs at once",
+		set:  func(c *Config, v string) error { return parsePositiveInt(v, &c.WorkerMaxWorkflowTasks) }},
+	{name: "MEMOCART_WORKER_MAX_ACTIVITIES", def: "1000",
+		help: "worker: activities one process runs at once",
+		set:  func(c *Config, v string) error { return parsePositiveInt(v, &c.WorkerMaxActivities) }},
 	{name: "MEMOCART_RATE_MAX_AGE", def: "60s",
 		help: "oldest exchange rate an XLM order may be quoted on; older or missing = the order is refused",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.RateMaxAge) }},
@@ -394,6 +407,15 @@ func parseCacheTTL(v string, dst *time.Duration) error {
 		d = -1
 	}
 	*dst = d
+	return nil
+}
+
+func parsePositiveInt(v string, dst *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return errors.New("must be a positive integer")
+	}
+	*dst = n
 	return nil
 }
 

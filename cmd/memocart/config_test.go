@@ -59,3 +59,32 @@ func TestLiveProviderConfig(t *testing.T) {
 		assert.True(t, strings.Contains(err.Error(), name), "the error names %s: %v", name, err)
 	}
 }
+
+// TestHardeningAndTuningConfig: the variables issues 8 and 9 added, their
+// defaults and their refusals.
+func TestHardeningAndTuningConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, cfg.RequestTimeout)
+	assert.Equal(t, 5*time.Second, cfg.KeyCacheTTL)
+	assert.Equal(t, 10000, cfg.WorkerStickyCacheSize)
+	assert.Equal(t, 1000, cfg.WorkerMaxWorkflowTasks)
+	assert.Equal(t, 1000, cfg.WorkerMaxActivities)
+	assert.Empty(t, cfg.AdminAddr, "the admin listener is opt-in")
+
+	cfg, err = loadConfig(envOf(map[string]string{
+		"MEMOCART_KEY_CACHE_TTL": "0", "MEMOCART_WORKER_STICKY_CACHE_SIZE": "500", "MEMOCART_ADMIN_ADDR": "127.0.0.1:6060",
+	}))
+	require.NoError(t, err)
+	assert.Negative(t, cfg.KeyCacheTTL, "0 turns the cache off")
+	assert.Equal(t, 500, cfg.WorkerStickyCacheSize)
+	assert.Equal(t, "127.0.0.1:6060", cfg.AdminAddr)
+
+	for k, v := range map[string]string{
+		"MEMOCART_REQUEST_TIMEOUT": "0s", "MEMOCART_KEY_CACHE_TTL": "-1s", "MEMOCART_WORKER_STICKY_CACHE_SIZE": "0",
+		"MEMOCART_WORKER_MAX_ACTIVITIES": "many", "MEMOCART_ADMIN_ADDR": "6060",
+	} {
+		_, err := loadConfig(envOf(map[string]string{k: v}))
+		assert.ErrorContainsf(t, err, k, "%s=%s must be refused", k, v)
+	}
+}

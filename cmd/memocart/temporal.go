@@ -125,7 +125,11 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 		acts.Watchers = map[string]activities.PaymentWatcher{in.Network + "/" + in.Account: w}
 		watch = &in
 	}
-	w := memoworker.New(c, e.cfg.TemporalTaskQueue, acts)
+	w := memoworker.New(c, e.cfg.TemporalTaskQueue, acts, memoworker.Tuning{
+		StickyCacheSize:            e.cfg.WorkerStickyCacheSize,
+		MaxConcurrentWorkflowTasks: e.cfg.WorkerMaxWorkflowTasks,
+		MaxConcurrentActivities:    e.cfg.WorkerMaxActivities,
+	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting worker: %w", err)
 	}
