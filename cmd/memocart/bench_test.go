@@ -9,7 +9,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -193,4 +198,66 @@ func BenchmarkWatcherAlone(b *testing.B) {
 			<-done
 		})
 	}
+}
+
+// BenchmarkWaitingOrderMemory creates b.N test orders that wait for their
+// payment, 16 at a time, then reports the whole dev process's resident
+// memory (RSS, after a GC) and Go heap: embedded Temporal server, worker,
+// API and the test client together. The worker's sticky cache is a
+// per-process setting, so compare sizes in separate runs:
+//
+//	MEMOCART_WORKER_STICKY_CACHE_SIZE=10000 go test -run '^$' -bench WaitingOrderMemory -benchtime=2000x ./cmd/memocart/
+//	MEMOCART_WORKER_STICKY_CACHE_SIZE=500   go test -run '^$' -bench WaitingOrderMemory -benchtime=2000x ./cmd/memocart/
+func BenchmarkWaitingOrderMemory(b *testing.B) {
+	overrides := map[string]string{"MEMOCART_LOG_LEVEL": "error"}
+	if v := os.Getenv("MEMOCART_WORKER_STICKY_CACHE_SIZE"); v != "" {
+		overrides["MEMOCART_WORKER_STICKY_CACHE_SIZE"] = v
+	}
+	s := startDev(b, "sqlite", overrides)
+	key := s.createKey("bench", "test", "enterprise", "--per-minute", "600000")
+	before := rssMB(b)
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				s.newOrder(key, product)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := b.Elapsed()
+	b.StopTimer()
+	// Let the last workflow tasks run, then measure.
+	time.Sleep(3 * time.Second)
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(rssMB(b), "rss-MB")
+	b.ReportMetric(before, "rss-before-MB")
+	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
+}
+
+// rssMB is this process's resident set size in MiB.
+func rssMB(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb float64
+			if _, err := fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), &kb); err != nil {
+				b.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
