@@ -279,39 +279,26 @@ func TestPostgresDownOrHung(t *testing.T) {
 	preview := func(key string) request {
 		return request{method: http.MethodPost, path: "/v1/products/preview", auth: "Bearer " + key, body: `{"url":"` + amazonURL + `"}`}
 	}
-	authOutage := func(t *testing.T, i int) {
-		requireUnavailable(t, e, preview(unseen[i]), bound)
-		r := e.send(t, preview(key))
-		require.Equalf(t, http.StatusOK, r.status, "a known key's preview needs no database; body %s", r.body)
+	for i, outage := range []struct {
+		name           string
+		fail, recovery func()
+	}{
+		{"stopped", pg.Stop, pg.Start},
+		{"killed", pg.Kill, pg.Start},
+		{"hung", pg.Pause, pg.Resume},
+	} {
+		t.Run(outage.name, func(t *testing.T) {
+			outage.fail()
+			for _, req := range reqs {
+				requireUnavailable(t, e, req, bound)
+			}
+			requireUnavailable(t, e, preview(unseen[i]), bound)
+			r := e.send(t, preview(key))
+			require.Equalf(t, http.StatusOK, r.status, "a known key's preview needs no database; body %s", r.body)
+			outage.recovery()
+			eventuallyOK(t, e, key, o.ID)
+		})
 	}
-
-	t.Run("stopped", func(t *testing.T) {
-		pg.Stop()
-		for _, req := range reqs {
-			requireUnavailable(t, e, req, bound)
-		}
-		authOutage(t, 0)
-		pg.Start()
-		eventuallyOK(t, e, key, o.ID)
-	})
-	t.Run("killed", func(t *testing.T) {
-		pg.Kill()
-		for _, req := range reqs {
-			requireUnavailable(t, e, req, bound)
-		}
-		authOutage(t, 1)
-		pg.Start()
-		eventuallyOK(t, e, key, o.ID)
-	})
-	t.Run("hung", func(t *testing.T) {
-		pg.Pause()
-		for _, req := range reqs {
-			requireUnavailable(t, e, req, bound)
-		}
-		authOutage(t, 2)
-		pg.Resume()
-		eventuallyOK(t, e, key, o.ID)
-	})
 	// After all that, the same order reads the same, and a new one works.
 	r := e.postOrder(t, key, orderBody(cartID), nil)
 	require.Equalf(t, http.StatusOK, r.status, "the earlier order is replayed; body %s", r.body)
