@@ -16,7 +16,7 @@ export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 HEAVY_PKGS := ./cmd/memocart/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/cmd/memocart')
 
-.PHONY: run build build-prod test vet test-unit test-e2e lint bench clean
+.PHONY: run build build-prod test vet test-unit test-e2e lint bench loadtest clean
 
 run:
 	$(GO) run ./cmd/memocart dev
@@ -48,6 +48,16 @@ test-e2e:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./api/... ./models/...
+
+# The load figures of docs/benchmarks.md: starts its own dev stack with the
+# app data in the Postgres database memocart_loadtest (recreated) on the
+# server of LOADTEST_DATABASE_URL, and measures it against pgbench and bare
+# Temporal starts there. Not part of `make test`. Pass flags with
+# LOADTEST_FLAGS, e.g. LOADTEST_FLAGS='-pairs 1 -orders 1000'.
+LOADTEST_DATABASE_URL ?= $(MEMOCART_TEST_DATABASE_URL)
+LOADTEST_FLAGS ?=
+loadtest: build
+	MEMOCART_DATABASE_URL='$(LOADTEST_DATABASE_URL)' bin/memocart loadtest $(LOADTEST_FLAGS)
 
 clean:
 	rm -rf bin .data

@@ -26,13 +26,17 @@ func runDev(ctx context.Context, e env, args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(e.stderr, `Usage: memocart dev
+		fmt.Fprintln(e.stderr, `Usage: memocart dev [-no-worker]
 
 Runs the whole service in one process: an embedded Temporal server on MEMOCART_TEMPORAL_ADDRESS
 with its Web UI on MEMOCART_TEMPORAL_UI_PORT, the worker, and the API on MEMOCART_HTTP_ADDR.
 Data lives under MEMOCART_DATA_DIR (SQLite) unless MEMOCART_DATABASE_URL is set. Prints a
-test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
+test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).
+
+Flags:`)
+		fs.PrintDefaults()
 	}
+	noWorker := fs.Bool("no-worker", false, "run everything but the worker; start 'memocart worker' with the same environment\nbeside it (to profile it, debug it or measure its memory on its own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -110,7 +114,13 @@ test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).`)
 		return err
 	}
 	workerErr := make(chan error, 1)
-	go func() { workerErr <- runWorkerLoop(ctx, e, tc, st) }()
+	if *noWorker {
+		e.log.Info("no worker in this process: start `memocart worker` with the same environment",
+			slog.String("task_queue", e.cfg.TemporalTaskQueue))
+		workerErr <- nil
+	} else {
+		go func() { workerErr <- runWorkerLoop(ctx, e, tc, st) }()
+	}
 
 	ready := make(chan string, 1)
 	go func() {

@@ -60,6 +60,7 @@ func commands() []command {
 		{name: "worker", summary: "run the Temporal worker: order workflows and their activities", run: runWorker, logFormat: "json"},
 		{name: "migrate", summary: "apply pending database migrations and list them", run: runMigrate, logFormat: "text"},
 		{name: "keys", summary: "create, list and revoke API keys (keys --help)", run: runKeys, logFormat: "text"},
+		{name: "loadtest", summary: "measure the service against pgbench and bare Temporal starts on the same servers (loadtest --help)", run: runLoadtest, logFormat: "text"},
 		{name: "payments", summary: "unmatched payments, refunds due and alerts; attach a payment, record a refund (payments --help)", run: runPayments, logFormat: "text"},
 	}
 }

@@ -1,0 +1,763 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/memocart/memocart/cmd/memocart/loadtest"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+)
+
+// loadOptions are `memocart loadtest`'s flags.
+type loadOptions struct {
+	stack       string
+	apiURL      string
+	key         string
+	conns       int
+	duration    time.Duration
+	pairs       int
+	create      int
+	sizes       []int
+	waiting     []int
+	splitWorker bool
+	profileDir  string
+	pgScale     int
+	keepDir     bool
+}
+
+const loadtestUsage = `Usage: memocart loadtest [flags]
+
+Measures the service against its references, on the same machine and in the
+same window, and prints the ratios (issue 9's figures):
+
+  order creation    POST /v1/orders, -connections at a time, against bare
+                    StartWorkflow calls of the same workflow on the same
+                    Temporal server (a task queue no worker polls);
+  reads             GET /v1/orders/{id} from -connections connections for
+                    -duration, against pgbench -S -M prepared with as many
+                    clients on the same Postgres server, at each -orders size;
+  latency           GET at half the measured maximum rate (open loop): p50,
+                    p90, p99, max.
+
+Each service run is paired with its reference run (-pairs pairs, the order
+alternating), and the median ratio is reported. With -waiting, it measures
+memory instead: it creates that many waiting orders and prints each
+process's resident memory at each count.
+
+-stack dev (the default) starts ` + "`memocart dev`" + ` as a child process on free
+ports with the app data in the Postgres database memocart_loadtest (dropped
+and recreated) on the server of MEMOCART_DATABASE_URL, and stops it at the
+end. -stack external measures a running stack: the API at -api, the app
+database MEMOCART_DATABASE_URL (a key is created there unless -key is
+given), Temporal at MEMOCART_TEMPORAL_ADDRESS. pgbench's tables live in the
+database memocart_pgbench on the same Postgres server. Nothing is written to
+any other database.
+
+Flags:`
+
+func runLoadtest(ctx context.Context, e env, args []string) error {
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(e.stderr, loadtestUsage)
+		fs.PrintDefaults()
+	}
+	var o loadOptions
+	var sizes, waiting string
+	fs.StringVar(&o.stack, "stack", "dev", "dev (start one) or external (measure a running stack)")
+	fs.StringVar(&o.apiURL, "api", "", "external: the API's base URL (default http://MEMOCART_HTTP_ADDR)")
+	fs.StringVar(&o.key, "key", "", "external: a test-mode API key to use (default: create an enterprise key)")
+	fs.IntVar(&o.conns, "connections", 16, "concurrent connections (and pgbench clients, and concurrent starts)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each read run")
+	fs.IntVar(&o.pairs, "pairs", 3, "service runs, each paired with a reference run")
+	fs.IntVar(&o.create, "create", 300, "orders created (and bare starts) per creation run")
+	fs.StringVar(&sizes, "orders", "1000,10000", "orders in the account for the read runs, comma-separated")
+	fs.StringVar(&waiting, "waiting", "", "memory mode: counts of waiting orders at which to read memory, e.g. 10000,100000")
+	fs.BoolVar(&o.splitWorker, "split-worker", false, "dev: run the worker as its own process (memocart dev -no-worker + memocart worker)")
+	fs.StringVar(&o.profileDir, "profile", "", "dev: write CPU profiles of the service's processes during the first run of each kind into this directory")
+	fs.IntVar(&o.pgScale, "pgbench-scale", 10, "pgbench scale factor (100,000 accounts each)")
+	fs.BoolVar(&o.keepDir, "keep", false, "dev: keep the stack's data directory and logs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if o.sizes, err = parseCounts(sizes); err != nil {
+		return fmt.Errorf("-orders: %w", err)
+	}
+	if waiting != "" {
+		if o.waiting, err = parseCounts(waiting); err != nil {
+			return fmt.Errorf("-waiting: %w", err)
+		}
+	}
+	if o.conns < 1 || o.pairs < 1 || o.create < 1 || o.duration < time.Second {
+		return errors.New("-connections, -pairs and -create must be positive and -duration at least 1s")
+	}
+	if o.stack != "dev" && o.stack != "external" {
+		return errors.New("-stack must be dev or external")
+	}
+	if !strings.HasPrefix(e.cfg.DatabaseURL, "postgres") {
+		return errors.New("MEMOCART_DATABASE_URL must be a postgres:// URL: the reads are measured against pgbench on the same server")
+	}
+	pg, err := loadtest.Pgbench{}.Find()
+	if err != nil {
+		return err
+	}
+
+	var st *loadStack
+	if o.stack == "dev" {
+		st, err = startLoadStack(ctx, e, o, pg)
+	} else {
+		st, err = externalLoadStack(e, o)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.stop(e)
+
+	lt := &loadRun{e: e, o: o, st: st, pg: pg}
+	return lt.run(ctx)
+}
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, errors.New("counts must increase")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// loadStack is the service under load: its addresses and, for -stack dev,
+// the child processes this command started.
+type loadStack struct {
+	api          string
+	dbURL        string
+	temporalAddr string
+	dir          string
+	keepDir      bool
+	procs        []*childProc
+}
+
+type childProc struct {
+	name      string
+	cmd       *exec.Cmd
+	adminAddr string
+	logPath   string
+	done      chan error
+}
+
+func externalLoadStack(e env, o loadOptions) (*loadStack, error) {
+	api := o.apiURL
+	if api == "" {
+		api = "http://" + e.cfg.HTTPAddr
+	}
+	return &loadStack{api: api, dbURL: e.cfg.DatabaseURL, temporalAddr: e.cfg.TemporalAddress}, nil
+}
+
+// freePort returns a TCP port on 127.0.0.1 nothing listens on right now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startLoadStack starts `memocart dev` (and `memocart worker` with
+// -split-worker) from this executable on free ports, with the app data in
+// a fresh database on the configured Postgres server.
+func startLoadStack(ctx context.Context, e env, o loadOptions, pg loadtest.Pgbench) (*loadStack, error) {
+	dbURL, err := loadtest.WithDatabase(e.cfg.DatabaseURL, "memocart_loadtest")
+	if err != nil {
+		return nil, fmt.Errorf("MEMOCART_DATABASE_URL: %w", err)
+	}
+	if err := recreateDatabase(ctx, pg, e.cfg.DatabaseURL, "memocart_loadtest"); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "memocart-loadtest-")
+	if err != nil {
+		return nil, err
+	}
+	st := &loadStack{dbURL: dbURL, dir: dir, keepDir: o.keepDir}
+	httpPort, err1 := freePort()
+	temporalPort, err2 := freePort()
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	st.api = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	st.temporalAddr = fmt.Sprintf("127.0.0.1:%d", temporalPort)
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	base := map[string]string{
+		"MEMOCART_DATABASE_URL":     dbURL,
+		"MEMOCART_DATA_DIR":         filepath.Join(dir, "data"),
+		"MEMOCART_HTTP_ADDR":        fmt.Sprintf("127.0.0.1:%d", httpPort),
+		"MEMOCART_TEMPORAL_ADDRESS": st.temporalAddr,
+		"MEMOCART_TEMPORAL_UI_PORT": "-1",
+		// Waiting orders must still be waiting when their memory is read.
+		"MEMOCART_PAYMENT_WINDOW": "24h",
+		"MEMOCART_LOG_FORMAT":     "json",
+	}
+	devArgs := []string{"dev"}
+	if o.splitWorker {
+		devArgs = append(devArgs, "-no-worker")
+	}
+	start := func(name string, args []string) error {
+		env := maps.Clone(base)
+		p := &childProc{name: name, logPath: filepath.Join(dir, name+".log"), done: make(chan error, 1)}
+		if o.profileDir != "" {
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			p.adminAddr = fmt.Sprintf("127.0.0.1:%d", port)
+			env["MEMOCART_ADMIN_ADDR"] = p.adminAddr
+		}
+		logf, err := os.Create(p.logPath)
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Env = childEnv(os.Environ(), env)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		// The children die with this process, however it ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return fmt.Errorf("starting memocart %s: %w", name, err)
+		}
+		p.cmd = cmd
+		go func() { p.done <- cmd.Wait(); logf.Close() }()
+		st.procs = append(st.procs, p)
+		e.log.Info("started", slog.String("process", "memocart "+strings.Join(args, " ")), slog.Int("pid", cmd.Process.Pid), slog.String("log", p.logPath))
+		return nil
+	}
+	if err := start("dev", devArgs); err != nil {
+		st.stop(e)
+		return nil, err
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	c := loadtest.NewClient(st.api, "", 1)
+	defer c.Close()
+	if err := st.waitReady(readyCtx, c); err != nil {
+		st.stop(e)
+		return nil, err
+	}
+	if o.splitWorker {
+		if err := start("worker", []string{"worker"}); err != nil {
+			st.stop(e)
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// waitReady waits for the API while watching that no child has exited.
+func (st *loadStack) waitReady(ctx context.Context, c *loadtest.Client) error {
+	ready := make(chan error, 1)
+	go func() { ready <- c.WaitReady(ctx) }()
+	for _, p := range st.procs {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("memocart %s exited while starting (%v); see %s", p.name, err, p.logPath)
+		default:
+		}
+	}
+	select {
+	case err := <-ready:
+		return err
+	case err := <-st.procs[0].done:
+		st.procs[0].done <- err
+		return fmt.Errorf("memocart %s exited while starting (%v); see %s", st.procs[0].name, err, st.procs[0].logPath)
+	}
+}
+
+// childEnv is environ with set's variables replaced.
+func childEnv(environ []string, set map[string]string) []string {
+	out := make([]string, 0, len(environ)+len(set))
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// stop stops the children (SIGTERM, then SIGKILL after 30 s) in reverse
+// order and removes the data directory unless asked to keep it.
+func (st *loadStack) stop(e env) {
+	for i := len(st.procs) - 1; i >= 0; i-- {
+		p := st.procs[i]
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	if st.dir == "" {
+		return
+	}
+	if st.keepDir {
+		e.log.Info("kept the stack's data and logs", slog.String("dir", st.dir))
+		return
+	}
+	_ = os.RemoveAll(st.dir)
+}
+
+// recreateDatabase drops and creates name on the server of serverURL.
+func recreateDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name string) error {
+	psql := strings.TrimSuffix(pg.Path, "pgbench") + "psql"
+	for _, q := range []string{
+		fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name),
+		fmt.Sprintf("CREATE DATABASE %s", name),
+	} {
+		if out, err := exec.CommandContext(ctx, psql, "-Xq", "-v", "ON_ERROR_STOP=1", "-c", q, serverURL).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %w\n%s", q, err, out)
+		}
+	}
+	return nil
+}
+
+// ensureDatabase creates name on the server of serverURL if it is missing.
+func ensureDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name string) error {
+	psql := strings.TrimSuffix(pg.Path, "pgbench") + "psql"
+	out, err := exec.CommandContext(ctx, psql, "-XAtq", "-c",
+		fmt.Sprintf("SELECT 1 FROM pg_database WHERE datname = '%s'", name), serverURL).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("looking for database %s: %w\n%s", name, err, out)
+	}
+	if strings.TrimSpace(string(out)) == "1" {
+		return nil
+	}
+	if out, err := exec.CommandContext(ctx, psql, "-Xq", "-c", "CREATE DATABASE "+name, serverURL).CombinedOutput(); err != nil {
+		return fmt.Errorf("creating database %s: %w\n%s", name, err, out)
+	}
+	return nil
+}
+
+// loadRun is one `memocart loadtest` run.
+type loadRun struct {
+	e      env
+	o      loadOptions
+	st     *loadStack
+	pg     loadtest.Pgbench
+	key    string
+	api    *loadtest.Client
+	tc     client.Client
+	pgURL  string
+	orders []loadtest.Order
+	stamp  string
+}
+
+func (lt *loadRun) run(ctx context.Context) error {
+	key := lt.o.key
+	if key == "" {
+		var err error
+		if key, err = createLoadKey(ctx, lt.e, lt.st.dbURL); err != nil {
+			return err
+		}
+	}
+	lt.key = key
+	lt.api = loadtest.NewClient(lt.st.api, key, lt.o.conns)
+	defer lt.api.Close()
+	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := lt.api.WaitReady(readyCtx); err != nil {
+		return err
+	}
+	var stamp [3]byte
+	_, _ = rand.Read(stamp[:])
+	lt.stamp = fmt.Sprintf("%x", stamp)
+
+	w := lt.e.stdout
+	fmt.Fprintf(w, "memocart loadtest, %s, %d CPUs, load average %s\n", time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadAverage())
+	fmt.Fprintf(w, "stack: %s (API %s, Temporal %s)%s; %d connections\n", lt.o.stack, lt.st.api, lt.st.temporalAddr,
+		map[bool]string{true: ", worker in its own process", false: ""}[lt.o.splitWorker], lt.o.conns)
+
+	if len(lt.o.waiting) > 0 {
+		return lt.memory(ctx)
+	}
+
+	tc, err := client.DialContext(ctx, client.Options{HostPort: lt.st.temporalAddr, Namespace: lt.e.cfg.TemporalNamespace,
+		Logger: quietTemporalLogger{}})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", lt.st.temporalAddr, err)
+	}
+	defer tc.Close()
+	lt.tc = tc
+	if lt.pgURL, err = loadtest.WithDatabase(lt.e.cfg.DatabaseURL, "memocart_pgbench"); err != nil {
+		return err
+	}
+	if err := ensureDatabase(ctx, lt.pg, lt.e.cfg.DatabaseURL, "memocart_pgbench"); err != nil {
+		return err
+	}
+	if err := lt.pg.Init(ctx, lt.pgURL, lt.o.pgScale); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "references: bare StartWorkflow on the same Temporal server; pgbench -S -M prepared (scale %d) on the same Postgres server\n", lt.o.pgScale)
+
+	if err := lt.creation(ctx); err != nil {
+		return err
+	}
+	for _, n := range lt.o.sizes {
+		if err := lt.reads(ctx, n); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nload average at the end: %s\n", loadAverage())
+	return nil
+}
+
+// createLoadKey creates a test-mode enterprise key at the largest budget
+// in the stack's database, for an account of its own.
+func createLoadKey(ctx context.Context, e env, dbURL string) (string, error) {
+	st, err := sqlstore.Open(ctx, dbURL, e.log)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	now := time.Now()
+	acct, err := st.EnsureAccount(ctx, "loadtest", now)
+	if err != nil {
+		return "", err
+	}
+	secret, err := models.NewAPIKeySecret(e.cfg.KeyPrefix, models.ModeTest, rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	_, err = st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: models.ModeTest,
+		Tier: models.TierEnterprise, PerMinute: models.MaxPerMinute, CreatedAt: now})
+	return secret, err
+}
+
+// newOrders creates n orders (a cart each), conc at a time, untimed, and
+// keeps them.
+func (lt *loadRun) newOrders(ctx context.Context, n int) (loadtest.Sample, error) {
+	var mu sync.Mutex
+	s := loadtest.Count(ctx, lt.o.conns, n, func(ctx context.Context, _ int) error {
+		cart, err := lt.api.CreateCart(ctx)
+		if err != nil {
+			return err
+		}
+		o, err := lt.api.CreateOrder(ctx, cart)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		lt.orders = append(lt.orders, o)
+		mu.Unlock()
+		return nil
+	})
+	return s, s.Err()
+}
+
+// settle gives the worker time to finish the first workflow tasks of the
+// orders just created, so they do not spill into the next run.
+func settle(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func (lt *loadRun) creation(ctx context.Context) error {
+	w := lt.e.stdout
+	fmt.Fprintf(w, "\nOrder creation: %d per run, %d at a time\n", lt.o.create, lt.o.conns)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "pair\tbare StartWorkflow/s\tPOST /v1/orders/s\tratio\tPOST p50\tPOST p99\t\n")
+	var refs, svcs, ratios []float64
+	for pair := range lt.o.pairs {
+		carts := make([]string, lt.o.create)
+		cs := loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
+			var err error
+			carts[i], err = lt.api.CreateCart(ctx)
+			return err
+		})
+		if err := cs.Err(); err != nil {
+			return fmt.Errorf("creating carts: %w", err)
+		}
+		settle(ctx)
+		var ref, svc loadtest.Sample
+		var refIDs []string
+		runRef := func() {
+			ref, refIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02d", lt.stamp, pair), lt.o.conns, lt.o.create)
+		}
+		var mu sync.Mutex
+		runSvc := func() {
+			stopProfile := lt.profile(ctx, pair == 0, "create")
+			svc = loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
+				o, err := lt.api.CreateOrder(ctx, carts[i])
+				if err == nil {
+					mu.Lock()
+					lt.orders = append(lt.orders, o)
+					mu.Unlock()
+				}
+				return err
+			})
+			stopProfile()
+		}
+		if pair%2 == 0 {
+			runRef()
+			settle(ctx)
+			runSvc()
+		} else {
+			runSvc()
+			settle(ctx)
+			runRef()
+		}
+		if err := errors.Join(ref.Err(), svc.Err()); err != nil {
+			return err
+		}
+		if err := loadtest.Terminate(ctx, lt.tc, lt.o.conns, refIDs); err != nil {
+			return fmt.Errorf("terminating reference workflows: %w", err)
+		}
+		settle(ctx)
+		refs, svcs = append(refs, ref.Rate()), append(svcs, svc.Rate())
+		ratios = append(ratios, svc.Rate()/ref.Rate())
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", pair+1, ref.Rate(), svc.Rate(), svc.Rate()/ref.Rate(),
+			ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
+	}
+	fmt.Fprintf(tw, "median\t%.1f\t%.1f\t%.2f\t\t\t\n", loadtest.Median(refs), loadtest.Median(svcs), loadtest.Median(ratios))
+	return tw.Flush()
+}
+
+func (lt *loadRun) reads(ctx context.Context, n int) error {
+	w := lt.e.stdout
+	if missing := n - len(lt.orders); missing > 0 {
+		fmt.Fprintf(w, "\n(creating %d more orders for %d in the account ...", missing, n)
+		s, err := lt.newOrders(ctx, missing)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, " %.0f orders/s with their carts)\n", s.Rate())
+		settle(ctx)
+	}
+	orders := lt.orders
+	fmt.Fprintf(w, "\nGET /v1/orders/{id}: %d orders in the account, %d connections, %s runs\n", len(orders), lt.o.conns, lt.o.duration)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "pair\tpgbench -S TPS\tGET req/s\tratio\tGET p50\tGET p99\t\n")
+	get := func(ctx context.Context, _, _ int) error {
+		return lt.api.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
+	}
+	var refs, svcs, ratios []float64
+	for pair := range lt.o.pairs {
+		var tps float64
+		var svc loadtest.Sample
+		var pgErr error
+		runRef := func() {
+			tps, pgErr = lt.pg.SelectOnly(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), lt.o.duration)
+		}
+		runSvc := func() {
+			stopProfile := lt.profile(ctx, pair == 0, fmt.Sprintf("get-%d", n))
+			svc = loadtest.Closed(ctx, lt.o.conns, lt.o.duration, get)
+			stopProfile()
+		}
+		if pair%2 == 0 {
+			runRef()
+			runSvc()
+		} else {
+			runSvc()
+			runRef()
+		}
+		if err := errors.Join(pgErr, svc.Err()); err != nil {
+			return err
+		}
+		refs, svcs = append(refs, tps), append(svcs, svc.Rate())
+		ratios = append(ratios, svc.Rate()/tps)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%s\t%s\t\n", pair+1, tps, svc.Rate(), svc.Rate()/tps, ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
+	}
+	maxRate := loadtest.Median(svcs)
+	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\t\t\t\n", loadtest.Median(refs), maxRate, loadtest.Median(ratios))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	half := maxRate / 2
+	open := loadtest.NewClient(lt.st.api, lt.key, 4*lt.o.conns)
+	defer open.Close()
+	s, err := loadtest.Open(ctx, half, lt.o.duration, 4*lt.o.conns, func(ctx context.Context, _ int) error {
+		return open.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "GET at half the maximum rate, %.0f req/s offered for %s (open loop, latency from when each request was due):\n", half, lt.o.duration)
+	fmt.Fprintf(w, "  served %.0f req/s; p50 %s  p90 %s  p99 %s  max %s; %d errors, %d late starts\n",
+		s.Rate(), ms(s.Quantile(0.5)), ms(s.Quantile(0.9)), ms(s.Quantile(0.99)), ms(s.Quantile(1)), s.Errors, s.Late)
+	if s.Errors > 0 {
+		fmt.Fprintf(w, "  first error: %v\n", s.FirstErr)
+	}
+	return nil
+}
+
+// memory creates waiting orders up to each -waiting count and prints each
+// process's resident memory.
+func (lt *loadRun) memory(ctx context.Context) error {
+	w := lt.e.stdout
+	if len(lt.st.procs) == 0 {
+		return errors.New("-waiting needs -stack dev: it reads the memory of the processes it started")
+	}
+	fmt.Fprintf(w, "\nMemory with orders waiting for payment (resident set size, after %s of quiet)\n", 15*time.Second)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "waiting orders\torders/s while creating")
+	for _, p := range lt.st.procs {
+		fmt.Fprintf(tw, "\t%s RSS", p.name)
+	}
+	fmt.Fprintf(tw, "\t\n0\t")
+	for _, p := range lt.st.procs {
+		fmt.Fprintf(tw, "\t%s", mb(rss(p.cmd.Process.Pid)))
+	}
+	fmt.Fprintf(tw, "\t\n")
+	_ = tw.Flush()
+	for _, n := range lt.o.waiting {
+		s, err := lt.newOrders(ctx, n-len(lt.orders))
+		if err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(15 * time.Second):
+		}
+		fmt.Fprintf(tw, "%d\t%.0f", len(lt.orders), s.Rate())
+		for _, p := range lt.st.procs {
+			fmt.Fprintf(tw, "\t%s", mb(rss(p.cmd.Process.Pid)))
+		}
+		fmt.Fprintf(tw, "\t\n")
+		_ = tw.Flush()
+	}
+	return nil
+}
+
+// profile starts a CPU profile of every child with an admin listener when
+// first is true, and returns a function that waits for them to be saved.
+func (lt *loadRun) profile(ctx context.Context, first bool, what string) func() {
+	if !first || lt.o.profileDir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for _, p := range lt.st.procs {
+		if p.adminAddr == "" {
+			continue
+		}
+		wg.Go(func() {
+			path := filepath.Join(lt.o.profileDir, fmt.Sprintf("%s-%s.pprof", p.name, what))
+			if err := saveProfile(ctx, p.adminAddr, lt.o.duration, path); err != nil {
+				lt.e.log.Warn("profile not saved", slog.String("path", path), slog.Any("error", err))
+				return
+			}
+			lt.e.log.Info("profile saved", slog.String("path", path))
+		})
+	}
+	return wg.Wait
+}
+
+func saveProfile(ctx context.Context, admin string, d time.Duration, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	secs := max(1, int(d/time.Second)-1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, secs), nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s", res.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// rss is a process's resident set size in bytes, 0 if unknown.
+func rss(pid int) int64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func mb(b int64) string { return fmt.Sprintf("%d MB", b/1_000_000) }
+
+// quietTemporalLogger drops the SDK client's logs: the load tool prints
+// its own results.
+type quietTemporalLogger struct{}
+
+func (quietTemporalLogger) Debug(string, ...any) {}
+func (quietTemporalLogger) Info(string, ...any)  {}
+func (quietTemporalLogger) Warn(string, ...any)  {}
+func (quietTemporalLogger) Error(string, ...any) {}

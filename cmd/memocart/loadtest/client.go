@@ -1,0 +1,139 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Client speaks Memocart's HTTP API with one key, over a pool of
+// keep-alive connections sized for the load.
+type Client struct {
+	base string
+	auth string
+	hc   *http.Client
+}
+
+// NewClient returns a client of the API at base (http://host:port) that
+// keeps up to conns connections open.
+func NewClient(base, key string, conns int) *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     time.Minute,
+	}
+	return &Client{base: strings.TrimRight(base, "/"), auth: "Bearer " + key, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// Close closes idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// do sends one request and decodes a JSON answer of status want into out
+// (nil: the body is read and dropped).
+func (c *Client) do(ctx context.Context, method, path string, body []byte, header map[string]string, want int, out any) error {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", c.auth)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, bytes.TrimSpace(b))
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// SandboxProductURL is a product the sandbox catalog prices.
+const SandboxProductURL = "https://www.amazon.com/dp/B08N5WRWNW"
+
+// CreateCart creates a one-item test cart and returns its id.
+func (c *Client) CreateCart(ctx context.Context) (string, error) {
+	body := []byte(`{"items":[{"product_url":"` + SandboxProductURL + `","quantity":1}],"ship_to_country":"US","ship_to_postal_code":"94107"}`)
+	var out struct {
+		Cart struct {
+			ID string `json:"id"`
+		} `json:"cart"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/v1/carts", body, nil, http.StatusCreated, &out); err != nil {
+		return "", err
+	}
+	return out.Cart.ID, nil
+}
+
+// Order is what the load tool keeps of a created order.
+type Order struct {
+	ID     string
+	Number string
+}
+
+// CreateOrder turns a cart into an order paid in USDC, with a fresh
+// idempotency key as a client would send.
+func (c *Client) CreateOrder(ctx context.Context, cartID string) (Order, error) {
+	body := []byte(`{"cart_id":"` + cartID + `","customer_email":"load@example.com","payment_asset":"USDC",` +
+		`"shipping_address":{"name":"Load Test","phone":"+1 415 555 0100","line1":"1 Market St",` +
+		`"city":"San Francisco","region":"CA","postal_code":"94107","country":"US"}}`)
+	var idem [16]byte
+	_, _ = rand.Read(idem[:])
+	var out struct {
+		Order struct {
+			ID     string `json:"id"`
+			Number string `json:"number"`
+		} `json:"order"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/orders", body, map[string]string{"Idempotency-Key": hex.EncodeToString(idem[:])}, http.StatusCreated, &out)
+	if err != nil {
+		return Order{}, err
+	}
+	return Order{ID: out.Order.ID, Number: out.Order.Number}, nil
+}
+
+// GetOrder reads an order and drops the answer.
+func (c *Client) GetOrder(ctx context.Context, ref string) error {
+	return c.do(ctx, http.MethodGet, "/v1/orders/"+ref, nil, nil, http.StatusOK, nil)
+}
+
+// WaitReady polls GET /readyz until it answers 200 or ctx ends.
+func (c *Client) WaitReady(ctx context.Context) error {
+	for {
+		err := c.do(ctx, http.MethodGet, "/readyz", nil, nil, http.StatusOK, nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("API at %s not ready: %w", c.base, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

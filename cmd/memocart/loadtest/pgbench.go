@@ -1,0 +1,96 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// WithDatabase returns the postgres:// URL u with its database name
+// replaced by name: the reference and the service's own load database sit
+// on the same server as the one configured.
+func WithDatabase(u, name string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "postgres" && p.Scheme != "postgresql") {
+		return "", errors.New("want a postgres:// URL")
+	}
+	p.Path = "/" + name
+	return p.String(), nil
+}
+
+// Pgbench runs the pgbench binary found on the PATH or in the PostgreSQL
+// installation's bin directory.
+type Pgbench struct {
+	// Path is the pgbench binary; empty looks it up.
+	Path string
+}
+
+// Find returns a Pgbench whose Path is set, or an error saying how to get
+// one.
+func (p Pgbench) Find() (Pgbench, error) {
+	if p.Path != "" {
+		return p, nil
+	}
+	if path, err := exec.LookPath("pgbench"); err == nil {
+		return Pgbench{Path: path}, nil
+	}
+	return p, errors.New("pgbench not found on the PATH (Debian: apt install postgresql-contrib or postgresql-15)")
+}
+
+// Init creates pgbench's tables at scale in the database dbURL (which must
+// exist), unless they are there at that scale already.
+func (p Pgbench) Init(ctx context.Context, dbURL string, scale int) error {
+	// pgbench -i drops and recreates its tables; skip that when the
+	// accounts table already has the rows of this scale.
+	if rows, err := p.accounts(ctx, dbURL); err == nil && rows == int64(scale)*100_000 {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, p.Path, "-i", "-q", "-s", strconv.Itoa(scale), dbURL).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pgbench -i: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func (p Pgbench) accounts(ctx context.Context, dbURL string) (int64, error) {
+	psql := strings.TrimSuffix(p.Path, "pgbench") + "psql"
+	out, err := exec.CommandContext(ctx, psql, "-XAtqc", "select count(*) from pgbench_accounts", dbURL).Output()
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+}
+
+var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connection time\)`)
+
+// SelectOnly runs `pgbench -S -M prepared` (the built-in select-only
+// script: one primary-key read of pgbench_accounts per transaction) with
+// clients connections for d and returns its transactions per second.
+func (p Pgbench) SelectOnly(ctx context.Context, dbURL string, clients, threads int, d time.Duration) (float64, error) {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	cmd := exec.CommandContext(ctx, p.Path, "-n", "-S", "-M", "prepared",
+		"-c", strconv.Itoa(clients), "-j", strconv.Itoa(threads), "-T", strconv.Itoa(secs), dbURL)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("pgbench -S: %w\n%s", err, out.String())
+	}
+	return ParsePgbenchTPS(out.String())
+}
+
+// ParsePgbenchTPS reads the "tps = N (without initial connection time)"
+// line pgbench prints at the end of a run.
+func ParsePgbenchTPS(out string) (float64, error) {
+	m := tpsLine.FindStringSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("no tps line in pgbench output:\n%s", out)
+	}
+	return strconv.ParseFloat(m[1], 64)
+}

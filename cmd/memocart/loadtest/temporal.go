@@ -1,0 +1,58 @@
+package loadtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+// ReferenceTaskQueue is where the bare starts go: no worker polls it, so
+// the reference is the Temporal server's cost of a start and nothing else.
+const ReferenceTaskQueue = "memocart-loadtest-reference"
+
+// BareStarts is the reference for order creation: n StartWorkflow calls,
+// conc at a time, with the options and input an order's start uses (the
+// order workflow's type, id scheme, search attributes and summaries), on
+// ReferenceTaskQueue. run names the batch so ids never repeat. It returns
+// the sample and the workflow ids to Terminate afterwards.
+func BareStarts(ctx context.Context, c client.Client, run string, conc, n int) (Sample, []string) {
+	ids := make([]string, n)
+	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	s := Count(ctx, conc, n, func(ctx context.Context, i int) error {
+		in := workflows.OrderInput{
+			OrderID:         fmt.Sprintf("ord_loadref%s%06d", run, i),
+			OrderNumber:     fmt.Sprintf("9%010d", i),
+			Mode:            models.ModeTest,
+			PaymentAsset:    "USDC",
+			PaymentAmount:   decimal.RequireFromString("409.47"),
+			PaymentDeadline: deadline,
+		}
+		ids[i] = models.WorkflowID(in.OrderID)
+		opts := workflows.StartOptions(in, ReferenceTaskQueue)
+		_, err := c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, in)
+		return err
+	})
+	return s, ids
+}
+
+// Terminate terminates the workflows ids, conc at a time, so reference
+// starts leave nothing running. Workflows already gone are not an error.
+func Terminate(ctx context.Context, c client.Client, conc int, ids []string) error {
+	s := Count(ctx, conc, len(ids), func(ctx context.Context, i int) error {
+		err := c.TerminateWorkflow(ctx, ids[i], "", "load test reference start")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil
+		}
+		return err
+	})
+	return s.Err()
+}
