@@ -185,6 +185,9 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/track/:number", s.trackingPage)
 	// Buying providers' webhooks: authenticated by their signature.
 	r.POST("/webhooks/:provider", s.providerWebhook)
+	// The API's OpenAPI document: public, outside the authenticated and
+	// rate-limited group below.
+	r.GET("/v1/openapi.json", serveOpenAPI)
 
 	v1 := r.Group("/v1", s.authenticate, s.rateLimit)
 	// The contract's four endpoints are the basic ones: every tier has them.

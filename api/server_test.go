@@ -164,6 +164,8 @@ func (e *env) send(t *testing.T, r request) response {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
+	// Every response must be one api/openapi.json documents (openapi_test.go).
+	checkOpenAPI(t, req, res.StatusCode, res.Header, b)
 	return response{status: res.StatusCode, header: res.Header, body: b}
 }
 
