@@ -29,6 +29,7 @@ func InputFor(o models.Order) OrderInput {
 	return OrderInput{
 		OrderID: o.ID, OrderNumber: o.Number, Mode: o.Mode,
 		PaymentAsset: o.PaymentAsset, PaymentAmount: o.PaymentAmount, PaymentDeadline: o.PaymentExpiresAt,
+		SearchAttributesSet: true, // StartOptions sets them
 	}
 }
 

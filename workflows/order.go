@@ -64,6 +64,13 @@ type OrderInput struct {
 	PaymentAsset    string
 	PaymentAmount   decimal.Decimal // JSON-encodes as a string, never a float
 	PaymentDeadline time.Time
+	// SearchAttributesSet says the start request already set the order's
+	// search attributes (StartOptions does), so the first workflow task
+	// need not upsert the same values: that upsert cost a history event
+	// and a second visibility write per order. Runs started without it
+	// (older runs, a start typed in the Temporal UI) still upsert, so
+	// their histories replay unchanged.
+	SearchAttributesSet bool `json:",omitempty"`
 }
 
 // PaymentSignal is one incoming payment matched to the order by its memo.
@@ -247,12 +254,14 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		workflow.QueryHandlerOptions{Description: "Order and payment status, amounts and shipment (StatusView)"}); err != nil {
 		return nil, err
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx,
-		SearchAttrOrderNumber.ValueSet(in.OrderNumber),
-		SearchAttrOrderStatus.ValueSet(string(o.status)),
-		SearchAttrPaymentStatus.ValueSet(string(o.paymentStatus())),
-	); err != nil {
-		return nil, err
+	if !in.SearchAttributesSet {
+		if err := workflow.UpsertTypedSearchAttributes(ctx,
+			SearchAttrOrderNumber.ValueSet(in.OrderNumber),
+			SearchAttrOrderStatus.ValueSet(string(o.status)),
+			SearchAttrPaymentStatus.ValueSet(string(o.paymentStatus())),
+		); err != nil {
+			return nil, err
+		}
 	}
 	o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
 

@@ -560,6 +560,25 @@ func TestOrderSearchAttributes(t *testing.T) {
 	}, got)
 }
 
+// A run whose start set the search attributes (what the API's start does,
+// InputFor) does not upsert the same values again: the first change it
+// upserts is the first real one. The attributes still end up the same.
+func TestOrderSearchAttributesSetAtStart(t *testing.T) {
+	h := newHarness(t)
+	h.in.SearchAttributesSet = true
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	h.run()
+
+	var statuses []string
+	for _, a := range h.attrs {
+		status, _ := a.GetKeyword(workflows.SearchAttrOrderStatus)
+		statuses = append(statuses, status)
+	}
+	assert.Equal(t, []string{"paid", "ordered", "shipped", "delivered"}, statuses)
+	assert.True(t, workflows.InputFor(models.Order{ID: orderID, Number: orderNumber}).SearchAttributesSet,
+		"InputFor goes with StartOptions, which sets the attributes")
+}
+
 func TestOrderWorkflowCancelled(t *testing.T) {
 	h := newHarness(t)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 5*time.Minute)

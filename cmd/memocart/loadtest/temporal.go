@@ -34,6 +34,8 @@ func BareStarts(ctx context.Context, c client.Client, run string, conc, n int) (
 			PaymentAsset:    "USDC",
 			PaymentAmount:   decimal.RequireFromString("409.47"),
 			PaymentDeadline: deadline,
+			// What workflows.InputFor sends.
+			SearchAttributesSet: true,
 		}
 		ids[i] = models.WorkflowID(in.OrderID)
 		opts := workflows.StartOptions(in, ReferenceTaskQueue)
