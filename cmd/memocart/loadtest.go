@@ -45,6 +45,8 @@ type loadOptions struct {
 	splitWorker bool
 	profileDir  string
 	pgScale     int
+	pgDatabase  string
+	settle      time.Duration
 	keepDir     bool
 }
 
@@ -99,6 +101,8 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&o.splitWorker, "split-worker", false, "dev: run the worker as its own process (memocart dev -no-worker + memocart worker)")
 	fs.StringVar(&o.profileDir, "profile", "", "dev: write CPU profiles of the service's processes during the first run of each kind into this directory")
 	fs.IntVar(&o.pgScale, "pgbench-scale", 10, "pgbench scale factor (100,000 accounts each)")
+	fs.StringVar(&o.pgDatabase, "pgbench-db", "memocart_pgbench", "database for pgbench's tables, on the app database's server (created if missing)")
+	fs.DurationVar(&o.settle, "settle", 5*time.Second, "pause after creating orders, so the worker's first workflow tasks finish before the next run")
 	fs.BoolVar(&o.keepDir, "keep", false, "dev: keep the stack's data directory and logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,6 +118,9 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	}
 	if o.conns < 1 || o.pairs < 1 || o.create < 1 || o.duration < time.Second {
 		return errors.New("-connections, -pairs and -create must be positive and -duration at least 1s")
+	}
+	if !plainIdentifier(o.pgDatabase) {
+		return errors.New("-pgbench-db must be lowercase letters, digits and underscores")
 	}
 	if o.stack != "dev" && o.stack != "external" {
 		return errors.New("-stack must be dev or external")
@@ -139,6 +146,16 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 
 	lt := &loadRun{e: e, o: o, st: st, pg: pg}
 	return lt.run(ctx)
+}
+
+// plainIdentifier reports whether s can stand in SQL unquoted.
+func plainIdentifier(s string) bool {
+	for i, r := range s {
+		if !(r >= 'a' && r <= 'z' || r == '_' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func parseCounts(s string) ([]int, error) {
@@ -425,10 +442,10 @@ func (lt *loadRun) run(ctx context.Context) error {
 	}
 	defer tc.Close()
 	lt.tc = tc
-	if lt.pgURL, err = loadtest.WithDatabase(lt.e.cfg.DatabaseURL, "memocart_pgbench"); err != nil {
+	if lt.pgURL, err = loadtest.WithDatabase(lt.e.cfg.DatabaseURL, lt.o.pgDatabase); err != nil {
 		return err
 	}
-	if err := ensureDatabase(ctx, lt.pg, lt.e.cfg.DatabaseURL, "memocart_pgbench"); err != nil {
+	if err := ensureDatabase(ctx, lt.pg, lt.e.cfg.DatabaseURL, lt.o.pgDatabase); err != nil {
 		return err
 	}
 	if err := lt.pg.Init(ctx, lt.pgURL, lt.o.pgScale); err != nil {
@@ -493,10 +510,10 @@ func (lt *loadRun) newOrders(ctx context.Context, n int) (loadtest.Sample, error
 
 // settle gives the worker time to finish the first workflow tasks of the
 // orders just created, so they do not spill into the next run.
-func settle(ctx context.Context) {
+func (lt *loadRun) settle(ctx context.Context) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(5 * time.Second):
+	case <-time.After(lt.o.settle):
 	}
 }
 
@@ -516,7 +533,7 @@ func (lt *loadRun) creation(ctx context.Context) error {
 		if err := cs.Err(); err != nil {
 			return fmt.Errorf("creating carts: %w", err)
 		}
-		settle(ctx)
+		lt.settle(ctx)
 		var ref, svc loadtest.Sample
 		var refIDs []string
 		runRef := func() {
@@ -538,11 +555,11 @@ func (lt *loadRun) creation(ctx context.Context) error {
 		}
 		if pair%2 == 0 {
 			runRef()
-			settle(ctx)
+			lt.settle(ctx)
 			runSvc()
 		} else {
 			runSvc()
-			settle(ctx)
+			lt.settle(ctx)
 			runRef()
 		}
 		if err := errors.Join(ref.Err(), svc.Err()); err != nil {
@@ -551,7 +568,7 @@ func (lt *loadRun) creation(ctx context.Context) error {
 		if err := loadtest.Terminate(ctx, lt.tc, lt.o.conns, refIDs); err != nil {
 			return fmt.Errorf("terminating reference workflows: %w", err)
 		}
-		settle(ctx)
+		lt.settle(ctx)
 		refs, svcs = append(refs, ref.Rate()), append(svcs, svc.Rate())
 		ratios = append(ratios, svc.Rate()/ref.Rate())
 		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", pair+1, ref.Rate(), svc.Rate(), svc.Rate()/ref.Rate(),
@@ -570,7 +587,7 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 			return err
 		}
 		fmt.Fprintf(w, " %.0f orders/s with their carts)\n", s.Rate())
-		settle(ctx)
+		lt.settle(ctx)
 	}
 	orders := lt.orders
 	fmt.Fprintf(w, "\nGET /v1/orders/{id}: %d orders in the account, %d connections, %s runs\n", len(orders), lt.o.conns, lt.o.duration)

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/cmd/memocart/loadtest"
+)
+
+// TestLoadtestAgainstTheDevStack runs `memocart loadtest -stack external`,
+// at a tiny size, against the real dev stack on Postgres: a key in the
+// stack's database, carts, orders, bare starts on the same Temporal server
+// and pgbench on the same Postgres server, and the figures printed as
+// tables.
+func TestLoadtestAgainstTheDevStack(t *testing.T) {
+	s := startDev(t, "postgres", nil)
+	env := map[string]string{
+		"MEMOCART_DATABASE_URL":     s.env["MEMOCART_DATABASE_URL"],
+		"MEMOCART_TEMPORAL_ADDRESS": s.temporal,
+	}
+	var out, errOut syncBuffer
+	err := run(t.Context(), []string{"loadtest", "-stack", "external", "-api", s.baseURL,
+		"-pairs", "2", "-create", "4", "-orders", "12", "-duration", "1s", "-settle", "0s",
+		"-pgbench-scale", "1", "-pgbench-db", "memocart_pgbench_test", "-connections", "4"},
+		func(k string) string { return env[k] }, &out, &errOut)
+	require.NoError(t, err, "stderr:\n%s", errOut.String())
+	got := out.String()
+	t.Log(got)
+
+	// One row per pair and a median, each with positive rates and ratio.
+	creation := regexp.MustCompile(`(?m)^\s+(1|2|median)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)`)
+	rows := creation.FindAllStringSubmatch(got, -1)
+	require.Len(t, rows, 6, "two pairs and a median for creation, the same for reads")
+	for _, r := range rows {
+		for _, f := range r[2:] {
+			v, err := strconv.ParseFloat(f, 64)
+			require.NoError(t, err)
+			assert.Positive(t, v, "row %q", r[0])
+		}
+	}
+	assert.Contains(t, got, "GET /v1/orders/{id}: 12 orders in the account")
+	assert.Regexp(t, `served [0-9]+ req/s; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms; 0 errors`, got)
+
+	// The reference starts (two runs of four) were terminated: none is
+	// left running. Visibility catches up asynchronously.
+	count := func(status string) int64 {
+		res, err := s.client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
+			Query: "TaskQueue = '" + loadtest.ReferenceTaskQueue + "' AND ExecutionStatus = '" + status + "'",
+		})
+		require.NoError(t, err)
+		return res.GetCount()
+	}
+	require.Eventually(t, func() bool { return count("Terminated") == 8 }, 15*time.Second, 200*time.Millisecond)
+	assert.Zero(t, count("Running"))
+}
+
+func TestLoadtestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-orders", "100,10"},
+		{"-orders", "x"},
+		{"-waiting", "0"},
+		{"-stack", "cluster"},
+		{"-pgbench-db", "x; drop table orders"},
+		{"-duration", "10ms"},
+	} {
+		var out, errOut syncBuffer
+		env := map[string]string{"MEMOCART_DATABASE_URL": "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"}
+		err := run(t.Context(), append([]string{"loadtest"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+		assert.Error(t, err, "%v", args)
+	}
+	var out, errOut syncBuffer
+	err := run(t.Context(), []string{"loadtest"}, func(string) string { return "" }, &out, &errOut)
+	require.ErrorContains(t, err, "postgres://")
+}
