@@ -319,6 +319,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 
 			if *recordHistories && d == "sqlite" {
 				writeHistory(t, s, str(o, "id"), "order_delivered_polling.json")
+				// Started with its search attributes set (no upsert in
+				// the first task: OrderInput.SearchAttributesSet).
+				writeHistory(t, s, str(o, "id"), "order_delivered_attrs_at_start.json")
 			}
 		})
 	}
