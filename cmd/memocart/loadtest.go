@@ -523,6 +523,7 @@ func (lt *loadRun) creation(ctx context.Context) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "pair\tbare StartWorkflow/s\tPOST /v1/orders/s\tratio\tPOST p50\tPOST p99\t\n")
 	var refs, svcs, ratios []float64
+	var refPer, svcPer []cpuUse
 	for pair := range lt.o.pairs {
 		carts := make([]string, lt.o.create)
 		cs := loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
@@ -536,12 +537,17 @@ func (lt *loadRun) creation(ctx context.Context) error {
 		lt.settle(ctx)
 		var ref, svc loadtest.Sample
 		var refIDs []string
+		var refCPU, svcCPU cpuUse
 		runRef := func() {
-			ref, refIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02d", lt.stamp, pair), lt.o.conns, lt.o.create)
+			refCPU = lt.cpuOf(func() {
+				ref, refIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02d", lt.stamp, pair), lt.o.conns, lt.o.create)
+			})
 		}
 		var mu sync.Mutex
 		runSvc := func() {
 			stopProfile := lt.profile(ctx, pair == 0, "create")
+			defer stopProfile()
+			defer lt.startCPU()(&svcCPU)
 			svc = loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
 				o, err := lt.api.CreateOrder(ctx, carts[i])
 				if err == nil {
@@ -551,7 +557,6 @@ func (lt *loadRun) creation(ctx context.Context) error {
 				}
 				return err
 			})
-			stopProfile()
 		}
 		if pair%2 == 0 {
 			runRef()
@@ -571,11 +576,17 @@ func (lt *loadRun) creation(ctx context.Context) error {
 		lt.settle(ctx)
 		refs, svcs = append(refs, ref.Rate()), append(svcs, svc.Rate())
 		ratios = append(ratios, svc.Rate()/ref.Rate())
+		refPer = append(refPer, refCPU.per(len(ref.Latencies)))
+		svcPer = append(svcPer, svcCPU.per(len(svc.Latencies)))
 		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", pair+1, ref.Rate(), svc.Rate(), svc.Rate()/ref.Rate(),
 			ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
 	}
 	fmt.Fprintf(tw, "median\t%.1f\t%.1f\t%.2f\t\t\t\n", loadtest.Median(refs), loadtest.Median(svcs), loadtest.Median(ratios))
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lt.printCPU("bare start", refPer, "POST", svcPer)
+	return nil
 }
 
 func (lt *loadRun) reads(ctx context.Context, n int) error {
@@ -597,17 +608,22 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 		return lt.api.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
 	}
 	var refs, svcs, ratios []float64
+	var refPer, svcPer []cpuUse
 	for pair := range lt.o.pairs {
 		var tps float64
 		var svc loadtest.Sample
 		var pgErr error
+		var refCPU, svcCPU cpuUse
 		runRef := func() {
-			tps, pgErr = lt.pg.SelectOnly(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), lt.o.duration)
+			refCPU = lt.cpuOf(func() {
+				tps, pgErr = lt.pg.SelectOnly(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), lt.o.duration)
+			})
 		}
 		runSvc := func() {
 			stopProfile := lt.profile(ctx, pair == 0, fmt.Sprintf("get-%d", n))
+			defer stopProfile()
+			defer lt.startCPU()(&svcCPU)
 			svc = loadtest.Closed(ctx, lt.o.conns, lt.o.duration, get)
-			stopProfile()
 		}
 		if pair%2 == 0 {
 			runRef()
@@ -621,6 +637,8 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 		}
 		refs, svcs = append(refs, tps), append(svcs, svc.Rate())
 		ratios = append(ratios, svc.Rate()/tps)
+		refPer = append(refPer, refCPU.per(int(tps*lt.o.duration.Seconds())))
+		svcPer = append(svcPer, svcCPU.per(len(svc.Latencies)))
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%s\t%s\t\n", pair+1, tps, svc.Rate(), svc.Rate()/tps, ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
 	}
 	maxRate := loadtest.Median(svcs)
@@ -628,6 +646,7 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	lt.printCPU("pgbench transaction", refPer, "GET", svcPer)
 
 	half := maxRate / 2
 	open := loadtest.NewClient(lt.st.api, lt.key, 4*lt.o.conns)
@@ -645,6 +664,76 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 		fmt.Fprintf(w, "  first error: %v\n", s.FirstErr)
 	}
 	return nil
+}
+
+// cpuUse is processor time spent during a run (or per operation of it),
+// in seconds: the whole machine's, the service's processes' (the children
+// this command started; 0 for an external stack) and this process's (the
+// load generator).
+type cpuUse struct{ machine, service, self float64 }
+
+func (u cpuUse) per(n int) cpuUse {
+	if n <= 0 {
+		return cpuUse{}
+	}
+	f := float64(n)
+	return cpuUse{machine: u.machine / f, service: u.service / f, self: u.self / f}
+}
+
+// cpuOf measures the processor time run takes.
+func (lt *loadRun) cpuOf(run func()) cpuUse {
+	var u cpuUse
+	stop := lt.startCPU()
+	run()
+	stop(&u)
+	return u
+}
+
+// startCPU starts measuring processor time; the function it returns
+// stores what was spent since into its argument.
+func (lt *loadRun) startCPU() func(*cpuUse) {
+	pids := []int{os.Getpid()}
+	for _, p := range lt.st.procs {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	before, err := loadtest.ReadCPU(pids...)
+	if err != nil {
+		return func(*cpuUse) {}
+	}
+	return func(u *cpuUse) { *u = lt.cpuSince(before, pids) }
+}
+
+func (lt *loadRun) cpuSince(before loadtest.CPU, pids []int) cpuUse {
+	after, err := loadtest.ReadCPU(pids...)
+	if err != nil {
+		return cpuUse{}
+	}
+	d := after.Since(before)
+	u := cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()]}
+	for _, pid := range pids[1:] {
+		u.service += d.Procs[pid]
+	}
+	return u
+}
+
+// printCPU prints the median processor time per operation of the
+// reference and the service runs.
+func (lt *loadRun) printCPU(refName string, ref []cpuUse, svcName string, svc []cpuUse) {
+	med := func(us []cpuUse, f func(cpuUse) float64) float64 {
+		xs := make([]float64, len(us))
+		for i, u := range us {
+			xs[i] = f(u)
+		}
+		return loadtest.Median(xs) * 1e6
+	}
+	machine := func(u cpuUse) float64 { return u.machine }
+	fmt.Fprintf(lt.e.stdout, "CPU per operation (machine-wide, median): %s %.0f µs; %s %.0f µs", refName, med(ref, machine), svcName, med(svc, machine))
+	if len(lt.st.procs) > 0 {
+		fmt.Fprintf(lt.e.stdout, " = service %.0f + load generator %.0f + the rest (Postgres, kernel, other processes) %.0f",
+			med(svc, func(u cpuUse) float64 { return u.service }), med(svc, func(u cpuUse) float64 { return u.self }),
+			med(svc, func(u cpuUse) float64 { return u.machine - u.service - u.self }))
+	}
+	fmt.Fprintln(lt.e.stdout)
 }
 
 // memory creates waiting orders up to each -waiting count and prints each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -157,4 +158,20 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 	require.NoError(t, c.GetOrder(t.Context(), "ord_1"))
 	err = c.GetOrder(t.Context(), "ord_2")
 	require.ErrorContains(t, err, "404")
+}
+
+func TestReadCPUCountsThisProcess(t *testing.T) {
+	pid := os.Getpid()
+	before, err := ReadCPU(pid, -1)
+	require.NoError(t, err)
+	// Spin for 300 ms of wall time: at least some of it is this process's
+	// processor time, and the machine's busy time grows at least as much.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := ReadCPU(pid, -1)
+	require.NoError(t, err)
+	d := after.Since(before)
+	assert.Greater(t, d.Procs[pid], 0.05)
+	assert.GreaterOrEqual(t, d.Busy+0.02, d.Procs[pid], "the machine was at least as busy as one of its processes")
+	assert.Zero(t, d.Procs[-1], "a process that cannot be read counts as zero")
 }
