@@ -508,12 +508,29 @@ func (lt *loadRun) newOrders(ctx context.Context, n int) (loadtest.Sample, error
 	return s, s.Err()
 }
 
-// settle gives the worker time to finish the first workflow tasks of the
-// orders just created, so they do not spill into the next run.
+// settle waits after orders were created, so the work they leave behind
+// (the worker's first workflow tasks, the Temporal server's visibility and
+// timer queues) does not spill into the next run: at least -settle, then,
+// for a stack this command started, until its processes use less than a
+// tenth of a core over a second (at most three minutes).
 func (lt *loadRun) settle(ctx context.Context) {
+	if lt.o.settle <= 0 {
+		return
+	}
 	select {
 	case <-ctx.Done():
+		return
 	case <-time.After(lt.o.settle):
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(lt.st.procs) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		var u cpuUse
+		stop := lt.startCPU()
+		time.Sleep(time.Second)
+		stop(&u)
+		if u.service < 0.1 {
+			return
+		}
 	}
 }
 
