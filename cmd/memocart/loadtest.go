@@ -363,7 +363,7 @@ func (st *loadStack) stop(e env) {
 
 // recreateDatabase drops and creates name on the server of serverURL.
 func recreateDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name string) error {
-	psql := strings.TrimSuffix(pg.Path, "pgbench") + "psql"
+	psql := pg.Psql()
 	for _, q := range []string{
 		fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name),
 		fmt.Sprintf("CREATE DATABASE %s", name),
@@ -377,7 +377,7 @@ func recreateDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name 
 
 // ensureDatabase creates name on the server of serverURL if it is missing.
 func ensureDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name string) error {
-	psql := strings.TrimSuffix(pg.Path, "pgbench") + "psql"
+	psql := pg.Psql()
 	out, err := exec.CommandContext(ctx, psql, "-XAtq", "-c",
 		fmt.Sprintf("SELECT 1 FROM pg_database WHERE datname = '%s'", name), serverURL).CombinedOutput()
 	if err != nil {

@@ -59,9 +59,11 @@ func (p Pgbench) Init(ctx context.Context, dbURL string, scale int) error {
 	return nil
 }
 
+// Psql is the psql binary installed beside pgbench.
+func (p Pgbench) Psql() string { return strings.TrimSuffix(p.Path, "pgbench") + "psql" }
+
 func (p Pgbench) accounts(ctx context.Context, dbURL string) (int64, error) {
-	psql := strings.TrimSuffix(p.Path, "pgbench") + "psql"
-	out, err := exec.CommandContext(ctx, psql, "-XAtqc", "select count(*) from pgbench_accounts", dbURL).Output()
+	out, err := exec.CommandContext(ctx, p.Psql(), "-XAtqc", "select count(*) from pgbench_accounts", dbURL).Output()
 	if err != nil {
 		return 0, err
 	}
