@@ -61,8 +61,11 @@ same window, and prints the ratios (issue 9's figures):
   reads             GET /v1/orders/{id} from -connections connections for
                     -duration, against pgbench -S -M prepared with as many
                     clients on the same Postgres server, at each -orders size;
+                    and GET /healthz (the same HTTP stack without a key or
+                    the database), the ceiling of any endpoint;
   latency           GET at half the measured maximum rate (open loop): p50,
-                    p90, p99, max.
+                    p90, p99, max; against pgbench -S -R at half its own
+                    maximum, latency counted the same way.
 
 Each service run is paired with its reference run (-pairs pairs, the order
 alternating), and the median ratio is reported. With -waiting, it measures
@@ -99,7 +102,7 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&sizes, "orders", "1000,10000", "orders in the account for the read runs, comma-separated")
 	fs.StringVar(&waiting, "waiting", "", "memory mode: counts of waiting orders at which to read memory, e.g. 10000,100000")
 	fs.BoolVar(&o.splitWorker, "split-worker", false, "dev: run the worker as its own process (memocart dev -no-worker + memocart worker)")
-	fs.StringVar(&o.profileDir, "profile", "", "dev: write CPU profiles of the service's processes during the first run of each kind into this directory")
+	fs.StringVar(&o.profileDir, "profile", "", "dev: write CPU profiles of the service's processes during the first run of each kind, an execution trace during each latency run and, with -waiting, heap profiles at each count into this directory; the children log the collector's cycles (GODEBUG=gctrace=1)")
 	fs.IntVar(&o.pgScale, "pgbench-scale", 10, "pgbench scale factor (100,000 accounts each)")
 	fs.StringVar(&o.pgDatabase, "pgbench-db", "memocart_pgbench", "database for pgbench's tables, on the app database's server (created if missing)")
 	fs.DurationVar(&o.settle, "settle", 5*time.Second, "pause after creating orders, so the worker's first workflow tasks finish before the next run")
@@ -261,6 +264,7 @@ func startLoadStack(ctx context.Context, e env, o loadOptions, pg loadtest.Pgben
 			}
 			p.adminAddr = fmt.Sprintf("127.0.0.1:%d", port)
 			env["MEMOCART_ADMIN_ADDR"] = p.adminAddr
+			env["GODEBUG"] = "gctrace=1"
 		}
 		logf, err := os.Create(p.logPath)
 		if err != nil {
@@ -665,12 +669,28 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	}
 	lt.printCPU("pgbench transaction", refPer, "GET", svcPer)
 
+	// The ceiling: the same HTTP stack answering without authentication or
+	// the database. No endpoint of the service can be faster than this.
+	var hs loadtest.Sample
+	ceilCPU := lt.cpuOf(func() {
+		hs = loadtest.Closed(ctx, lt.o.conns, lt.o.duration, func(ctx context.Context, _, _ int) error { return lt.api.Health(ctx) })
+	})
+	if err := hs.Err(); err != nil {
+		return err
+	}
+	hper := ceilCPU.per(len(hs.Latencies))
+	fmt.Fprintf(w, "Ceiling: GET /healthz (same HTTP stack, no key, no database) %.0f req/s = %.3f of pgbench -S; GET /v1/orders/{id} is %.2f of it. CPU per request: machine %.0f µs = service %.0f + load generator %.0f + the rest %.0f\n",
+		hs.Rate(), hs.Rate()/loadtest.Median(refs), maxRate/hs.Rate(),
+		hper.machine*1e6, hper.service*1e6, hper.self*1e6, (hper.machine-hper.service-hper.self)*1e6)
+
 	half := maxRate / 2
 	open := loadtest.NewClient(lt.st.api, lt.key, 4*lt.o.conns)
 	defer open.Close()
+	stopTrace := lt.trace(ctx, fmt.Sprintf("latency-%d", n))
 	s, err := loadtest.Open(ctx, half, lt.o.duration, 4*lt.o.conns, func(ctx context.Context, _ int) error {
 		return open.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
 	})
+	stopTrace()
 	if err != nil {
 		return err
 	}
@@ -680,6 +700,16 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	if s.Errors > 0 {
 		fmt.Fprintf(w, "  first error: %v\n", s.FirstErr)
 	}
+	// The reference: pgbench at half its own maximum, so that both load the
+	// machine about as much, with latency counted the same way.
+	refHalf := loadtest.Median(refs) / 2
+	ref, err := lt.pg.SelectOnlyAt(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), refHalf, lt.o.duration)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "pgbench -S at half its maximum rate, %.0f TPS offered for %s (open loop, latency from when each transaction was due):\n", refHalf, lt.o.duration)
+	fmt.Fprintf(w, "  served %.0f TPS; p50 %s  p90 %s  p99 %s  max %s\n",
+		ref.Rate(), ms(ref.Quantile(0.5)), ms(ref.Quantile(0.9)), ms(ref.Quantile(0.99)), ms(ref.Quantile(1)))
 	return nil
 }
 
@@ -687,14 +717,14 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 // in seconds: the whole machine's, the service's processes' (the children
 // this command started; 0 for an external stack) and this process's (the
 // load generator).
-type cpuUse struct{ machine, service, self float64 }
+type cpuUse struct{ machine, service, self, postgres float64 }
 
 func (u cpuUse) per(n int) cpuUse {
 	if n <= 0 {
 		return cpuUse{}
 	}
 	f := float64(n)
-	return cpuUse{machine: u.machine / f, service: u.service / f, self: u.self / f}
+	return cpuUse{machine: u.machine / f, service: u.service / f, self: u.self / f, postgres: u.postgres / f}
 }
 
 // cpuOf measures the processor time run takes.
@@ -726,7 +756,7 @@ func (lt *loadRun) cpuSince(before loadtest.CPU, pids []int) cpuUse {
 		return cpuUse{}
 	}
 	d := after.Since(before)
-	u := cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()]}
+	u := cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()], postgres: d.Postgres}
 	for _, pid := range pids[1:] {
 		u.service += d.Procs[pid]
 	}
@@ -744,13 +774,19 @@ func (lt *loadRun) printCPU(refName string, ref []cpuUse, svcName string, svc []
 		return loadtest.Median(xs) * 1e6
 	}
 	machine := func(u cpuUse) float64 { return u.machine }
-	fmt.Fprintf(lt.e.stdout, "CPU per operation (machine-wide, median): %s %.0f µs; %s %.0f µs", refName, med(ref, machine), svcName, med(svc, machine))
+	postgres := func(u cpuUse) float64 { return u.postgres }
+	fmt.Fprintf(lt.e.stdout, "CPU per operation (machine-wide, median): %s %.0f µs (Postgres %.0f); %s %.0f µs", refName, med(ref, machine), med(ref, postgres), svcName, med(svc, machine))
+	fmt.Fprint(lt.e.stdout, " =")
 	if len(lt.st.procs) > 0 {
-		fmt.Fprintf(lt.e.stdout, " = service %.0f + load generator %.0f + the rest (Postgres, kernel, other processes) %.0f",
-			med(svc, func(u cpuUse) float64 { return u.service }), med(svc, func(u cpuUse) float64 { return u.self }),
-			med(svc, func(u cpuUse) float64 { return u.machine - u.service - u.self }))
+		fmt.Fprintf(lt.e.stdout, " service %.0f +", med(svc, func(u cpuUse) float64 { return u.service }))
 	}
-	fmt.Fprintln(lt.e.stdout)
+	rest := "the rest (kernel, other processes)"
+	if len(lt.st.procs) == 0 {
+		rest = "the rest (the service, kernel, other processes)"
+	}
+	fmt.Fprintf(lt.e.stdout, " load generator %.0f + Postgres %.0f + %s %.0f\n",
+		med(svc, func(u cpuUse) float64 { return u.self }), med(svc, postgres), rest,
+		med(svc, func(u cpuUse) float64 { return u.machine - u.service - u.self - u.postgres }))
 }
 
 // memory creates waiting orders up to each -waiting count and prints each
@@ -788,39 +824,73 @@ func (lt *loadRun) memory(ctx context.Context) error {
 		}
 		fmt.Fprintf(tw, "\t\n")
 		_ = tw.Flush()
+		lt.saveHeaps(ctx, len(lt.orders))
 	}
 	return nil
+}
+
+// saveHeaps saves, with -profile, each child's heap profile (after a
+// collection), so what holds the memory at a count can be read with
+// `go tool pprof -sample_index=inuse_space`.
+func (lt *loadRun) saveHeaps(ctx context.Context, count int) {
+	if lt.o.profileDir == "" {
+		return
+	}
+	for _, p := range lt.st.procs {
+		if p.adminAddr == "" {
+			continue
+		}
+		path := filepath.Join(lt.o.profileDir, fmt.Sprintf("%s-heap-%d.pprof", p.name, count))
+		url := fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", p.adminAddr)
+		if err := fetchTo(ctx, url, path); err != nil {
+			lt.e.log.Warn("heap profile not saved", slog.String("path", path), slog.Any("error", err))
+			continue
+		}
+		lt.e.log.Info("heap profile saved", slog.String("path", path))
+	}
 }
 
 // profile starts a CPU profile of every child with an admin listener when
 // first is true, and returns a function that waits for them to be saved.
 func (lt *loadRun) profile(ctx context.Context, first bool, what string) func() {
+	return lt.capture(ctx, first, "profile", what+".pprof")
+}
+
+// trace is profile for an execution trace (go tool trace), which shows
+// what a slow request waited for: the scheduler, the collector, a lock.
+func (lt *loadRun) trace(ctx context.Context, what string) func() {
+	return lt.capture(ctx, true, "trace", what+".trace")
+}
+
+func (lt *loadRun) capture(ctx context.Context, first bool, kind, suffix string) func() {
 	if !first || lt.o.profileDir == "" {
 		return func() {}
 	}
+	secs := max(1, int(lt.o.duration/time.Second)-1)
 	var wg sync.WaitGroup
 	for _, p := range lt.st.procs {
 		if p.adminAddr == "" {
 			continue
 		}
 		wg.Go(func() {
-			path := filepath.Join(lt.o.profileDir, fmt.Sprintf("%s-%s.pprof", p.name, what))
-			if err := saveProfile(ctx, p.adminAddr, lt.o.duration, path); err != nil {
-				lt.e.log.Warn("profile not saved", slog.String("path", path), slog.Any("error", err))
+			path := filepath.Join(lt.o.profileDir, fmt.Sprintf("%s-%s", p.name, suffix))
+			url := fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", p.adminAddr, kind, secs)
+			if err := fetchTo(ctx, url, path); err != nil {
+				lt.e.log.Warn(kind+" not saved", slog.String("path", path), slog.Any("error", err))
 				return
 			}
-			lt.e.log.Info("profile saved", slog.String("path", path))
+			lt.e.log.Info(kind+" saved", slog.String("path", path))
 		})
 	}
 	return wg.Wait
 }
 
-func saveProfile(ctx context.Context, admin string, d time.Duration, path string) error {
+// fetchTo saves what a GET of url answers in the file at path.
+func fetchTo(ctx context.Context, url, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	secs := max(1, int(d/time.Second)-1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", admin, secs), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,12 @@ func (c *Client) GetOrder(ctx context.Context, ref string) error {
 	return c.do(ctx, http.MethodGet, "/v1/orders/"+ref, nil, nil, http.StatusOK, nil)
 }
 
+// Health is GET /healthz: no authentication, no database, the same HTTP
+// stack. Its rate is the most any endpoint of the service can serve.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, http.StatusOK, nil)
+}
+
 // WaitReady polls GET /readyz until it answers 200 or ctx ends.
 func (c *Client) WaitReady(ctx context.Context) error {
 	for {

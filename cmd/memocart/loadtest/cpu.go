@@ -18,6 +18,10 @@ const userHZ = 100
 type CPU struct {
 	Busy  float64
 	Procs map[int]float64
+	// Postgres is the time of every process named postgres on the machine
+	// (the server and its backends), with that of the backends already
+	// gone (their parent's reaped children's time).
+	Postgres float64
 }
 
 // ReadCPU reads /proc/stat and /proc/<pid>/stat for each pid. A process
@@ -41,11 +45,49 @@ func ReadCPU(pids ...int) (CPU, error) {
 		n, _ := strconv.ParseFloat(v, 64)
 		busy += n
 	}
-	c := CPU{Busy: busy / userHZ, Procs: map[int]float64{}}
+	c := CPU{Busy: busy / userHZ, Procs: map[int]float64{}, Postgres: postgresCPU()}
 	for _, pid := range pids {
 		c.Procs[pid] = procCPU(pid)
 	}
 	return c, nil
+}
+
+// postgresCPU sums the user, system and reaped children's time of every
+// process whose command name is postgres.
+func postgresCPU() float64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		name, f, ok := statFields(b)
+		if !ok || name != "postgres" || len(f) < 15 {
+			continue
+		}
+		for _, v := range f[11:15] { // utime stime cutime cstime
+			n, _ := strconv.ParseFloat(v, 64)
+			total += n
+		}
+	}
+	return total / userHZ
+}
+
+// statFields splits /proc/<pid>/stat into the command name and the fields
+// after it (the first is the state, utime is index 11).
+func statFields(b []byte) (string, []string, bool) {
+	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	return string(b[open+1 : end]), strings.Fields(string(b[end+1:])), true
 }
 
 // procCPU is a process's user plus system time in seconds, all threads.
@@ -56,12 +98,8 @@ func procCPU(pid int) float64 {
 	}
 	// The command name is in parentheses and may hold spaces: fields
 	// count from after its closing parenthesis (utime is field 14).
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
+	_, f, ok := statFields(b)
+	if !ok || len(f) < 13 {
 		return 0
 	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
@@ -72,7 +110,7 @@ func procCPU(pid int) float64 {
 // Since returns the busy seconds between before and c, the machine's and
 // each process's.
 func (c CPU) Since(before CPU) CPU {
-	d := CPU{Busy: c.Busy - before.Busy, Procs: map[int]float64{}}
+	d := CPU{Busy: c.Busy - before.Busy, Procs: map[int]float64{}, Postgres: c.Postgres - before.Postgres}
 	for pid, v := range c.Procs {
 		d.Procs[pid] = v - before.Procs[pid]
 	}

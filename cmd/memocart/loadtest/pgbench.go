@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,4 +98,71 @@ func ParsePgbenchTPS(out string) (float64, error) {
 		return 0, fmt.Errorf("no tps line in pgbench output:\n%s", out)
 	}
 	return strconv.ParseFloat(m[1], 64)
+}
+
+// SelectOnlyAt runs the same select-only script as SelectOnly, but offered
+// at rate transactions per second (`pgbench -R`, an open loop) with every
+// transaction logged, and returns their latencies. pgbench counts a
+// throttled transaction's latency from when it was scheduled, not from
+// when it started, as Open does for the service.
+func (p Pgbench) SelectOnlyAt(ctx context.Context, dbURL string, clients, threads int, rate float64, d time.Duration) (Sample, error) {
+	dir, err := os.MkdirTemp("", "memocart-pgbench-")
+	if err != nil {
+		return Sample{}, err
+	}
+	defer os.RemoveAll(dir)
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	cmd := exec.CommandContext(ctx, p.Path, "-n", "-S", "-M", "prepared",
+		"-c", strconv.Itoa(clients), "-j", strconv.Itoa(threads), "-T", strconv.Itoa(secs),
+		"-R", strconv.FormatFloat(rate, 'f', 0, 64), "-l", "--log-prefix", filepath.Join(dir, "log"), dbURL)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return Sample{}, fmt.Errorf("pgbench -S -R: %w\n%s", err, out.String())
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "log.*"))
+	if err != nil || len(logs) == 0 {
+		return Sample{}, fmt.Errorf("pgbench -l wrote no log in %s:\n%s", dir, out.String())
+	}
+	s := Sample{Elapsed: time.Duration(secs) * time.Second}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return Sample{}, err
+		}
+		lat, err := ParsePgbenchLog(string(b))
+		if err != nil {
+			return Sample{}, fmt.Errorf("%s: %w", l, err)
+		}
+		s.Latencies = append(s.Latencies, lat...)
+	}
+	s.Calls = len(s.Latencies)
+	slices.Sort(s.Latencies)
+	return s, nil
+}
+
+// ParsePgbenchLog reads pgbench's per-transaction log (-l): lines of
+// "client_id transaction_no time script_no time_epoch time_us
+// [schedule_lag]", where time is the latency in microseconds. Skipped
+// transactions (time "skipped", only with --latency-limit) are left out.
+func ParsePgbenchLog(log string) ([]time.Duration, error) {
+	var out []time.Duration
+	for i, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) < 6 {
+			return nil, fmt.Errorf("line %d: want at least 6 fields, got %q", i+1, line)
+		}
+		if f[2] == "skipped" {
+			continue
+		}
+		us, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || us < 0 {
+			return nil, fmt.Errorf("line %d: latency %q is not a number of microseconds", i+1, f[2])
+		}
+		out = append(out, time.Duration(us)*time.Microsecond)
+	}
+	return out, nil
 }
