@@ -64,6 +64,15 @@ type Activities struct {
 	// Watchers holds the chain payment watchers this worker can run, keyed
 	// "network/account".
 	Watchers map[string]PaymentWatcher
+	// Webhooks: the endpoints, events and attempts; Sender posts
+	// deliveries; Events hands the events an order write recorded to their
+	// delivery workflows (nil: the outbox sweep alone).
+	Webhooks WebhookStore
+	Sender   WebhookSender
+	Events   EventDispatcher
+	// Now is the clock of webhook attempts (signatures, attempt times);
+	// nil: time.Now. Workflow tests set the test suite's clock.
+	Now func() time.Time
 
 	// Tests override how often and how heartbeats are recorded: the SDK
 	// forwards at most one heartbeat per throttle interval (30s by default).
@@ -72,13 +81,24 @@ type Activities struct {
 }
 
 // RecordTransition writes one step of the workflow's progress.
+// The store records the events of the facts it writes in the same
+// transaction; they are dispatched once it has committed.
 func (a *Activities) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
-	return temporalError(a.Store.RecordTransition(ctx, orderID, t))
+	if err := a.Store.RecordTransition(ctx, orderID, t); err != nil {
+		return temporalError(err)
+	}
+	a.dispatchEvents(ctx, orderID)
+	return nil
 }
 
-// RecordPayment stores a payment the workflow has seen for the order.
+// RecordPayment stores a payment the workflow has seen for the order, and
+// dispatches the events that recorded.
 func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
-	return temporalError(a.Store.RecordPayment(ctx, orderID, p))
+	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+		return temporalError(err)
+	}
+	a.dispatchEvents(ctx, orderID)
+	return nil
 }
 
 // PlaceOrder places the order with its buying provider and returns the

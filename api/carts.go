@@ -21,6 +21,8 @@ type cartRequest struct {
 	Items            []json.RawMessage `json:"items"`
 	ShipToCountry    *string           `json:"ship_to_country"`
 	ShipToPostalCode *string           `json:"ship_to_postal_code"`
+	// Metadata is the client's own string map (models.ValidateMetadata).
+	Metadata map[string]string `json:"metadata"`
 }
 
 type cartItemRequest struct {
@@ -42,6 +44,16 @@ type cartJSON struct {
 	CreatedAt        string            `json:"created_at"`
 	ExpiresAt        string            `json:"expires_at"`
 	Items            []cartItemJSON    `json:"items"`
+	Metadata         map[string]string `json:"metadata"`
+}
+
+// metadataJSON is metadata as every cart and order shows it: an object,
+// empty when there is none.
+func metadataJSON(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // cartItemJSON is one cart line; README.md documents these fields.
@@ -71,7 +83,7 @@ func newCartJSON(c models.Cart, now time.Time) cartJSON {
 		Tax: money(c.Tax, c.Currency), ServiceFee: money(c.ServiceFee, c.Currency), Total: money(c.Total, c.Currency),
 		ShipToCountry: c.ShipToCountry, ShipToPostalCode: c.ShipToPostalCode,
 		CreatedAt: timestamp(c.CreatedAt), ExpiresAt: timestamp(c.ExpiresAt),
-		Items: make([]cartItemJSON, len(c.Items)),
+		Items: make([]cartItemJSON, len(c.Items)), Metadata: metadataJSON(c.Metadata),
 	}
 	if status == models.CartReady && !c.Usable(now) {
 		out.Status = "expired"
@@ -105,6 +117,9 @@ func (r cartRequest) validate() ([]models.ProductRef, []int, string, error) {
 	}
 	if len(r.Items) == 0 || len(r.Items) > models.MaxCartItems {
 		return nil, nil, "", invalid("items", "items must hold between 1 and %d entries", models.MaxCartItems)
+	}
+	if err := models.ValidateMetadata(r.Metadata); err != nil {
+		return nil, nil, "", err
 	}
 	refs := make([]models.ProductRef, len(r.Items))
 	qtys := make([]int, len(r.Items))
@@ -233,6 +248,12 @@ func (s *Server) createCart(c *gin.Context) {
 	}
 	if req.ShipToPostalCode != nil {
 		cart.ShipToPostalCode = *req.ShipToPostalCode
+	}
+	// Empty values mean "no such key" (as on an order, where they remove
+	// a cart key): they are not stored.
+	if cart.Metadata, err = models.MergeMetadata(nil, req.Metadata); err != nil {
+		abort(c, err)
+		return
 	}
 	if err := s.deps.Store.CreateCart(ctx, cart); err != nil {
 		abort(c, err)

@@ -27,19 +27,20 @@ type cartResponse struct {
 }
 
 type cartBody struct {
-	ID               string          `json:"id"`
-	Status           string          `json:"status"`
-	Currency         string          `json:"currency"`
-	Subtotal         json.RawMessage `json:"subtotal"`
-	Shipping         json.RawMessage `json:"shipping"`
-	Tax              json.RawMessage `json:"tax"`
-	ServiceFee       json.RawMessage `json:"service_fee"`
-	Total            json.RawMessage `json:"total"`
-	ShipToCountry    string          `json:"ship_to_country"`
-	ShipToPostalCode string          `json:"ship_to_postal_code"`
-	CreatedAt        string          `json:"created_at"`
-	ExpiresAt        string          `json:"expires_at"`
-	Items            []cartItemBody  `json:"items"`
+	ID               string            `json:"id"`
+	Status           string            `json:"status"`
+	Currency         string            `json:"currency"`
+	Subtotal         json.RawMessage   `json:"subtotal"`
+	Shipping         json.RawMessage   `json:"shipping"`
+	Tax              json.RawMessage   `json:"tax"`
+	ServiceFee       json.RawMessage   `json:"service_fee"`
+	Total            json.RawMessage   `json:"total"`
+	ShipToCountry    string            `json:"ship_to_country"`
+	ShipToPostalCode string            `json:"ship_to_postal_code"`
+	CreatedAt        string            `json:"created_at"`
+	ExpiresAt        string            `json:"expires_at"`
+	Items            []cartItemBody    `json:"items"`
+	Metadata         map[string]string `json:"metadata"`
 }
 
 type cartItemBody struct {

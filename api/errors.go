@@ -32,7 +32,9 @@ var httpStatus = map[models.Code]int{
 	models.CodeNotFound:               http.StatusNotFound,
 	models.CodeMethodNotAllowed:       http.StatusMethodNotAllowed,
 	models.CodeCartAlreadyOrdered:     http.StatusConflict,
-	models.CodeIdempotencyMismatch:    http.StatusConflict,
+	models.CodeIdempotencyKeyInUse:    http.StatusConflict,
+	models.CodeIdempotencyMismatch:    http.StatusUnprocessableEntity,
+	models.CodeOrderNotCancellable:    http.StatusConflict,
 	models.CodeProductUnavailable:     http.StatusUnprocessableEntity,
 	models.CodeShippingUnavailable:    http.StatusUnprocessableEntity,
 	models.CodeInvalidAddress:         http.StatusUnprocessableEntity,
@@ -46,6 +48,12 @@ var httpStatus = map[models.Code]int{
 	models.CodeMarketplaceUnavailable: http.StatusServiceUnavailable,
 	models.CodeInvalidSignature:       http.StatusUnauthorized,
 	models.CodeUnsupportedMediaType:   http.StatusUnsupportedMediaType,
+
+	models.CodeInvalidWebhookURL:       http.StatusBadRequest,
+	models.CodeWebhookEndpointNotFound: http.StatusNotFound,
+	models.CodeEventNotFound:           http.StatusNotFound,
+	models.CodeWebhookEndpointLimit:    http.StatusConflict,
+	models.CodeWebhookEndpointDisabled: http.StatusConflict,
 }
 
 // StatusOf returns the HTTP status for an error code.

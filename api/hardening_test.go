@@ -457,3 +457,106 @@ func TestNoProfilesOnThePublicAddress(t *testing.T) {
 		requireError(t, r, http.StatusNotFound, models.CodeNotFound, "")
 	}
 }
+
+// TestOrderPayments: GET /v1/orders/{ref} lists every payment seen for the
+// order, oldest first, with where it was seen and what became of it, so a
+// client reconciles without asking an operator. Payments of other orders,
+// and unmatched ones of another mode with the same memo, are not listed.
+func TestOrderPayments(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		otherCart, _ := e.newCart(t, key)
+		other := decodeCreated(t, e.postOrder(t, key, orderBody(otherCart), nil))
+		ctx := t.Context()
+		view := func() orderView {
+			t.Helper()
+			r := e.get(t, "/v1/orders/"+o.ID, key)
+			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+			return decodeOrderView(t, r)
+		}
+		v := view()
+		assert.NotNil(t, v.Payments, "payments is an empty list, not null")
+		assert.Empty(t, v.Payments)
+		assert.Contains(t, string(e.get(t, "/v1/orders/"+o.ID, key).body), `"payments":[]`)
+
+		base := e.clock.Now().UTC().Truncate(time.Second)
+		pay := func(id, asset, amount string, after time.Duration) models.Payment {
+			return models.Payment{ID: id, Mode: models.ModeTest, Asset: asset, Amount: decimal.RequireFromString(amount),
+				Memo: o.Number, Sender: "GSENDER", ReceivedAt: base.Add(after)}
+		}
+		// Credited: seen on Stellar testnet, recorded by the workflow.
+		credited := pay("stellar:testnet:4294971393", "USDC", "10.5", time.Second)
+		credited.TxHash = "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+		_, err := e.st.SavePayment(ctx, credited)
+		require.NoError(t, err)
+		require.NoError(t, e.st.SaveMatch(ctx, credited, o.ID))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, credited))
+		// Wrong asset: recorded, never credited.
+		wrong := pay("sandbox_wrongasset", "XLM", "40", 2*time.Second)
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, wrong))
+		// Refunded: a wrong-asset payment an operator sent back.
+		refunded := pay("sandbox_refunded", "EURC:"+models.DefaultUSDCIssuer(models.StellarPubnet), "3", 3*time.Second)
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, refunded))
+		require.NoError(t, e.st.MarkPaymentRefunded(ctx, refunded.ID, "refundtxhash", base.Add(time.Hour)))
+		// Manual: recorded by an operator through the workflow.
+		manual := pay("manual:ticket-4711", "USDC", "1", 4*time.Second)
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, manual))
+		// Matched, not yet recorded by the workflow: processing.
+		inFlight := pay("sandbox_inflight", "USDC", "2", 5*time.Second)
+		require.NoError(t, e.st.SaveMatch(ctx, inFlight, o.ID))
+		// Stored by a source, not through the matcher yet: processing too.
+		seen := pay("sandbox_seen", "USDC", "0.25", 6*time.Second)
+		_, err = e.st.SavePayment(ctx, seen)
+		require.NoError(t, err)
+		// Not this order's: another order's payment, and a live payment
+		// with this memo (a memo names an order within a mode only).
+		require.NoError(t, e.st.RecordPayment(ctx, other.ID, models.Payment{ID: "sandbox_other", Mode: models.ModeTest,
+			Asset: "USDC", Amount: decimal.RequireFromString("5"), Memo: other.Number, ReceivedAt: base}))
+		liveSeen := pay("stellar:pubnet:1", "USDC", "7", 0)
+		liveSeen.Mode = models.ModeLive
+		_, err = e.st.SavePayment(ctx, liveSeen)
+		require.NoError(t, err)
+
+		v = view()
+		assert.Equal(t, "2.25", v.Payment.AmountProcessing, "processing payments in the order's asset")
+		ids := func(v orderView) []string {
+			var out []string
+			for _, p := range v.Payments {
+				out = append(out, p.ID)
+			}
+			return out
+		}
+		require.Equal(t, []string{credited.ID, wrong.ID, refunded.ID, manual.ID, inFlight.ID, seen.ID}, ids(v), "oldest first, only this order's")
+		ts := func(at time.Time) string { return at.UTC().Format(time.RFC3339) }
+		str := func(s string) *string { return &s }
+		assert.Equal(t, orderPaymentView{ID: credited.ID, Network: "testnet", NetworkID: str("4294971393"), TransactionHash: str(credited.TxHash),
+			Asset: "USDC", Amount: "10.5", ReceivedAt: ts(credited.ReceivedAt), Outcome: "credited"}, v.Payments[0])
+		assert.Equal(t, orderPaymentView{ID: wrong.ID, Network: "sandbox", Asset: "XLM", Amount: "40",
+			ReceivedAt: ts(wrong.ReceivedAt), Outcome: "wrong_asset"}, v.Payments[1])
+		assert.Equal(t, orderPaymentView{ID: refunded.ID, Network: "sandbox", Asset: refunded.Asset, Amount: "3",
+			ReceivedAt: ts(refunded.ReceivedAt), Outcome: "refunded", RefundedAt: str(ts(base.Add(time.Hour))),
+			RefundTransactionHash: str("refundtxhash")}, v.Payments[2])
+		assert.Equal(t, orderPaymentView{ID: manual.ID, Network: "manual", Asset: "USDC", Amount: "1",
+			ReceivedAt: ts(manual.ReceivedAt), Outcome: "credited"}, v.Payments[3])
+		assert.Equal(t, "processing", v.Payments[4].Outcome)
+		assert.Equal(t, "processing", v.Payments[5].Outcome)
+		assert.Equal(t, "0.25", v.Payments[5].Amount)
+
+		// The order closes (cancelled at its deadline); a payment after
+		// that is late. The unattached one no longer shows until the
+		// matcher attaches it.
+		require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled,
+			PaymentStatus: models.PaymentRefundDue, At: base.Add(time.Minute), AmountReceived: decimal.RequireFromString("11.5")}))
+		late := pay("sandbox_late", "USDC", "9", 7*time.Second)
+		require.NoError(t, e.st.SaveMatch(ctx, late, o.ID))
+		require.NoError(t, e.st.MarkPaymentLate(ctx, late.ID, base.Add(2*time.Minute)))
+		v = view()
+		assert.Equal(t, []string{credited.ID, wrong.ID, refunded.ID, manual.ID, inFlight.ID, late.ID}, ids(v))
+		assert.Equal(t, "late", v.Payments[5].Outcome)
+		assert.Equal(t, "0", v.Payment.AmountProcessing, "nothing is pending on a closed order")
+		assert.Equal(t, "refund_due", v.PaymentStatus)
+	})
+}

@@ -109,7 +109,7 @@ func checkJSON(raw []byte, typ reflect.Type) error {
 type jsonWalker struct{ dec *json.Decoder }
 
 // value reads one JSON value, expected to decode into typ (nil: anything).
-func (w jsonWalker) value(typ reflect.Type, path string, depth int) error {
+func (w jsonWalker) value(typ reflect.Type, path string, depth int) (err error) {
 	if depth > maxJSONDepth {
 		return models.Errorf(models.CodeInvalidRequest, "Request body nests deeper than %d levels", maxJSONDepth)
 	}
@@ -118,6 +118,19 @@ func (w jsonWalker) value(typ reflect.Type, path string, depth int) error {
 		return jsonError(err)
 	}
 	typ = concrete(typ)
+	// A string expected and something else given: said here with the
+	// path, since encoding/json names only the map, not the key, for a
+	// map's value (metadata.note). Said once the value is read, so the
+	// rules above (depth, NUL, duplicates) inside it come first.
+	if typ != nil && typ.Kind() == reflect.String && typ != jsonNumberType {
+		if _, isString := tok.(string); !isString && tok != nil {
+			defer func() {
+				if err == nil {
+					err = invalid(path, "%s must be a string", orBody(path))
+				}
+			}()
+		}
+	}
 	switch tok := tok.(type) {
 	case json.Delim:
 		if tok == '[' {
@@ -188,7 +201,10 @@ func concrete(t reflect.Type) reflect.Type {
 	return t
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var (
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+	jsonNumberType = reflect.TypeFor[json.Number]()
+)
 
 func isRawJSON(t reflect.Type) bool { return t == rawMessageType }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
@@ -30,6 +31,12 @@ type OrderWorkflows interface {
 	// workflow, which then checks the order with the provider. It returns
 	// models.ErrOrderClosed when the workflow has finished.
 	FulfilmentUpdated(ctx context.Context, orderID string, ev models.FulfilmentEvent) error
+	// CancelOrder has the order's workflow cancel it for its customer and
+	// returns once the cancellation is written (an order already cancelled
+	// is no error). It returns an error of code
+	// models.CodeOrderNotCancellable when the order is paid or beyond, and
+	// models.ErrOrderClosed when the workflow has finished.
+	CancelOrder(ctx context.Context, orderID, note string) error
 }
 
 // TestPayments is the sandbox chain the test helpers pay through.
@@ -42,6 +49,8 @@ type orderRequest struct {
 	CustomerEmail   *string         `json:"customer_email"`
 	PaymentAsset    *string         `json:"payment_asset"`
 	ShippingAddress *addressRequest `json:"shipping_address"`
+	// Metadata is merged over the cart's (models.MergeMetadata).
+	Metadata map[string]string `json:"metadata"`
 }
 
 type addressRequest struct {
@@ -62,6 +71,10 @@ type normalizedOrder struct {
 	Email   string                 `json:"email"`
 	Asset   string                 `json:"asset"`
 	Address models.ShippingAddress `json:"address"`
+	// Metadata is omitted when empty, so a request without it hashes as
+	// it did before metadata existed. Empty values stay: they remove a
+	// cart key, so they make another request.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 func (n normalizedOrder) hash() string {
@@ -100,21 +113,10 @@ func (r orderRequest) validate() (normalizedOrder, models.Asset, error) {
 	if err != nil {
 		return n, models.Asset{}, err
 	}
-	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr}, asset, nil
-}
-
-// maxIdempotencyKey bounds the Idempotency-Key header.
-const maxIdempotencyKey = 255
-
-// printableASCII reports whether s holds only visible ASCII and spaces
-// (what a UUID or any sane client token is made of).
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
+	if err := models.ValidateMetadata(r.Metadata); err != nil {
+		return n, models.Asset{}, err
 	}
-	return true
+	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr, Metadata: r.Metadata}, asset, nil
 }
 
 // createOrder is POST /v1/orders. The order row is committed first, then
@@ -123,11 +125,6 @@ func printableASCII(s string) bool {
 func (s *Server) createOrder(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := mustKey(c)
-	idemKey := strings.TrimSpace(c.GetHeader("Idempotency-Key"))
-	if len(idemKey) > maxIdempotencyKey || !printableASCII(idemKey) {
-		abort(c, invalid("Idempotency-Key", "Idempotency-Key must be at most %d printable ASCII characters", maxIdempotencyKey))
-		return
-	}
 	var req orderRequest
 	if err := decodeJSON(c, &req); err != nil {
 		abort(c, err)
@@ -178,7 +175,7 @@ func (s *Server) createOrder(c *gin.Context) {
 	}
 	order, created, err := s.deps.Store.CreateOrder(ctx, models.OrderRequest{
 		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID,
-		IdempotencyKey: idemKey, RequestHash: norm.hash(), Now: now,
+		IdempotencyKey: idempotencyKeyOf(c), RequestHash: norm.hash(), Now: now,
 		Build: func(cart models.Cart) (models.Order, error) {
 			if rateErr != nil {
 				return models.Order{}, rateErr
@@ -189,7 +186,8 @@ func (s *Server) createOrder(c *gin.Context) {
 			}
 			return models.BuildOrder(cart, models.OrderTerms{
 				ID: id, AccountID: key.AccountID, Mode: key.Mode, Email: norm.Email, Asset: asset, Address: norm.Address,
-				PayTo: setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
+				Metadata: norm.Metadata,
+				PayTo:    setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
 				Now: now, Window: s.cfg.PaymentWindow,
 			})
 		},
@@ -213,10 +211,16 @@ func (s *Server) createOrder(c *gin.Context) {
 			return
 		}
 	}
+	if created {
+		s.dispatchOrderEvents(ctx, loggerFrom(c), order.ID)
+	}
 	status := http.StatusCreated
 	if !created {
+		// The cart's order already existed: a retry of the request that
+		// made it, with or without an Idempotency-Key (whose own replays
+		// are answered before this handler runs, with the first status).
 		status = http.StatusOK
-		c.Header("Idempotent-Replayed", "true")
+		c.Header(headerIdempotentReplayed, "true")
 	}
 	c.PureJSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
 }
@@ -294,6 +298,9 @@ type createdOrderJSON struct {
 	PaymentMemoType    string        `json:"payment_memo_type"`
 	PaymentURI         string        `json:"payment_uri"`
 	ExchangeRate       *exchangeRate `json:"exchange_rate,omitempty"`
+	// Metadata is the client's own: the cart's with the order request's
+	// merged over it.
+	Metadata map[string]string `json:"metadata"`
 }
 
 // exchangeRate is the rate locked on an order quoted in a non-dollar asset.
@@ -319,7 +326,7 @@ func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
 		PaymentExpiresAt: timestamp(o.PaymentExpiresAt), TrackingURL: s.trackingURL(o),
 		CreatedAt: timestamp(o.CreatedAt), PaymentNetwork: o.PaymentNetwork,
 		PaymentAssetIssuer: optional(o.PaymentAssetIssuer), PaymentMemoType: o.PaymentMemoType,
-		PaymentURI: s.payURI(o), ExchangeRate: rateJSON(o),
+		PaymentURI: s.payURI(o), ExchangeRate: rateJSON(o), Metadata: metadataJSON(o.Metadata),
 	}
 }
 
@@ -360,10 +367,51 @@ type orderJSON struct {
 	// FailureReason says, in words a customer can read, why a failed order
 	// failed; null otherwise.
 	FailureReason *string `json:"failure_reason"`
+	// CancellationReason says why a cancelled order was cancelled
+	// (models.CancellationReason); null otherwise.
+	CancellationReason *string `json:"cancellation_reason"`
 	// Shipments lists every parcel of the order with its carrier scans,
 	// beyond the contract's single tracking number (which shows the least
 	// advanced parcel). Empty until the order ships.
 	Shipments []shipmentJSON `json:"shipments"`
+	// Payments lists every payment seen for the order, oldest first, with
+	// its outcome, so a client reconciles without asking an operator.
+	Payments []orderPaymentJSON `json:"payments"`
+	// Metadata is the client's own (see createdOrderJSON).
+	Metadata map[string]string `json:"metadata"`
+}
+
+// orderPaymentJSON is one payment seen for an order (README: Payments of
+// an order).
+type orderPaymentJSON struct {
+	ID                    string                    `json:"id"`
+	Network               string                    `json:"network"`
+	NetworkID             *string                   `json:"network_id"`
+	TransactionHash       *string                   `json:"transaction_hash"`
+	Asset                 string                    `json:"asset"`
+	Amount                string                    `json:"amount"`
+	ReceivedAt            string                    `json:"received_at"`
+	Outcome               models.PaymentDisposition `json:"outcome"`
+	RefundedAt            *string                   `json:"refunded_at"`
+	RefundTransactionHash *string                   `json:"refund_transaction_hash"`
+}
+
+func orderPaymentsJSON(o models.Order) []orderPaymentJSON {
+	out := make([]orderPaymentJSON, 0, len(o.Payments))
+	for _, p := range o.Payments {
+		network, networkID := models.PaymentSource(p.ID)
+		js := orderPaymentJSON{
+			ID: p.ID, Network: network, NetworkID: optional(networkID), TransactionHash: optional(p.TxHash),
+			Asset: p.Asset, Amount: p.Amount.String(), ReceivedAt: timestamp(p.ReceivedAt), Outcome: p.Outcome,
+			RefundTransactionHash: optional(p.RefundTx),
+		}
+		if p.RefundedAt != nil {
+			at := timestamp(*p.RefundedAt)
+			js.RefundedAt = &at
+		}
+		out = append(out, js)
+	}
+	return out
 }
 
 type shipmentJSON struct {
@@ -455,7 +503,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 	out := orderJSON{
 		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
 		PaymentStatus: o.ShownPaymentStatus(), CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
-		Shipments: shipmentsJSON(o),
+		Shipments: shipmentsJSON(o), Payments: orderPaymentsJSON(o), Metadata: metadataJSON(o.Metadata),
 		Tracking: trackingJSON{
 			CurrentStep: o.Status, Carrier: optional(o.Shipment.Carrier),
 			TrackingNumber: optional(o.Shipment.TrackingNumber), EstimatedDelivery: optional(o.Shipment.EstimatedDelivery),
@@ -470,6 +518,9 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 	}
 	if o.Status == models.OrderFailed {
 		out.FailureReason = optional(o.StatusReason)
+	}
+	if o.Status == models.OrderCancelled {
+		out.CancellationReason = optional(string(o.Cancellation))
 	}
 	for _, st := range o.TrackingSteps() {
 		js := stepJSON{Name: st.Name, Completed: st.Completed}
@@ -507,6 +558,83 @@ func (s *Server) getOrder(c *gin.Context) {
 		return
 	}
 	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+}
+
+type cancelRequest struct {
+	// Reason is the client's note, kept for operators.
+	Reason *string `json:"reason"`
+}
+
+// cancelOrder is POST /v1/orders/{id_or_number}/cancel: the order's
+// workflow cancels an order awaiting payment (and answers once that is
+// written), so the cancel races no payment: whichever the workflow takes
+// first wins. An order already cancelled answers 200 as it is; one paid
+// or beyond, 409 order_not_cancellable.
+func (s *Server) cancelOrder(c *gin.Context) {
+	ctx := c.Request.Context()
+	key := mustKey(c)
+	var req cancelRequest
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	var note string
+	if req.Reason != nil {
+		note = strings.TrimSpace(*req.Reason)
+		if n := utf8.RuneCountInString(note); n > models.MaxCancelNote {
+			abort(c, invalid("reason", "reason is %d characters; at most %d", n, models.MaxCancelNote))
+			return
+		}
+	}
+	ref, ok := orderRef(c.Param("ref"))
+	if !ok {
+		abort(c, models.ErrOrderNotFound)
+		return
+	}
+	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	switch o.Status {
+	case models.OrderCancelled:
+		c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+		return
+	case models.OrderCreated:
+	default:
+		abort(c, notCancellable(o.Status))
+		return
+	}
+	if o.WorkflowStartedAt == nil {
+		// Committed but not started yet (the reconciler's case): start it,
+		// then cancel through it, so no payment can slip past.
+		if err := s.startWorkflow(ctx, o); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	err = s.deps.Workflows.CancelOrder(ctx, o.ID, note)
+	if err != nil && !errors.Is(err, models.ErrOrderClosed) {
+		abort(c, err)
+		return
+	}
+	// Read the order back: cancelled now, or (the workflow had finished,
+	// ErrOrderClosed) whatever it ended as.
+	if o, err = s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, o.ID); err != nil {
+		abort(c, err)
+		return
+	}
+	if o.Status != models.OrderCancelled {
+		abort(c, notCancellable(o.Status))
+		return
+	}
+	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+}
+
+func notCancellable(status models.OrderStatus) error {
+	return models.Errorf(models.CodeOrderNotCancellable, "The order is %s: only an order awaiting payment can be cancelled", status)
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset

@@ -32,7 +32,7 @@ import (
 
 const (
 	// sandboxPayTo is the test-mode receiving account, as cmd configures it.
-	sandboxPayTo = "GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX"
+	sandboxPayTo = sandbox.PaymentAddress
 	// ordersPublicURL is the base of tracking_url.
 	ordersPublicURL = "https://track.memocart.test"
 	// ordersPaymentWindow is not the default, so a test sees the config used.
@@ -69,6 +69,56 @@ type recordingWorkflows struct {
 	// hintErr is what they return.
 	hints   []string
 	hintErr error
+	// cancels records CancelOrder calls as "<order id>/<note>"; cancelErr
+	// is what they return; with cancelHangs they wait for the request's
+	// deadline (a hung Temporal). Otherwise the call does the workflow's
+	// part: it writes the cancellation to store.
+	cancels     []string
+	cancelErr   error
+	cancelHangs bool
+	store       *sqlstore.Store
+	now         func() time.Time
+}
+
+func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note string) error {
+	w.mu.Lock()
+	w.cancels = append(w.cancels, orderID+"/"+note)
+	err, hangs, st, now := w.cancelErr, w.cancelHangs, w.store, w.now
+	w.mu.Unlock()
+	if hangs {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	o, err := st.Order(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	ps := models.PaymentCancelled
+	if o.AmountReceived.IsPositive() {
+		ps = models.PaymentRefundDue
+	}
+	reason := "cancelled by the customer (API)"
+	if note != "" {
+		reason += ": " + note
+	}
+	return st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled, PaymentStatus: ps, At: now(),
+		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer})
+}
+
+// setCancel makes CancelOrder fail with err, or hang when hangs.
+func (w *recordingWorkflows) setCancel(err error, hangs bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.cancelErr, w.cancelHangs = err, hangs
+}
+
+func (w *recordingWorkflows) cancelCalls() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.cancels)
 }
 
 func (w *recordingWorkflows) FulfilmentUpdated(_ context.Context, orderID string, ev models.FulfilmentEvent) error {
@@ -180,7 +230,7 @@ func newOrdersEnv(t *testing.T, dialect string, opts ...ordersOption) *ordersEnv
 func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ordersEnv {
 	t.Helper()
 	clock := newFakeClock()
-	wf := &recordingWorkflows{}
+	wf := &recordingWorkflows{store: st, now: clock.Now}
 	pay := &recordingTestPayments{}
 	cfg := api.Config{
 		KeyPrefix: "mc", CartTTL: testCartTTL, PaymentWindow: ordersPaymentWindow,
@@ -290,6 +340,7 @@ type createdOrder struct {
 	PaymentMemoType    string            `json:"payment_memo_type"`
 	PaymentURI         string            `json:"payment_uri"`
 	ExchangeRate       *exchangeRateBody `json:"exchange_rate"`
+	Metadata           map[string]string `json:"metadata"`
 }
 
 type exchangeRateBody struct {
@@ -661,13 +712,18 @@ func TestCreateOrderIdempotency(t *testing.T) {
 			require.Equalf(t, http.StatusCreated, first.status, "body %s", first.body)
 			o := decodeCreated(t, first)
 
+			// A retry under the key replays the first answer, status
+			// included (issue 10: 201, where it was 200 before the
+			// per-POST mechanism).
 			r := e.postOrder(t, key, orderBody(cartA), hdr)
-			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
 			assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+			assert.Equal(t, string(first.body), string(r.body), "the first answer, byte for byte")
 			assert.Equal(t, o.ID, decodeCreated(t, r).ID)
 
+			// Another body under the key: 422 (409 before issue 10).
 			r = e.postOrder(t, key, orderBody(cartB), hdr)
-			requireError(t, r, http.StatusConflict, models.CodeIdempotencyMismatch, "")
+			requireError(t, r, http.StatusUnprocessableEntity, models.CodeIdempotencyMismatch, "")
 			// cartB is untouched and can be ordered under another key.
 			r = e.postOrder(t, key, orderBody(cartB), map[string]string{"Idempotency-Key": "order-attempt-8"})
 			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
@@ -968,18 +1024,34 @@ func TestCreateOrderLiveMode(t *testing.T) {
 
 // orderView is the order as retrieval serves it.
 type orderView struct {
-	ID            string          `json:"id"`
-	Number        string          `json:"number"`
-	Status        string          `json:"status"`
-	Total         json.RawMessage `json:"total"`
-	Currency      string          `json:"currency"`
-	PaymentStatus string          `json:"payment_status"`
-	CreatedAt     string          `json:"created_at"`
-	Tracking      trackingView    `json:"tracking"`
-	Payment       paymentView     `json:"payment"`
-	TrackingURL   string          `json:"tracking_url"`
-	FailureReason *string         `json:"failure_reason"`
-	Shipments     []shipmentView  `json:"shipments"`
+	ID                 string             `json:"id"`
+	Number             string             `json:"number"`
+	Status             string             `json:"status"`
+	Total              json.RawMessage    `json:"total"`
+	Currency           string             `json:"currency"`
+	PaymentStatus      string             `json:"payment_status"`
+	CreatedAt          string             `json:"created_at"`
+	Tracking           trackingView       `json:"tracking"`
+	Payment            paymentView        `json:"payment"`
+	TrackingURL        string             `json:"tracking_url"`
+	FailureReason      *string            `json:"failure_reason"`
+	CancellationReason *string            `json:"cancellation_reason"`
+	Shipments          []shipmentView     `json:"shipments"`
+	Payments           []orderPaymentView `json:"payments"`
+	Metadata           map[string]string  `json:"metadata"`
+}
+
+type orderPaymentView struct {
+	ID                    string  `json:"id"`
+	Network               string  `json:"network"`
+	NetworkID             *string `json:"network_id"`
+	TransactionHash       *string `json:"transaction_hash"`
+	Asset                 string  `json:"asset"`
+	Amount                string  `json:"amount"`
+	ReceivedAt            string  `json:"received_at"`
+	Outcome               string  `json:"outcome"`
+	RefundedAt            *string `json:"refunded_at"`
+	RefundTransactionHash *string `json:"refund_transaction_hash"`
 }
 
 type shipmentView struct {

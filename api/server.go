@@ -30,12 +30,25 @@ type Store interface {
 	Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error)
 	CreateOrder(ctx context.Context, req models.OrderRequest) (models.Order, bool, error)
 	OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error)
+	// ListOrders returns a page of orders and whether more follow; an
+	// unknown StartingAfter is models.ErrOrderNotFound.
+	ListOrders(ctx context.Context, q models.OrderListQuery) ([]models.Order, bool, error)
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
 	MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error
 	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
 	StellarCursor(ctx context.Context, network, account string) (string, error)
 	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
 	Ping(ctx context.Context) error
+	IdempotencyStore
+}
+
+// IdempotencyStore keeps the Idempotency-Key records of POST requests (see
+// idempotency.go). Reservations must be atomic across API replicas.
+type IdempotencyStore interface {
+	ReserveIdempotencyKey(ctx context.Context, req models.IdempotentRequest, now time.Time, staleAfter time.Duration) (models.IdempotencyClaim, error)
+	CompleteIdempotencyKey(ctx context.Context, sc models.IdempotencyScope, token string, resp models.StoredResponse, now time.Time) (bool, error)
+	ReleaseIdempotencyKey(ctx context.Context, sc models.IdempotencyScope, token string) (bool, error)
+	PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
 // Catalog looks up marketplace products. Errors wrapping
@@ -74,6 +87,10 @@ type Config struct {
 	// an API key (DefaultKeyCacheTTL): the bound on how long a revoked key
 	// keeps working. Negative turns the cache off.
 	KeyCacheTTL time.Duration
+	// WebhookTestLoopback lets test keys register webhook endpoints on
+	// loopback addresses (localhost): a developer's machine. Live keys
+	// never may (models.WebhookPolicyFor).
+	WebhookTestLoopback bool
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: above the
@@ -118,6 +135,14 @@ type Deps struct {
 	Webhooks map[string]FulfilmentWebhook
 	Logger   *slog.Logger
 	Now      func() time.Time
+
+	// Endpoints stores webhook endpoints; nil: Store, if it has the
+	// methods. Events dispatches their events (nil: the outbox sweep
+	// alone, and no resends). Resolver checks an endpoint's host at
+	// registration (nil: no lookup; deliveries check every address).
+	Endpoints WebhookStore
+	Events    WebhookEvents
+	Resolver  Resolver
 }
 
 // Server holds the API's configuration and dependencies.
@@ -159,6 +184,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if deps.Endpoints == nil {
+		deps.Endpoints, _ = deps.Store.(WebhookStore)
+	}
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
 	s.engine = s.routes()
 	return s
@@ -189,18 +217,29 @@ func (s *Server) routes() *gin.Engine {
 	// rate-limited group below.
 	r.GET("/v1/openapi.json", serveOpenAPI)
 
-	v1 := r.Group("/v1", s.authenticate, s.rateLimit)
+	// Every POST under /v1 honours Idempotency-Key (idempotency.go): a
+	// route added here gets it without doing anything.
+	v1 := r.Group("/v1", s.authenticate, s.rateLimit, s.idempotency)
 	// The contract's four endpoints are the basic ones: every tier has them.
 	v1.POST("/products/preview", s.previewProduct)
 	v1.POST("/carts", s.createCart)
 	v1.POST("/orders", s.createOrder)
 	v1.GET("/orders/:ref", s.getOrder)
+	// Cancelling an unpaid order is part of the basic flow: every tier.
+	v1.POST("/orders/:ref/cancel", s.cancelOrder)
 	// Test helpers: test keys only, every tier (they are how a Free
 	// integration exercises the payment path).
 	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)
 	// Endpoints beyond the contract need a Pro or Enterprise plan.
 	pro := v1.Group("", requireTier(models.TierPro, models.TierEnterprise))
 	pro.GET("/carts/:id", s.getCart)
+	pro.GET("/orders", s.listOrders)
+	pro.POST("/webhook_endpoints", s.createWebhookEndpoint)
+	pro.GET("/webhook_endpoints", s.listWebhookEndpoints)
+	pro.GET("/webhook_endpoints/:id", s.getWebhookEndpoint)
+	pro.DELETE("/webhook_endpoints/:id", s.deleteWebhookEndpoint)
+	pro.GET("/webhook_endpoints/:id/deliveries", s.listWebhookDeliveries)
+	pro.POST("/webhook_endpoints/:id/deliveries/:event_id/resend", s.resendWebhookEvent)
 	return r
 }
 

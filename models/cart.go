@@ -73,6 +73,8 @@ type Cart struct {
 	Items     []CartItem
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Metadata is the client's own (ValidateMetadata); nil when none.
+	Metadata map[string]string
 }
 
 // Usable reports whether an order can still be created from the cart at now.

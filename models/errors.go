@@ -25,7 +25,7 @@ const (
 	CodeInvalidEmail        Code = "invalid_email"         // customer_email is not a deliverable address
 	CodeUnsupportedAsset    Code = "unsupported_asset"     // payment_asset is not one the service accepts
 	CodeCartAlreadyOrdered  Code = "cart_already_ordered"  // the cart was turned into an order by a different request
-	CodeIdempotencyMismatch Code = "idempotency_mismatch"  // Idempotency-Key reused with a different body
+	CodeIdempotencyMismatch Code = "idempotency_mismatch"  // Idempotency-Key reused with a different request (method, path or body)
 	CodeRateLimited         Code = "rate_limited"          // over the key's per-minute budget
 	CodePlanRequired        Code = "plan_required"         // endpoint not included in the key's tier
 	CodeTestModeOnly        Code = "test_mode_only"        // test helper called with a live key
@@ -44,6 +44,20 @@ const (
 	// CodeUnsupportedMediaType: a request body sent without
 	// Content-Type: application/json.
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	// CodeIdempotencyKeyInUse: a request with the same Idempotency-Key is
+	// still being processed; retry shortly.
+	CodeIdempotencyKeyInUse Code = "idempotency_key_in_use"
+	// CodeOrderNotCancellable: a cancel for an order that is paid or
+	// beyond (or failed): only an order awaiting payment can be cancelled.
+	CodeOrderNotCancellable Code = "order_not_cancellable"
+	// Webhook endpoints: a URL the policy refuses (WebhookURLPolicy), an
+	// endpoint or event that does not exist for the key, more endpoints
+	// than MaxWebhookEndpoints, a resend to a disabled endpoint.
+	CodeInvalidWebhookURL       Code = "invalid_webhook_url"
+	CodeWebhookEndpointNotFound Code = "webhook_endpoint_not_found"
+	CodeEventNotFound           Code = "event_not_found"
+	CodeWebhookEndpointLimit    Code = "webhook_endpoint_limit"
+	CodeWebhookEndpointDisabled Code = "webhook_endpoint_disabled"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -80,6 +94,14 @@ var defaultMessages = map[Code]string{
 	CodeMarketplaceUnavailable: "The marketplace cannot be reached right now; retry later",
 	CodeInvalidSignature:       "Webhook signature is missing, invalid or too old",
 	CodeUnsupportedMediaType:   "Content-Type must be application/json",
+	CodeIdempotencyKeyInUse:    "A request with this Idempotency-Key is still being processed; retry shortly",
+	CodeOrderNotCancellable:    "Only an order awaiting payment can be cancelled",
+
+	CodeInvalidWebhookURL:       "url is not allowed as a webhook endpoint",
+	CodeWebhookEndpointNotFound: "No webhook endpoint with specified ID",
+	CodeEventNotFound:           "No event with specified ID",
+	CodeWebhookEndpointLimit:    "Too many webhook endpoints: delete one first",
+	CodeWebhookEndpointDisabled: "The webhook endpoint is disabled",
 }
 
 // Error is a domain error with a public code and a message that is safe to
@@ -150,4 +172,7 @@ var (
 	ErrUnavailable            = NewError(CodeUnavailable)
 	ErrSourcingFailed         = NewError(CodeSourcingFailed)
 	ErrMarketplaceUnavailable = NewError(CodeMarketplaceUnavailable)
+
+	ErrWebhookEndpointNotFound = NewError(CodeWebhookEndpointNotFound)
+	ErrEventNotFound           = NewError(CodeEventNotFound)
 )

@@ -16,6 +16,9 @@ type OrderTerms struct {
 	Email     string          // validated (ValidateEmail)
 	Asset     Asset           // LookupAsset
 	Address   ShippingAddress // validated (ValidateAddress)
+	// Metadata is the order request's (ValidateMetadata), merged over the
+	// cart's.
+	Metadata map[string]string
 
 	PayTo      string // receiving account
 	Network    string // pubnet, testnet or sandbox
@@ -38,6 +41,8 @@ type OrderTerms struct {
 //     needs a phone number;
 //   - the amount to pay is the cart's total in the asset (1:1 for USDC, at
 //     the locked rate for XLM), payable until Now+Window;
+//   - the metadata is the cart's with the request's merged over it
+//     (MergeMetadata), at most MaxMetadataKeys keys in all;
 //   - the supplier budget is what the customer pays for the goods:
 //     subtotal, shipping and tax, without Memocart's service fee. The buying
 //     provider may spend at most that, so a price rise after the cart was
@@ -61,6 +66,10 @@ func BuildOrder(cart Cart, t OrderTerms) (Order, error) {
 		return Order{}, FieldError(CodeInvalidAddress, "shipping_address.phone",
 			"shipping_address.phone is required for live orders")
 	}
+	metadata, err := MergeMetadata(cart.Metadata, t.Metadata)
+	if err != nil {
+		return Order{}, err
+	}
 	o := Order{
 		ID: t.ID, AccountID: t.AccountID, Mode: t.Mode, CartID: cart.ID,
 		Status: OrderCreated, PaymentStatus: PaymentPending,
@@ -68,9 +77,8 @@ func BuildOrder(cart Cart, t OrderTerms) (Order, error) {
 		PaymentAsset: t.Asset.Code, PaymentAddress: t.PayTo, PaymentNetwork: t.Network,
 		PaymentMemoType: "text", PaymentExpiresAt: t.Now.Add(t.Window), AmountReceived: decimal.Zero,
 		SupplierBudget: cart.Subtotal.Add(cart.Shipping).Add(cart.Tax),
-		CreatedAt:      t.Now, UpdatedAt: t.Now,
+		CreatedAt:      t.Now, UpdatedAt: t.Now, Metadata: metadata,
 	}
-	var err error
 	if t.Rate != nil {
 		if cart.Currency != t.Rate.Quote {
 			return Order{}, FieldError(CodeUnsupportedAsset, "payment_asset",

@@ -149,8 +149,11 @@ type Order struct {
 	AmountReceived   decimal.Decimal
 	// PendingCredit is what payments seen for this order but not yet
 	// credited by its workflow add up to (read for clients only, while
-	// the order waits for payment).
+	// the order waits for payment): PendingCredit(o).
 	PendingCredit decimal.Decimal
+	// Payments are the payments seen for the order, oldest first, with
+	// what became of each (read for clients only; nil otherwise).
+	Payments []OrderPayment
 
 	// What a payer's wallet needs beyond the contract's fields.
 	PaymentNetwork     string // "pubnet", "testnet", or "sandbox" in test mode
@@ -174,6 +177,12 @@ type Order struct {
 	SupplierBudget decimal.Decimal
 	// StatusReason says why the order was cancelled or failed.
 	StatusReason string
+	// Cancellation says why a cancelled order was cancelled; empty
+	// otherwise.
+	Cancellation CancellationReason
+	// Metadata is the client's own: the cart's, with the order request's
+	// merged over it (MergeMetadata); nil when none.
+	Metadata map[string]string
 	// Fulfilment is the latest snapshot from the buying provider; nil until
 	// the order is placed with one.
 	Fulfilment *Fulfilment
@@ -231,10 +240,11 @@ const DefaultPaymentWindow = 30 * time.Minute
 
 // TransitionEffect is what writing a Transition over an order changes.
 type TransitionEffect struct {
-	// Status is set when the order moves to a new status; Reason then
-	// goes with it (may be empty).
-	Status OrderStatus
-	Reason string
+	// Status is set when the order moves to a new status; Reason and
+	// Cancellation then go with it (may be empty).
+	Status       OrderStatus
+	Reason       string
+	Cancellation CancellationReason
 	// Payment is true when the payment status and amount received are
 	// replaced by the transition's.
 	Payment bool
@@ -264,6 +274,12 @@ func ApplyTransition(status OrderStatus, received decimal.Decimal, t Transition)
 	moves := t.Status != status && CanTransition(status, t.Status)
 	if moves {
 		e.Status, e.Reason = t.Status, t.Reason
+		if t.Status == OrderCancelled {
+			e.Cancellation = t.Cancellation
+			if !e.Cancellation.Valid() {
+				e.Cancellation = legacyCancellation(t.Reason)
+			}
+		}
 	}
 	current := t.Status == status || moves
 	if t.PaymentStatus != "" && (t.AmountReceived.GreaterThan(received) || t.AmountReceived.Equal(received) && current) {

@@ -40,6 +40,9 @@ type Transition struct {
 	Shipment *Shipment
 	// Reason explains cancelled and failed, for operators.
 	Reason string
+	// Cancellation says why, in the clients' vocabulary, when Status is
+	// cancelled. Empty in transitions recorded before it existed.
+	Cancellation CancellationReason `json:",omitempty"`
 }
 
 // PaymentTally adds up payments towards an amount due, counting each

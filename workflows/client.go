@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memocart/memocart/models"
 )
@@ -83,6 +84,47 @@ func (c *Client) FulfilmentUpdated(ctx context.Context, orderID string, ev model
 	err := c.c.SignalWorkflow(ctx, models.WorkflowID(orderID), "", SignalFulfilmentUpdated, FulfilmentSignal{EventID: ev.EventID, Ref: ev.Ref})
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
+		return models.ErrOrderClosed
+	}
+	return err
+}
+
+// CancelOrder asks the order's workflow to cancel the order for its
+// customer (UpdateCancel) and waits until the cancellation is written. It
+// returns an error of code models.CodeOrderNotCancellable when the order
+// is paid or beyond (the workflow's validator refused), models.ErrOrderClosed
+// when the workflow has finished or does not exist, and Temporal's own
+// error when Temporal cannot answer (unavailable, past ctx's deadline).
+// An order already cancelled is not an error: cancelling is idempotent.
+func (c *Client) CancelOrder(ctx context.Context, orderID, note string) error {
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   models.WorkflowID(orderID),
+		UpdateName:   UpdateCancel,
+		Args:         []any{CancelRequest{Note: note}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		var res CancelResult
+		err = h.Get(ctx, &res)
+	}
+	return cancelError(err)
+}
+
+// cancelError translates what Temporal answers a cancel update into the
+// model's vocabulary.
+func cancelError(err error) error {
+	var (
+		appErr   *temporal.ApplicationError
+		notFound *serviceerror.NotFound
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &appErr) && appErr.Type() == string(models.CodeOrderNotCancellable):
+		// The validator's message names the order's status; it is safe
+		// to show.
+		return models.Errorf(models.CodeOrderNotCancellable, "%s", appErr.Message())
+	case errors.As(err, &notFound):
 		return models.ErrOrderClosed
 	}
 	return err

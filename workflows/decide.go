@@ -10,10 +10,11 @@ import (
 // they are trivially deterministic and tested on their own.
 
 // paymentOutcome decides how the wait for payment ended. An operator's
-// cancel wins even over a payment completed in the same instant: the
-// operator acted while the order was open, and the money goes back. A
-// payment completed in time wins over the deadline.
-func paymentOutcome(cancel *CancelSignal, paid bool) (status models.OrderStatus, unpaidClose models.PaymentStatus, reason string) {
+// (or the customer's) cancel wins even over a payment completed in the same
+// instant: they acted while the order was open, and the money goes back. A
+// payment completed in time wins over the deadline. cancellation is the
+// reason clients read when the order is cancelled.
+func paymentOutcome(cancel *CancelSignal, paid bool) (status models.OrderStatus, unpaidClose models.PaymentStatus, reason string, cancellation models.CancellationReason) {
 	switch {
 	case cancel != nil:
 		reason := "cancelled by an operator"
@@ -23,11 +24,15 @@ func paymentOutcome(cancel *CancelSignal, paid bool) (status models.OrderStatus,
 		if cancel.Reason != "" {
 			reason += ": " + cancel.Reason
 		}
-		return models.OrderCancelled, models.PaymentCancelled, reason
+		cancellation := cancel.Cancellation
+		if cancellation != models.CancellationRequestedByCustomer {
+			cancellation = models.CancellationByOperator
+		}
+		return models.OrderCancelled, models.PaymentCancelled, reason, cancellation
 	case paid:
-		return models.OrderPaid, "", ""
+		return models.OrderPaid, "", "", ""
 	default:
-		return models.OrderCancelled, models.PaymentExpired, "payment deadline passed"
+		return models.OrderCancelled, models.PaymentExpired, "payment deadline passed", models.CancellationPaymentWindowExpired
 	}
 }
 
@@ -67,7 +72,7 @@ func credits(p PaymentSignal, asset string) bool {
 // but the timestamp.
 func sameTransition(a, b models.Transition) bool {
 	if a.Status != b.Status || a.PaymentStatus != b.PaymentStatus ||
-		!a.AmountReceived.Equal(b.AmountReceived) || a.Reason != b.Reason {
+		!a.AmountReceived.Equal(b.AmountReceived) || a.Reason != b.Reason || a.Cancellation != b.Cancellation {
 		return false
 	}
 	if (a.Shipment == nil) != (b.Shipment == nil) {

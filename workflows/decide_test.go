@@ -11,25 +11,35 @@ import (
 
 func TestPaymentOutcome(t *testing.T) {
 	tests := []struct {
-		name            string
-		cancel          *CancelSignal
-		paid            bool
-		wantStatus      models.OrderStatus
-		wantUnpaidClose models.PaymentStatus
-		wantReason      string
+		name             string
+		cancel           *CancelSignal
+		paid             bool
+		wantStatus       models.OrderStatus
+		wantUnpaidClose  models.PaymentStatus
+		wantReason       string
+		wantCancellation models.CancellationReason
 	}{
-		{"paid", nil, true, models.OrderPaid, "", ""},
-		{"deadline", nil, false, models.OrderCancelled, models.PaymentExpired, "payment deadline passed"},
-		{"operator", &CancelSignal{Reason: "fraud", RequestedBy: "ops"}, false, models.OrderCancelled, models.PaymentCancelled, "cancelled by ops: fraud"},
-		{"operator wins over a payment in the same instant", &CancelSignal{RequestedBy: "ops"}, true, models.OrderCancelled, models.PaymentCancelled, "cancelled by ops"},
-		{"anonymous operator", &CancelSignal{}, false, models.OrderCancelled, models.PaymentCancelled, "cancelled by an operator"},
+		{"paid", nil, true, models.OrderPaid, "", "", ""},
+		{"deadline", nil, false, models.OrderCancelled, models.PaymentExpired, "payment deadline passed", models.CancellationPaymentWindowExpired},
+		{"operator", &CancelSignal{Reason: "fraud", RequestedBy: "ops"}, false, models.OrderCancelled, models.PaymentCancelled, "cancelled by ops: fraud", models.CancellationByOperator},
+		{"operator wins over a payment in the same instant", &CancelSignal{RequestedBy: "ops"}, true, models.OrderCancelled, models.PaymentCancelled, "cancelled by ops", models.CancellationByOperator},
+		{"anonymous operator", &CancelSignal{}, false, models.OrderCancelled, models.PaymentCancelled, "cancelled by an operator", models.CancellationByOperator},
+		{"customer", &CancelSignal{Reason: "changed my mind", RequestedBy: "the customer (API)", Cancellation: models.CancellationRequestedByCustomer}, false,
+			models.OrderCancelled, models.PaymentCancelled, "cancelled by the customer (API): changed my mind", models.CancellationRequestedByCustomer},
+		{"an operator relaying the customer", &CancelSignal{RequestedBy: "ops", Cancellation: models.CancellationRequestedByCustomer}, false,
+			models.OrderCancelled, models.PaymentCancelled, "cancelled by ops", models.CancellationRequestedByCustomer},
+		{"a signal cannot claim the deadline", &CancelSignal{RequestedBy: "ops", Cancellation: models.CancellationPaymentWindowExpired}, false,
+			models.OrderCancelled, models.PaymentCancelled, "cancelled by ops", models.CancellationByOperator},
+		{"an unknown reason is an operator's", &CancelSignal{RequestedBy: "ops", Cancellation: "because"}, false,
+			models.OrderCancelled, models.PaymentCancelled, "cancelled by ops", models.CancellationByOperator},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, unpaidClose, reason := paymentOutcome(tt.cancel, tt.paid)
+			status, unpaidClose, reason, cancellation := paymentOutcome(tt.cancel, tt.paid)
 			assert.Equal(t, tt.wantStatus, status)
 			assert.Equal(t, tt.wantUnpaidClose, unpaidClose)
 			assert.Equal(t, tt.wantReason, reason)
+			assert.Equal(t, tt.wantCancellation, cancellation)
 		})
 	}
 }

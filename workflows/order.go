@@ -36,6 +36,11 @@ const (
 	SignalFulfilmentUpdated = "fulfilment-updated"
 	// QueryStatus returns a StatusView.
 	QueryStatus = "status"
+	// UpdateCancel carries a CancelRequest: the customer cancelling its
+	// order through the API. Its validator refuses an order that is paid
+	// or beyond (models.CodeOrderNotCancellable); it answers a
+	// CancelResult once the cancellation is in the database.
+	UpdateCancel = "cancel"
 )
 
 // FulfilmentSignal is a hint that the order changed at its buying
@@ -90,6 +95,26 @@ type PaymentSignal struct {
 type CancelSignal struct {
 	Reason      string
 	RequestedBy string
+	// Cancellation is the reason clients read; an operator may say
+	// requested_by_customer (the customer asked by mail). Anything else,
+	// or nothing, is cancelled_by_operator.
+	Cancellation models.CancellationReason `json:",omitempty"`
+}
+
+// CancelRequest is UpdateCancel's input.
+type CancelRequest struct {
+	// Note is the customer's reason in its own words, kept for operators
+	// (the order's status reason); may be empty.
+	Note string `json:",omitempty"`
+}
+
+// CancelResult is UpdateCancel's answer: the order as recorded once the
+// cancellation is written. Cancellation says whose cancellation it was: an
+// order the deadline or an operator cancelled first keeps that reason.
+type CancelResult struct {
+	Status        models.OrderStatus
+	PaymentStatus models.PaymentStatus
+	Cancellation  models.CancellationReason
 }
 
 // StatusView is what QueryStatus returns: a small snapshot for operators
@@ -103,6 +128,8 @@ type StatusView struct {
 	PaymentDeadline time.Time
 	PaymentsCounted int // payments credited towards the amount due
 	Shipment        models.Shipment
+	// Cancellation says why a cancelled order was cancelled.
+	Cancellation models.CancellationReason `json:",omitempty"`
 }
 
 // OrderResult is how an order ended. Cancelled and failed orders are
@@ -170,6 +197,13 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	if err := o.settle(o.bg); err != nil && runErr == nil {
 		runErr = err
 	}
+	// A cancel update waiting for its answer gets it before the run ends
+	// (it is answered as soon as the cancellation is written). Runs that
+	// never had an update pass straight through: no command, so recorded
+	// histories replay unchanged.
+	if err := workflow.Await(o.bg, func() bool { return workflow.AllHandlersFinished(o.bg) }); err != nil && runErr == nil {
+		runErr = err
+	}
 	return o.result(), runErr
 }
 
@@ -212,12 +246,14 @@ type order struct {
 	// received nothing: expired (deadline) or cancelled (operator).
 	unpaidClose models.PaymentStatus
 	reason      string
-	at          time.Time // workflow time the current status was reached: the step's timestamp
-	tally       models.PaymentTally
-	seen        map[string]bool // every payment id taken in, credited or not; looked up, never iterated
-	strays      int             // payments recorded but not credited: wrong asset
-	shipment    models.Shipment
-	cancelReq   *CancelSignal
+	// cancellation is why a cancelled order was cancelled, for clients.
+	cancellation models.CancellationReason
+	at           time.Time // workflow time the current status was reached: the step's timestamp
+	tally        models.PaymentTally
+	seen         map[string]bool // every payment id taken in, credited or not; looked up, never iterated
+	strays       int             // payments recorded but not credited: wrong asset
+	shipment     models.Shipment
+	cancelReq    *CancelSignal
 
 	payments, cancels workflow.ReceiveChannel
 	updates           workflow.ReceiveChannel // FulfilmentSignal hints
@@ -252,6 +288,14 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, o.view,
 		workflow.QueryHandlerOptions{Description: "Order and payment status, amounts and shipment (StatusView)"}); err != nil {
+		return nil, err
+	}
+	// Registering a handler records nothing in the history: runs started
+	// before it existed replay unchanged, and take the update from now on.
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateCancel, o.cancelByCustomer, workflow.UpdateHandlerOptions{
+		Validator:   o.validateCancel,
+		Description: "The customer cancels the order while it awaits payment (CancelRequest → CancelResult); refused once paid",
+	}); err != nil {
 		return nil, err
 	}
 	if !in.SearchAttributesSet {
@@ -294,6 +338,7 @@ func (o *order) run(ctx workflow.Context) error {
 		// would, then report the cancellation.
 		o.acceptBuffered()
 		o.set(ctx, models.OrderCancelled, models.PaymentCancelled, "workflow cancelled")
+		o.cancellation = models.CancellationByOperator
 		if serr := o.sync(o.bg); serr != nil {
 			return serr
 		}
@@ -325,8 +370,9 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 	// started already past it, have not reached the coroutines yet. They
 	// arrived in time as far as the workflow can tell, so they count.
 	o.acceptBuffered()
-	status, unpaidClose, reason := paymentOutcome(o.cancelReq, o.tally.Paid())
+	status, unpaidClose, reason, cancellation := paymentOutcome(o.cancelReq, o.tally.Paid())
 	o.set(ctx, status, unpaidClose, reason)
+	o.cancellation = cancellation
 	o.logger.Info("Payment wait over", "Status", o.status, "PaymentStatus", o.paymentStatus(),
 		"AmountReceived", o.tally.Received.String(), "Reason", reason)
 	return nil
@@ -577,6 +623,49 @@ func (o *order) acceptCancel(c CancelSignal) {
 	o.cancelReq = &c
 }
 
+// validateCancel accepts a customer's cancel for an order awaiting payment
+// whose amount due is not reached yet, and for an order already cancelled
+// (answered as it is: cancelling twice is not an error). Anything else is
+// refused, before the update enters the history. It only reads state.
+func (o *order) validateCancel(_ workflow.Context, _ CancelRequest) error {
+	if o.status == models.OrderCancelled || (o.status == models.OrderCreated && !o.tally.Paid()) {
+		return nil
+	}
+	status := o.status
+	if status == models.OrderCreated {
+		status = models.OrderPaid // the amount due is in; the workflow moves it on at once
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("The order is %s: only an order awaiting payment can be cancelled", status),
+		string(models.CodeOrderNotCancellable), nil)
+}
+
+// cancelByCustomer handles UpdateCancel: it takes in the cancel as an
+// operator's would be (a cancel wins over a payment completing in the same
+// instant), then answers once the order's new state is written, so the
+// API's read that follows shows it. It waits on the never-cancelled
+// context: if the workflow itself is cancelled meanwhile, the order is
+// still closed and written (run), and that is the answer.
+func (o *order) cancelByCustomer(ctx workflow.Context, r CancelRequest) (CancelResult, error) {
+	if o.status == models.OrderCreated {
+		o.acceptCancel(CancelSignal{Reason: r.Note, RequestedBy: "the customer (API)", Cancellation: models.CancellationRequestedByCustomer})
+	}
+	// Disconnected from the handler's own context: blocking calls take the
+	// context of the coroutine that makes them.
+	bg, _ := workflow.NewDisconnectedContext(ctx)
+	if err := workflow.Await(bg, func() bool {
+		return o.status != models.OrderCreated && o.written.Status == o.status
+	}); err != nil {
+		return CancelResult{}, err
+	}
+	if o.status != models.OrderCancelled {
+		return CancelResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("The order is %s: only an order awaiting payment can be cancelled", o.status),
+			string(models.CodeOrderNotCancellable), nil)
+	}
+	return CancelResult{Status: o.status, PaymentStatus: o.paymentStatus(), Cancellation: o.cancellation}, nil
+}
+
 // acceptBuffered takes in every signal already delivered but not yet
 // received by the coroutines.
 func (o *order) acceptBuffered() {
@@ -680,6 +769,9 @@ func (o *order) transition() models.Transition {
 		AmountReceived: o.tally.Received,
 		Reason:         o.reason,
 	}
+	if o.status == models.OrderCancelled {
+		t.Cancellation = o.cancellation
+	}
 	if o.shipment != (models.Shipment{}) {
 		s := o.shipment
 		t.Shipment = &s
@@ -702,6 +794,7 @@ func (o *order) view() (StatusView, error) {
 		PaymentDeadline: o.in.PaymentDeadline,
 		PaymentsCounted: len(o.tally.Seen),
 		Shipment:        o.shipment,
+		Cancellation:    o.cancellation,
 	}
 	if o.status == models.OrderCreated {
 		v.AmountRemaining = o.tally.Remaining()

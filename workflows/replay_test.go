@@ -11,8 +11,8 @@ import (
 	"github.com/memocart/memocart/workflows"
 )
 
-// TestReplayHistories replays every committed history of the Order
-// workflow (see testdata/README.md) against the current code. A failure
+// TestReplayHistories replays every committed history of the Order and
+// WebhookEvent workflows (see testdata/README.md) against the current code. A failure
 // means a change would break runs already in flight: guard it with
 // workflow.GetVersion. No histories is a failure too, so the guard cannot
 // silently go missing.
@@ -23,6 +23,7 @@ func TestReplayHistories(t *testing.T) {
 
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
+	replayer.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, f))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/models"
 )
 
@@ -55,6 +57,11 @@ type Config struct {
 	WorkerMaxWorkflowTasks int
 	WorkerMaxActivities    int
 	SandboxXLMRate         decimal.Decimal
+
+	// Webhooks: the key endpoint secrets are sealed with (32 bytes; nil:
+	// stored in plain), and whether test keys may use loopback endpoints.
+	WebhookSecretsKey   []byte
+	WebhookTestLoopback bool
 
 	// Live marketplaces and purchasing. A provider left unconfigured
 	// answers live_mode_unavailable naming it.
@@ -223,9 +230,17 @@ var envVars = []envVar{
 			c.SandboxStepDelay = d
 			return nil
 		}},
-	{name: "MEMOCART_SANDBOX_PAYMENT_ADDRESS", def: sandboxPayTo,
-		help: "test mode: the payment_address shown on orders (nothing is ever sent there)",
-		set:  func(c *Config, v string) error { c.SandboxPayTo = v; return nil }},
+	{name: "MEMOCART_SANDBOX_PAYMENT_ADDRESS", def: sandbox.PaymentAddress,
+		help: "test mode: the payment_address shown on orders, a Stellar account id (G...); nothing is ever sent there",
+		set: func(c *Config, v string) error {
+			// Wallets refuse a payment link whose destination fails the
+			// StrKey check, so a bad value is refused here, not there.
+			if err := models.ValidateStellarAccount(v); err != nil {
+				return err
+			}
+			c.SandboxPayTo = v
+			return nil
+		}},
 	{name: "MEMOCART_PUBLIC_URL", def: "",
 		help: "base URL of tracking_url links; empty = http://MEMOCART_HTTP_ADDR",
 		set: func(c *Config, v string) error {
@@ -318,6 +333,29 @@ var envVars = []envVar{
 				return errors.New("must be a positive decimal")
 			}
 			c.SandboxXLMRate = d
+			return nil
+		}},
+	{name: "MEMOCART_WEBHOOK_SECRETS_KEY", def: "", secret: true,
+		help: "base64 of 32 random bytes (openssl rand -base64 32): webhook endpoint secrets are stored sealed with it (AES-256-GCM); empty = stored in plain (development)",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			key, err := base64.StdEncoding.DecodeString(v)
+			if err != nil || len(key) != 32 {
+				return errors.New("must be the base64 of exactly 32 bytes")
+			}
+			c.WebhookSecretsKey = key
+			return nil
+		}},
+	{name: "MEMOCART_WEBHOOK_TEST_LOOPBACK", def: "true",
+		help: "true = test keys may register webhook endpoints on loopback (http://localhost:...) for development; false on a shared deployment whose own loopback services test keys must not reach. Live keys never may",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return errors.New("must be true or false")
+			}
+			c.WebhookTestLoopback = b
 			return nil
 		}},
 	{name: "MEMOCART_AMAZON_API_URL", def: "https://creatorsapi.amazon",
@@ -473,10 +511,6 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// sandboxPayTo is the default test-mode payment address: a well-formed
-// Stellar account id that belongs to nobody's live funds.
-const sandboxPayTo = "GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX"
-
 // databaseDSN is the app database: the configured URL or the embedded
 // SQLite file.
 func (c Config) databaseDSN() string {
@@ -507,8 +541,10 @@ func maskSecret(v string) string {
 	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
 		return u.Redacted()
 	}
+	// A key with a display prefix (mc_live_…, zn_live_…) keeps it; a bare
+	// secret (a base64 key, a client secret) shows nothing of itself.
 	prefix, _ := models.APIKeyDisplay(v)
-	if len(prefix) < len(v) {
+	if strings.Contains(v, "_") && len(prefix) < len(v) {
 		return prefix + "…"
 	}
 	return "****"

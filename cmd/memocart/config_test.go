@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/models"
 )
 
@@ -86,5 +87,20 @@ func TestHardeningAndTuningConfig(t *testing.T) {
 	} {
 		_, err := loadConfig(envOf(map[string]string{k: v}))
 		assert.ErrorContainsf(t, err, k, "%s=%s must be refused", k, v)
+	}
+}
+
+// TestSandboxPaymentAddressConfig: the test-mode payment_address is, by
+// default, the sandbox's valid StrKey, and a value that fails StrKey
+// validation (what a wallet checks) is refused at start.
+func TestSandboxPaymentAddressConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.PaymentAddress, cfg.SandboxPayTo)
+	require.NoError(t, models.ValidateStellarAccount(cfg.SandboxPayTo))
+
+	for _, bad := range []string{"GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX", "gbguktkpinavevbaknau4rccj5mduicoivlekuraizku4rcfiqxcawhj"} {
+		_, err := loadConfig(envOf(map[string]string{"MEMOCART_SANDBOX_PAYMENT_ADDRESS": bad}))
+		assert.ErrorContainsf(t, err, "MEMOCART_SANDBOX_PAYMENT_ADDRESS", "%q must be refused", bad)
 	}
 }

@@ -61,6 +61,7 @@ func commands() []command {
 		{name: "migrate", summary: "apply pending database migrations and list them", run: runMigrate, logFormat: "text"},
 		{name: "keys", summary: "create, list and revoke API keys (keys --help)", run: runKeys, logFormat: "text"},
 		{name: "loadtest", summary: "measure the service against pgbench and bare Temporal starts on the same servers (loadtest --help)", run: runLoadtest, logFormat: "text"},
+		{name: "webhooks", summary: "create, list and delete webhook endpoints; list their delivery attempts (webhooks --help)", run: runWebhooks, logFormat: "text"},
 		{name: "payments", summary: "unmatched payments, refunds due and alerts; attach a payment, record a refund (payments --help)", run: runPayments, logFormat: "text"},
 	}
 }

@@ -17,9 +17,24 @@ import (
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
-// openStore opens the app database.
+// openStore opens the app database, set up to record webhook events:
+// their bodies written by the API's own rendering, endpoint secrets sealed
+// with MEMOCART_WEBHOOK_SECRETS_KEY when it is set. Every process gets the
+// same setup, since any of them may record a fact an endpoint wants (the
+// API an order, the worker a payment, memocart payments a late one).
 func openStore(ctx context.Context, e env) (*sqlstore.Store, error) {
-	return sqlstore.Open(ctx, e.cfg.databaseDSN(), e.log)
+	st, err := sqlstore.Open(ctx, e.cfg.databaseDSN(), e.log)
+	if err != nil {
+		return nil, err
+	}
+	st.SetEventRenderer(api.NewEventRenderer(api.Config{PublicURL: e.cfg.PublicURL, Payments: paymentSetups(e.cfg)}))
+	if e.cfg.WebhookSecretsKey != nil {
+		if err := st.SetSecretKey(e.cfg.WebhookSecretsKey); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 // requireMigrated refuses to serve on a schema older than this binary:
@@ -130,6 +145,9 @@ func startProduction(ctx context.Context, e env, name, usage string, args []stri
 		return nil, err
 	}
 	e.log.Info("starting "+name, slog.String("config", e.cfg.masked(e.getenv)))
+	if e.cfg.WebhookSecretsKey == nil {
+		e.log.Warn("MEMOCART_WEBHOOK_SECRETS_KEY is not set: webhook endpoint secrets are stored in plain in the database")
+	}
 	st, err := openStore(ctx, e)
 	if err != nil {
 		return nil, err

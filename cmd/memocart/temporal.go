@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/memocart/memocart/activities/rates"
 	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/activities/stellar"
+	"github.com/memocart/memocart/activities/webhooks"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -60,7 +62,20 @@ func newActivities(e env, st *sqlstore.Store) (*activities.Activities, error) {
 	if f != nil {
 		fulfillers[models.ModeLive] = f
 	}
-	return &activities.Activities{Store: st, Fulfillers: fulfillers}, nil
+	return &activities.Activities{
+		Store: st, Fulfillers: fulfillers,
+		Webhooks: st,
+		Sender:   webhooks.NewSender(webhooks.Config{TestLoopback: e.cfg.WebhookTestLoopback}),
+	}, nil
+}
+
+// testWebhookRetry, set only by this package's end-to-end tests before run
+// starts, shortens the webhook delivery schedule.
+var testWebhookRetry *workflows.WebhookRetry
+
+// newOutbox is the dispatcher of webhook events to their workflows.
+func newOutbox(e env, c client.Client, st *sqlstore.Store) *workflows.Outbox {
+	return workflows.NewOutbox(c, e.cfg.TemporalTaskQueue, st, testWebhookRetry)
 }
 
 // paymentSetups is where payers pay, per mode: the sandbox placeholder in
@@ -111,6 +126,7 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 	if err != nil {
 		return err
 	}
+	acts.Events = newOutbox(e, c, st)
 	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
 	var watch *workflows.WatcherInput
 	if e.cfg.StellarAccount != "" {
@@ -158,6 +174,7 @@ type apiStack struct {
 	server  *api.Server
 	matcher *payments.Matcher
 	sandbox *sandbox.PaymentSource
+	outbox  *workflows.Outbox
 }
 
 func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Client) (*apiStack, error) {
@@ -168,6 +185,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
 	matcher := payments.NewMatcher(st, orders, e.log)
 	src := sandbox.NewPaymentSource()
+	outbox := newOutbox(e, c, st)
 	srv := api.NewServer(
 		api.Config{
 			KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, PaymentWindow: e.cfg.PaymentWindow,
@@ -177,6 +195,8 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			NoPurchasing:   noPurchasing(e.cfg),
 			RequestTimeout: e.cfg.RequestTimeout,
 			KeyCacheTTL:    e.cfg.KeyCacheTTL,
+
+			WebhookTestLoopback: e.cfg.WebhookTestLoopback,
 		},
 		api.Deps{
 			Store:        st,
@@ -187,12 +207,15 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			Rates:        rateProviders(e.cfg),
 			TestPayments: src,
 			Logger:       e.log,
+
+			Events:   outbox,
+			Resolver: net.DefaultResolver,
 		},
 	)
 	if testHookAfterOrderCommit != nil {
 		srv.SetAfterOrderCommit(testHookAfterOrderCommit)
 	}
-	return &apiStack{server: srv, matcher: matcher, sandbox: src}, nil
+	return &apiStack{server: srv, matcher: matcher, sandbox: src, outbox: outbox}, nil
 }
 
 // run serves HTTP and runs the payment source and the reconciler until ctx
@@ -203,10 +226,11 @@ func (s *apiStack) run(ctx context.Context, e env, ready chan<- string) error {
 	return api.Serve(ctx, e.cfg.HTTPAddr, s.server.Handler(), e.log, ready)
 }
 
-// reconcile periodically re-drives the two hand-offs a crash can interrupt:
-// an order committed but its workflow not started, and a payment matched
-// but not yet handed to its workflow. Both are idempotent, so every replica
-// may run this.
+// reconcile periodically re-drives the hand-offs a crash can interrupt: an
+// order committed but its workflow not started, a payment matched but not
+// yet handed to its workflow, and a webhook event recorded but its delivery
+// workflow not started. All are idempotent, so every replica may run this.
+// It also purges a bounded batch of expired Idempotency-Key records.
 func (s *apiStack) reconcile(ctx context.Context, e env) {
 	// A hand-off younger than grace may still be in flight.
 	grace := 3 * e.cfg.ReconcileEvery
@@ -227,6 +251,16 @@ func (s *apiStack) reconcile(ctx context.Context, e env) {
 			e.log.Warn("redelivering payments", slog.Any("error", err))
 		} else if n > 0 {
 			e.log.Info("redelivered payments", slog.Int("payments", n))
+		}
+		if n, err := s.server.PurgeIdempotencyKeys(ctx); err != nil {
+			e.log.Warn("purging expired idempotency keys", slog.Any("error", err))
+		} else if n > 0 {
+			e.log.Debug("purged expired idempotency keys", slog.Int("keys", n))
+		}
+		if n, err := s.outbox.Sweep(ctx, grace); err != nil {
+			e.log.Warn("dispatching webhook events", slog.Any("error", err))
+		} else if n > 0 {
+			e.log.Info("dispatched stranded webhook events", slog.Int("events", n))
 		}
 	}
 }

@@ -2,6 +2,10 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,3 +54,69 @@ func BenchmarkOrderForAccount(b *testing.B) {
 	}
 	_ = sqlstore.DialectSQLite
 }
+
+// BenchmarkListOrders is GET /v1/orders on Postgres with an account of
+// MEMOCART_BENCH_LIST_ORDERS orders (default 200,000; 1000000 for the
+// million of issue 10, which takes minutes to seed): a first page, a page
+// deep in the list, and a page of a rare status. A page costs the same
+// whatever the account's size: it is a range read of a list index.
+func BenchmarkListOrders(b *testing.B) {
+	n := 200000
+	if v := os.Getenv("MEMOCART_BENCH_LIST_ORDERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			b.Fatalf("MEMOCART_BENCH_LIST_ORDERS=%q: want a number of orders, at least 1000", v)
+		}
+	}
+	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+		b.Fatalf("%s is not set: this benchmark needs Postgres", sqlstoretest.EnvPostgresURL)
+	}
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	acct, err := st.EnsureAccount(ctx, "bench", t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedListOrder(b, st, acct.ID, models.ModeTest, "ord_tmpl", t0, models.OrderCreated)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	start := time.Now()
+	seedOrders(b, raw, "ord_tmpl", n, "t.account_id")
+	seedStepsAndPayments(b, raw)
+	if _, err := raw.Exec("ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d orders in %s", n, time.Since(start).Round(time.Second))
+
+	deep := fmt.Sprintf("ord_tmpl_%d", n*9/10)
+	for name, q := range map[string]models.OrderListQuery{
+		"first_page_10":    {Limit: 10},
+		"deep_page_100":    {Limit: 100, StartingAfter: deep},
+		"failed_page_100":  {Limit: 100, Status: models.OrderFailed},
+		"created_range_10": {Limit: 10, CreatedGTE: ptrTime(t0.Add(-time.Duration(n/2) * time.Second))},
+	} {
+		q.AccountID, q.Mode = acct.ID, models.ModeTest
+		b.Run(fmt.Sprintf("%s/orders=%d", name, n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				page, _, err := st.ListOrders(ctx, q)
+				if err != nil || len(page) == 0 {
+					b.Fatalf("page of %d, %v", len(page), err)
+				}
+			}
+		})
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }

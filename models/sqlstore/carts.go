@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -27,9 +28,37 @@ type cartRow struct {
 	Total            decimal.Decimal
 	CreatedAt        time.Time
 	ExpiresAt        time.Time
+	Metadata         string // metadataText
 }
 
 func (cartRow) TableName() string { return "carts" }
+
+// metadataText is how metadata is stored: canonical JSON (encoding/json
+// sorts map keys), "" when there is none.
+func metadataText(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("encoding metadata: %v", err)) // a map of strings always encodes
+	}
+	return string(b)
+}
+
+// metadataMap reads metadataText back; nil when there is none. Only
+// metadataText writes the column, so a document that does not decode is a
+// bug, shown as no metadata rather than failing every read of the row.
+func metadataMap(s string) map[string]string {
+	if s == "" {
+		return nil
+	}
+	var m map[string]string
+	if err := json.Unmarshal([]byte(s), &m); err != nil || len(m) == 0 {
+		return nil
+	}
+	return m
+}
 
 type cartItemRow struct {
 	CartID      string
@@ -56,7 +85,7 @@ func (s *Store) CreateCart(ctx context.Context, c models.Cart) error {
 		ID: c.ID, AccountID: c.AccountID, Mode: string(c.Mode), Status: string(c.Status),
 		Currency: c.Currency, ShipToCountry: c.ShipToCountry, ShipToPostalCode: c.ShipToPostalCode,
 		Subtotal: c.Subtotal, Shipping: c.Shipping, Tax: c.Tax, ServiceFee: c.ServiceFee, Total: c.Total,
-		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(),
+		CreatedAt: c.CreatedAt.UTC(), ExpiresAt: c.ExpiresAt.UTC(), Metadata: metadataText(c.Metadata),
 	}
 	items := make([]cartItemRow, len(c.Items))
 	for i, it := range c.Items {
@@ -109,7 +138,7 @@ func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.
 			Currency: row.Currency, Subtotal: row.Subtotal, Shipping: row.Shipping,
 			Tax: row.Tax, ServiceFee: row.ServiceFee, Total: row.Total,
 		},
-		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt),
+		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt), Metadata: metadataMap(row.Metadata),
 	}
 	for _, it := range items {
 		c.Items = append(c.Items, it.toModel())

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -74,6 +75,12 @@ type MigrationStatus struct {
 // Migrate applies every migration not yet applied and returns the names of
 // those it applied. It is safe to run from several processes at once.
 func (s *Store) Migrate(ctx context.Context) ([]string, error) {
+	return s.migrate(ctx, math.MaxInt)
+}
+
+// migrate applies the migrations not yet applied up to and including
+// version.
+func (s *Store) migrate(ctx context.Context, version int) ([]string, error) {
 	migs, err := loadMigrations(s.dialect)
 	if err != nil {
 		return nil, err
@@ -92,6 +99,9 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 	}
 	var applied []string
 	for _, m := range migs {
+		if m.version > version {
+			break
+		}
 		done, err := s.applyMigration(ctx, m)
 		if err != nil {
 			return applied, fmt.Errorf("migration %s: %w", m.name, err)

@@ -12,9 +12,10 @@ import (
 )
 
 // An order as a client reads it: the order row with its steps, its cart's
-// items and, while it waits for payment, the amounts of payments seen but
-// not yet credited (PendingCredit), so nobody reads "nothing received" for
-// money already on the chain.
+// items and its payments: those attached to it and, while it waits for
+// payment, those seen with its memo that the matcher has not attached yet.
+// Payments seen but not yet credited add up to PendingCredit, so nobody
+// reads "nothing received" for money already on the chain.
 //
 // On Postgres that is one round trip: each part is aggregated by a
 // correlated subquery into a JSON array of text values (text, so no amount
@@ -31,28 +32,36 @@ const (
 		'unit_price', i.unit_price::text, 'line_total', i.line_total::text, 'currency', i.currency,
 		'upstream_id', i.upstream_id, 'variation', i.variation, 'listing', i.listing) ORDER BY i.position), '[]')
 		FROM cart_items i WHERE i.cart_id = o.cart_id) AS items_json`
-	pgPendingJSON = `(SELECT COALESCE(json_agg(p.amount::text), '[]') FROM payments p
-		WHERE o.status = 'created' AND p.signaled_at IS NULL AND p.asset = o.payment_asset
-		AND ((p.order_id = o.id AND p.status = 'matched')
-		  OR (p.status = 'received' AND p.order_id IS NULL AND p.memo = o.number AND p.mode = o.mode))) AS pending_json`
+	// Two index lookups, not one OR: the order's payments by order_id, and
+	// while it waits for payment, the payments a source stored with its
+	// memo that the matcher has not attached yet (transient: seconds).
+	pgPaymentsJSON = `(SELECT COALESCE(json_agg(json_build_object('id', p.id, 'asset', p.asset,
+		'amount', p.amount::text, 'tx_hash', p.tx_hash,
+		'received_at', to_char(p.received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+		'status', p.status, 'signaled', p.signaled_at IS NOT NULL,
+		'refunded_at', to_char(p.refunded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+		'refund_tx', p.refund_tx) ORDER BY p.received_at, p.id), '[]')
+		FROM (SELECT * FROM payments WHERE order_id = o.id
+		  UNION ALL SELECT * FROM payments WHERE o.status = 'created' AND status = 'received'
+		  AND order_id IS NULL AND memo = o.number AND mode = o.mode) p) AS payments_json`
 )
 
 // clientOrderRow is orderRow with its aggregates.
 type clientOrderRow struct {
-	Row         orderRow `gorm:"embedded"`
-	StepsJSON   string
-	ItemsJSON   string
-	PendingJSON string
+	Row          orderRow `gorm:"embedded"`
+	StepsJSON    string
+	ItemsJSON    string
+	PaymentsJSON string
 }
 
 // readClientOrder reads the order whose column (id or number) is value,
-// with its steps, items and pending credit.
+// with its steps, items and payments.
 func (s *Store) readClientOrder(db *gorm.DB, column, value string) (models.Order, error) {
 	if s.dialect == DialectSQLite {
 		return readOrderPerTable(db, column, value)
 	}
 	var row clientOrderRow
-	err := db.Table("orders AS o").Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPendingJSON).
+	err := db.Table("orders AS o").Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPaymentsJSON).
 		Where("o."+column+" = ?", value).Take(&row).Error
 	if err != nil {
 		return models.Order{}, err
@@ -67,21 +76,49 @@ func readOrderPerTable(db *gorm.DB, column, value string) (models.Order, error) 
 		return models.Order{}, err
 	}
 	o, err := orderTx(db, row)
-	if err != nil || o.Status != models.OrderCreated {
+	if err != nil {
 		return o, err
 	}
-	var amounts []decimal.Decimal
-	err = db.Model(&paymentRow{}).
-		Where("signaled_at IS NULL AND asset = ? AND ((order_id = ? AND status = ?) OR (status = ? AND order_id IS NULL AND memo = ? AND mode = ?))",
-			o.PaymentAsset, o.ID, PaymentMatched, PaymentReceived, o.Number, string(o.Mode)).
-		Pluck("amount", &amounts).Error
-	if err != nil {
-		return models.Order{}, fmt.Errorf("reading pending payments: %w", err)
+	q := db.Where("order_id = ?", o.ID)
+	if o.Status == models.OrderCreated {
+		q = q.Or("status = ? AND order_id IS NULL AND memo = ? AND mode = ?", PaymentReceived, o.Number, string(o.Mode))
 	}
-	for _, a := range amounts {
-		o.PendingCredit = o.PendingCredit.Add(a)
+	var rows []paymentRow
+	if err := q.Order("received_at, id").Find(&rows).Error; err != nil {
+		return models.Order{}, fmt.Errorf("reading order payments: %w", err)
 	}
+	for _, r := range rows {
+		o.Payments = append(o.Payments, orderPaymentOf(r))
+	}
+	o.PendingCredit = models.PendingCreditOf(o)
 	return o, nil
+}
+
+// orderPaymentOf is a stored payment as its order's reader sees it.
+func orderPaymentOf(r paymentRow) models.OrderPayment {
+	return models.OrderPayment{
+		ID: r.ID, Asset: r.Asset, Amount: r.Amount, TxHash: r.TxHash, ReceivedAt: utc(r.ReceivedAt),
+		Outcome: disposition(r.Status, r.SignaledAt != nil), RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx,
+	}
+}
+
+// disposition is what a client reads of a stored payment's status.
+func disposition(status string, signaled bool) models.PaymentDisposition {
+	switch status {
+	case PaymentMatched:
+		if signaled {
+			return models.DispositionCredited
+		}
+		return models.DispositionProcessing
+	case PaymentRefundDue:
+		return models.DispositionWrongAsset
+	case PaymentLate:
+		return models.DispositionLate
+	case PaymentRefunded:
+		return models.DispositionRefunded
+	default: // received: not through the matcher yet
+		return models.DispositionProcessing
+	}
 }
 
 type stepJSON struct {
@@ -104,6 +141,18 @@ type itemJSON struct {
 	Listing     string `json:"listing"`
 }
 
+type paymentJSON struct {
+	ID         string  `json:"id"`
+	Asset      string  `json:"asset"`
+	Amount     string  `json:"amount"`
+	TxHash     string  `json:"tx_hash"`
+	ReceivedAt string  `json:"received_at"`
+	Status     string  `json:"status"`
+	Signaled   bool    `json:"signaled"`
+	RefundedAt *string `json:"refunded_at"`
+	RefundTx   string  `json:"refund_tx"`
+}
+
 // stepTimeLayouts are how the two databases write a step's time in the
 // aggregates: Postgres as formatted above, SQLite as its driver stored it.
 var stepTimeLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05"}
@@ -112,12 +161,12 @@ func (r clientOrderRow) toModel() (models.Order, error) {
 	var (
 		js  []stepJSON
 		ijs []itemJSON
-		pjs []string
+		pjs []paymentJSON
 	)
 	for _, a := range []struct {
 		raw string
 		dst any
-	}{{r.StepsJSON, &js}, {r.ItemsJSON, &ijs}, {r.PendingJSON, &pjs}} {
+	}{{r.StepsJSON, &js}, {r.ItemsJSON, &ijs}, {r.PaymentsJSON, &pjs}} {
 		if err := json.Unmarshal([]byte(a.raw), a.dst); err != nil {
 			return models.Order{}, fmt.Errorf("reading order %s aggregates: %w", r.Row.ID, err)
 		}
@@ -143,12 +192,28 @@ func (r clientOrderRow) toModel() (models.Order, error) {
 	}
 	o := r.Row.toModel(steps, items)
 	for _, p := range pjs {
-		d, err := decimal.NewFromString(p)
+		amount, err := decimal.NewFromString(p.Amount)
 		if err != nil {
-			return models.Order{}, fmt.Errorf("reading order %s pending payment amount %q: %w", r.Row.ID, p, err)
+			return models.Order{}, fmt.Errorf("reading order %s payment %s amount %q: %w", r.Row.ID, p.ID, p.Amount, err)
 		}
-		o.PendingCredit = o.PendingCredit.Add(d)
+		received, err := parseStepTime(p.ReceivedAt)
+		if err != nil {
+			return models.Order{}, fmt.Errorf("reading order %s payment %s: %w", r.Row.ID, p.ID, err)
+		}
+		var refunded *time.Time
+		if p.RefundedAt != nil {
+			at, err := parseStepTime(*p.RefundedAt)
+			if err != nil {
+				return models.Order{}, fmt.Errorf("reading order %s payment %s refund: %w", r.Row.ID, p.ID, err)
+			}
+			refunded = &at
+		}
+		o.Payments = append(o.Payments, models.OrderPayment{
+			ID: p.ID, Asset: p.Asset, Amount: amount, TxHash: p.TxHash, ReceivedAt: received,
+			Outcome: disposition(p.Status, p.Signaled), RefundedAt: refunded, RefundTx: p.RefundTx,
+		})
 	}
+	o.PendingCredit = models.PendingCreditOf(o)
 	return o, nil
 }
 

@@ -56,6 +56,8 @@ type orderRow struct {
 	SupplierBudget     decimal.Decimal
 	SupplierRef        string
 	Fulfilment         string // JSON of models.Fulfilment; empty until placed
+	Metadata           string // metadataText
+	CancellationReason string
 	IdempotencyKey     *string
 	RequestHash        string
 	WorkflowStartedAt  *time.Time
@@ -87,6 +89,7 @@ func newOrderRow(o models.Order) orderRow {
 		PaymentURI: o.PaymentURI, RatePrice: decimal.NullDecimal{Decimal: o.RatePrice, Valid: !o.RatePrice.IsZero()},
 		RateSource: o.RateSource, RateAt: o.RateAt, SupplierBudget: o.SupplierBudget, StatusReason: o.StatusReason,
 		EstimatedDelivery: o.Shipment.EstimatedDelivery, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
+		Metadata: metadataText(o.Metadata),
 	}
 }
 
@@ -109,6 +112,7 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		Shipment:  models.Shipment{Carrier: r.Carrier, TrackingNumber: r.TrackingNumber, EstimatedDelivery: r.EstimatedDelivery},
 		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
+		Metadata: metadataMap(r.Metadata), Cancellation: models.CancellationReason(r.CancellationReason),
 	}
 	if r.Fulfilment != "" {
 		// Written only by RecordFulfilment from a models.Fulfilment: a
@@ -231,6 +235,9 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 		if err := tx.Model(&cartRow{}).Where("id = ?", cart.ID).Update("status", string(models.CartOrdered)).Error; err != nil {
 			return err
 		}
+		if err := s.recordEvents(tx, o.AccountID, o.Mode, o.ID, eventSpec{typ: models.EventOrderCreated, key: o.ID, at: o.CreatedAt}); err != nil {
+			return err
+		}
 		out, created = row.toModel([]orderStepRow{{OrderID: o.ID, Name: string(models.OrderCreated), ReachedAt: o.CreatedAt}}, cart.Items), true
 		return nil
 	})
@@ -305,7 +312,7 @@ func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string,
 	column, value := orderLookup(idOrNumber)
 	var row clientOrderRow
 	stmt := s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}).Table("orders AS o").
-		Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPendingJSON).Where("o."+column+" = ?", value).Take(&row).Statement
+		Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPaymentsJSON).Where("o."+column+" = ?", value).Take(&row).Statement
 	var lines []string
 	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
 		return "", fmt.Errorf("explaining the order lookup: %w", err)
@@ -394,6 +401,9 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 				if eff.Reason != "" {
 					updates["status_reason"] = eff.Reason
 				}
+				if eff.Cancellation != "" {
+					updates["cancellation_reason"] = string(eff.Cancellation)
+				}
 			}
 			if eff.Payment {
 				updates["payment_status"] = string(t.PaymentStatus)
@@ -410,9 +420,11 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 		}
 		if eff.Step {
 			step := orderStepRow{OrderID: orderID, Name: string(t.Status), ReachedAt: t.At.UTC()}
-			return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&step).Error
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&step).Error; err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.recordEvents(tx, row.AccountID, models.Mode(row.Mode), orderID, transitionEvents(orderID, row.AmountReceived, t, eff)...)
 	})
 	if err != nil {
 		var me *models.Error

@@ -203,8 +203,16 @@ func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.T
 		if p.OrderID == nil {
 			return nil
 		}
-		return tx.Model(&orderRow{}).Where("id = ?", *p.OrderID).
+		err := tx.Model(&orderRow{}).Where("id = ?", *p.OrderID).
 			Updates(map[string]any{"payment_status": string(models.PaymentRefundDue), "updated_at": at.UTC()}).Error
+		if err != nil {
+			return err
+		}
+		var o orderRow
+		if err := tx.Select("id", "account_id", "mode").Where("id = ?", *p.OrderID).Take(&o).Error; err != nil {
+			return err
+		}
+		return s.recordPaymentEvent(tx, o, paymentID, models.EventPaymentLate)
 	})
 }
 
@@ -232,7 +240,7 @@ func (s *Store) PaymentsAwaitingSignal(ctx context.Context, createdBefore time.T
 func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var o orderRow
-		if err := tx.Select("id", "payment_asset").Where("id = ?", orderID).Take(&o).Error; err != nil {
+		if err := tx.Select("id", "payment_asset", "account_id", "mode").Where("id = ?", orderID).Take(&o).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return models.ErrOrderNotFound
 			}
@@ -250,12 +258,16 @@ func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Paym
 		}
 		// Already stored (by the matcher): attach and acknowledge. A late,
 		// refunded or refund_due payment keeps its status.
-		return tx.Model(&paymentRow{}).Where("id = ?", p.ID).Updates(map[string]any{
+		err := tx.Model(&paymentRow{}).Where("id = ?", p.ID).Updates(map[string]any{
 			"order_id":    gorm.Expr("COALESCE(order_id, ?)", orderID),
 			"signaled_at": gorm.Expr("COALESCE(signaled_at, ?)", now),
 			"status": gorm.Expr("CASE WHEN status IN (?, ?, ?) THEN ? ELSE status END",
 				PaymentReceived, PaymentUnmatched, PaymentMatched, status),
 		}).Error
+		if err != nil {
+			return err
+		}
+		return s.recordPaymentEvent(tx, o, p.ID, models.EventPaymentReceived)
 	})
 	if err != nil {
 		var me *models.Error

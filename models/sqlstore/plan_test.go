@@ -57,6 +57,10 @@ func TestOrderLookupIsAnIndexLookup(t *testing.T) {
 		assert.Contains(t, plan, "Index Scan", "ref %s", ref)
 		assert.NotContains(t, plan, "Seq Scan", "ref %s", ref)
 		assert.NotContains(t, plan, "orders_account_idx", "ref %s: not the account's orders", ref)
+		// The order's payments: by order id, and the ones not attached yet
+		// by memo, never by reading every unmatched payment.
+		assert.Contains(t, plan, "payments_order_idx", "ref %s", ref)
+		assert.Contains(t, plan, "payments_unattached_memo_idx", "ref %s", ref)
 	}
 	got, err := st.OrderForAccount(ctx, acct.ID, models.ModeTest, "50000000042")
 	require.NoError(t, err)
@@ -70,7 +74,7 @@ func TestOrderLookupIsAnIndexLookup(t *testing.T) {
 
 // copyRows inserts n copies of table's row id, with some columns computed
 // from g (1..n) instead of copied.
-func copyRows(t *testing.T, db *sql.DB, table, id string, n int, override map[string]string) {
+func copyRows(t testing.TB, db *sql.DB, table, id string, n int, override map[string]string) {
 	t.Helper()
 	rows, err := db.Query("SELECT column_name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position", table)
 	require.NoError(t, err)

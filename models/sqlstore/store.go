@@ -9,6 +9,7 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ const (
 type Store struct {
 	db      *gorm.DB
 	dialect string
+
+	// Webhooks: how event bodies are written (SetEventRenderer) and the
+	// key endpoint secrets are sealed with (SetSecretKey; nil: none).
+	events  EventRenderer
+	secrets cipher.AEAD
 }
 
 // Open connects to the database named by dsn: a postgres:// or

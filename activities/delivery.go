@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memocart/memocart/models"
+)
+
+// WebhookStore is what webhook delivery reads and writes.
+type WebhookStore interface {
+	// WebhookTargets returns the endpoints an event goes to.
+	WebhookTargets(ctx context.Context, eventID string) ([]models.WebhookEndpoint, error)
+	// WebhookDelivery returns the event with its body and the endpoint
+	// with its secret; models.ErrWebhookEndpointNotFound or
+	// CodeWebhookEndpointDisabled when nothing may be delivered.
+	WebhookDelivery(ctx context.Context, eventID, endpointID string) (models.Event, models.WebhookEndpoint, error)
+	// RecordWebhookAttempt stores an attempt, once per delivery and
+	// attempt number.
+	RecordWebhookAttempt(ctx context.Context, a models.WebhookAttempt, dispatch string) error
+	// DisableWebhookEndpoint disables an endpoint with no success since
+	// failingSince, and reports whether it did.
+	DisableWebhookEndpoint(ctx context.Context, id string, failingSince, at time.Time, reason string) (bool, error)
+}
+
+// WebhookSender posts a delivery to an endpoint's URL under its mode's
+// address policy and returns the HTTP status; an error means no status.
+type WebhookSender interface {
+	Send(ctx context.Context, mode models.Mode, url string, header http.Header, body []byte) (int, error)
+}
+
+// EventDispatcher hands an order's recorded events to their delivery
+// workflows.
+type EventDispatcher interface {
+	DispatchOrderEvents(ctx context.Context, orderID string) error
+}
+
+// WebhookRetry is the delivery retry schedule, for the next-retry time an
+// attempt records (the workflow sets the same schedule on the activity).
+type WebhookRetry struct {
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaximumInterval    time.Duration
+}
+
+// Next returns the wait after failed attempt n (1-based), as Temporal
+// computes it: the initial interval times the coefficient to the n-1,
+// capped.
+func (r WebhookRetry) Next(n int) time.Duration {
+	d := float64(r.InitialInterval)
+	for i := 1; i < n && d < float64(r.MaximumInterval); i++ {
+		d *= r.BackoffCoefficient
+	}
+	if r.MaximumInterval > 0 && d > float64(r.MaximumInterval) {
+		return r.MaximumInterval
+	}
+	return time.Duration(d)
+}
+
+// DeliverWebhookInput is one delivery: an event to an endpoint, by one
+// dispatch (the delivery workflow's id).
+type DeliverWebhookInput struct {
+	EventID    string
+	EndpointID string
+	Dispatch   string
+	Resend     bool
+	Retry      WebhookRetry
+	// ExpiresAt is when retries stop: no next retry is announced past it.
+	ExpiresAt time.Time
+}
+
+// CodeWebhookDeliveryFailed types a failed attempt (a non-2xx answer or
+// none): retryable.
+const CodeWebhookDeliveryFailed = "webhook_delivery_failed"
+
+// WebhookTargets returns the ids of the endpoints an event is delivered
+// to.
+func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]string, error) {
+	es, err := a.Webhooks.WebhookTargets(ctx, eventID)
+	if err != nil {
+		return nil, temporalError(err)
+	}
+	ids := make([]string, len(es))
+	for i, e := range es {
+		ids[i] = e.ID
+	}
+	return ids, nil
+}
+
+// DeliverWebhook makes one attempt to deliver an event to an endpoint:
+// the event's body, signed with the endpoint's secret over the attempt's
+// time, to the endpoint's URL. It records the attempt (once per attempt
+// number, so a retried write changes nothing) and fails, retryably,
+// unless the endpoint answered 2xx. A deleted or disabled endpoint, or a
+// missing event, fails it for good.
+func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
+	ev, ep, err := a.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID)
+	if err != nil {
+		return temporalError(err)
+	}
+	attempt := int(activity.GetInfo(ctx).Attempt)
+	now := a.clock()
+	h := http.Header{}
+	h.Set(models.WebhookSignatureHeader, models.SignWebhook(ep.Secret, now, ev.Payload))
+	h.Set(models.WebhookEventIDHeader, ev.ID)
+	h.Set(models.WebhookEventTypeHeader, string(ev.Type))
+	status, sendErr := a.Sender.Send(ctx, ep.Mode, ep.URL, h, ev.Payload)
+	rec := models.WebhookAttempt{
+		DeliveryID: models.DeliveryID(in.Dispatch, ep.ID), EventID: ev.ID, EndpointID: ep.ID, Attempt: attempt,
+		Resend: in.Resend, At: now, ResponseStatus: status, Duration: a.clock().Sub(now),
+		Succeeded: sendErr == nil && status >= 200 && status < 300,
+	}
+	var failure string
+	switch {
+	case sendErr != nil:
+		failure = sendErr.Error()
+	case !rec.Succeeded:
+		failure = fmt.Sprintf("the endpoint answered HTTP %d", status)
+		if status >= 300 && status < 400 {
+			failure += " (redirects are not followed)"
+		}
+	}
+	if !rec.Succeeded {
+		rec.Error = failure
+		if next := now.Add(in.Retry.Next(attempt)); in.ExpiresAt.IsZero() || !next.After(in.ExpiresAt) {
+			rec.NextRetryAt = &next
+		}
+	}
+	if err := a.Webhooks.RecordWebhookAttempt(ctx, rec, in.Dispatch); err != nil {
+		return err
+	}
+	if !rec.Succeeded {
+		return temporal.NewApplicationError(failure, CodeWebhookDeliveryFailed)
+	}
+	return nil
+}
+
+// DisableWebhookEndpoint disables an endpoint whose deliveries have failed
+// since failingSince without a success, saying why; it reports whether it
+// did.
+func (a *Activities) DisableWebhookEndpoint(ctx context.Context, endpointID string, failingSince time.Time, reason string) (bool, error) {
+	ok, err := a.Webhooks.DisableWebhookEndpoint(ctx, endpointID, failingSince, a.clock(), reason)
+	return ok, temporalError(err)
+}
+
+// dispatchEvents hands the order's new events to their delivery workflows
+// once the write that recorded them has committed. A failure is logged and
+// left to the outbox sweep: it must not hold up the order.
+func (a *Activities) dispatchEvents(ctx context.Context, orderID string) {
+	if a.Events == nil {
+		return
+	}
+	if err := a.Events.DispatchOrderEvents(ctx, orderID); err != nil {
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("Dispatching webhook events failed; the outbox sweep will retry", "OrderID", orderID, "Error", err)
+			return
+		}
+		slog.WarnContext(ctx, "dispatching webhook events failed; the outbox sweep will retry", slog.String("order_id", orderID), slog.Any("error", err))
+	}
+}
+
+func (a *Activities) clock() time.Time {
+	if a.Now != nil {
+		return a.Now().UTC()
+	}
+	return time.Now().UTC()
+}

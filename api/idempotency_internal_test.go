@@ -1,0 +1,53 @@
+package api
+
+import "testing"
+
+func TestRequestFingerprint(t *testing.T) {
+	base := requestFingerprint("POST", "/v1/carts", []byte(`{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}`))
+	same := map[string]string{
+		"spacing":             "{ \"items\" : [ {\"product_url\":\"u\", \"quantity\":1} ],\n\t\"ship_to_country\":\"US\" }",
+		"key order":           `{"ship_to_country":"US","items":[{"quantity":1,"product_url":"u"}]}`,
+		"escaped the same":    `{"items":[{"product_url":"\u0075","quantity":1}],"ship_to_country":"\u0055S"}`,
+		"trailing whitespace": `{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}` + "\n",
+	}
+	for name, body := range same {
+		if got := requestFingerprint("POST", "/v1/carts", []byte(body)); got != base {
+			t.Errorf("%s: fingerprint differs; the same request must match", name)
+		}
+	}
+	different := map[string]struct{ method, path, body string }{
+		"another value":       {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":2}],"ship_to_country":"US"}`},
+		"number as written":   {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":1.0}],"ship_to_country":"US"}`},
+		"array order":         {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":1},{"product_url":"v","quantity":1}],"ship_to_country":"US"}`},
+		"another path":        {"POST", "/v1/products/preview", `{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}`},
+		"another method":      {"PUT", "/v1/carts", `{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}`},
+		"a duplicate key":     {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US","ship_to_country":"US"}`},
+		"a string not a num":  {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":"1"}],"ship_to_country":"US"}`},
+		"no body":             {"POST", "/v1/carts", ``},
+		"invalid JSON prefix": {"POST", "/v1/carts", `{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}x`},
+	}
+	for name, r := range different {
+		if got := requestFingerprint(r.method, r.path, []byte(r.body)); got == base {
+			t.Errorf("%s: same fingerprint; a different request must not match", name)
+		}
+	}
+	// Bodies that are not canonical JSON count byte for byte.
+	for name, pair := range map[string][2]string{
+		"lone surrogates":       {`{"a":"\ud800"}`, `{"a":"\udbff"}`},
+		"invalid UTF-8":         {"{\"a\":\"\xff\"}", "{\"a\":\"\xfe\"}"},
+		"whitespace only":       {" ", ""},
+		"not JSON":              {"a=1", "a=2"},
+		"duplicate keys differ": {`{"a":1,"a":2}`, `{"a":2,"a":1}`},
+	} {
+		if requestFingerprint("POST", "/p", []byte(pair[0])) == requestFingerprint("POST", "/p", []byte(pair[1])) {
+			t.Errorf("%s: %q and %q share a fingerprint", name, pair[0], pair[1])
+		}
+	}
+	if requestFingerprint("POST", "/p", []byte("a=1")) != requestFingerprint("POST", "/p", []byte("a=1")) {
+		t.Error("the same raw body must match itself")
+	}
+	// A method/path boundary cannot be shifted into the body.
+	if requestFingerprint("POST", "/a"+"b", nil) == requestFingerprint("POST", "/a", []byte("b")) {
+		t.Error("path and body run together")
+	}
+}

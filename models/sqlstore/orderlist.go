@@ -1,0 +1,170 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/memocart/memocart/models"
+)
+
+// ListOrders returns a page of orders as clients read them (with steps
+// and payments; without items, which no order listing shows) and whether
+// more orders follow it.
+//
+// The page is one range read of orders_list_idx (account_id, mode,
+// created_at DESC, id DESC), or of orders_list_status_idx with a status:
+// the rows come out of the index in the order the page returns them, past
+// the cursor, so no sort and at most Limit+1 rows read whatever the
+// account's size (TestOrderListIsAnIndexRangeRead). On Postgres the steps
+// and payments of those rows come in the same query; on SQLite, with one
+// query per table for the whole page.
+func (s *Store) ListOrders(ctx context.Context, q models.OrderListQuery) ([]models.Order, bool, error) {
+	db := s.db.WithContext(ctx)
+	var (
+		orders []models.Order
+		err    error
+	)
+	if s.dialect == DialectSQLite {
+		orders, err = listOrdersPerTable(db, q)
+	} else {
+		orders, err = listOrdersPostgres(db, q)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("listing orders: %w", err)
+	}
+	if len(orders) == 0 && q.StartingAfter != "" {
+		// A cursor that names no order of the account reads as an empty
+		// page in SQL; only then is it worth a second query to tell.
+		var n int64
+		err := db.Model(&orderRow{}).Where("id = ? AND account_id = ? AND mode = ?", q.StartingAfter, q.AccountID, string(q.Mode)).Count(&n).Error
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the list cursor: %w", err)
+		}
+		if n == 0 {
+			return nil, false, models.ErrOrderNotFound
+		}
+	}
+	more := len(orders) > q.Limit
+	if more {
+		orders = orders[:q.Limit]
+	}
+	return orders, more, nil
+}
+
+// listScope is the page's WHERE, ORDER BY and LIMIT: one more row than
+// the page, to know whether another page follows.
+func listScope(db *gorm.DB, q models.OrderListQuery) *gorm.DB {
+	tx := db.Table("orders AS o").Where("o.account_id = ? AND o.mode = ?", q.AccountID, string(q.Mode))
+	if q.Status != "" {
+		tx = tx.Where("o.status = ?", string(q.Status))
+	}
+	if q.CreatedGTE != nil {
+		tx = tx.Where("o.created_at >= ?", q.CreatedGTE.UTC())
+	}
+	if q.CreatedLTE != nil {
+		tx = tx.Where("o.created_at <= ?", q.CreatedLTE.UTC())
+	}
+	if q.StartingAfter != "" {
+		// Keyset pagination: strictly after the cursor in (created_at, id)
+		// order, read from the cursor's own row.
+		tx = tx.Where("(o.created_at, o.id) < (SELECT c.created_at, c.id FROM orders c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)",
+			q.StartingAfter, q.AccountID, string(q.Mode))
+	}
+	return tx.Order("o.created_at DESC, o.id DESC").Limit(q.Limit + 1)
+}
+
+const pgListSelect = "o.*, " + pgStepsJSON + ", '[]' AS items_json, " + pgPaymentsJSON
+
+func listOrdersPostgres(db *gorm.DB, q models.OrderListQuery) ([]models.Order, error) {
+	var rows []clientOrderRow
+	if err := listScope(db, q).Select(pgListSelect).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make([]models.Order, len(rows))
+	for i, r := range rows {
+		o, err := r.toModel()
+		if err != nil {
+			return nil, err
+		}
+		o.Items = nil
+		out[i] = o
+	}
+	return out, nil
+}
+
+// listOrdersPerTable is listOrdersPostgres with one query per table.
+func listOrdersPerTable(db *gorm.DB, q models.OrderListQuery) ([]models.Order, error) {
+	var rows []orderRow
+	if err := listScope(db, q).Select("o.*").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(rows))
+	byNumber := map[string]string{} // orders awaiting payment: number → id
+	for i, r := range rows {
+		ids[i] = r.ID
+		if r.Status == string(models.OrderCreated) {
+			byNumber[r.Number] = r.ID
+		}
+	}
+	var steps []orderStepRow
+	if err := db.Where("order_id IN ?", ids).Find(&steps).Error; err != nil {
+		return nil, fmt.Errorf("reading steps: %w", err)
+	}
+	stepsOf := map[string][]orderStepRow{}
+	for _, st := range steps {
+		stepsOf[st.OrderID] = append(stepsOf[st.OrderID], st)
+	}
+	pq := db.Where("order_id IN ?", ids)
+	if len(byNumber) > 0 {
+		numbers := make([]string, 0, len(byNumber))
+		for _, r := range rows {
+			if _, ok := byNumber[r.Number]; ok {
+				numbers = append(numbers, r.Number)
+			}
+		}
+		pq = pq.Or("status = ? AND order_id IS NULL AND memo IN ? AND mode = ?", PaymentReceived, numbers, string(q.Mode))
+	}
+	var pays []paymentRow
+	if err := pq.Order("received_at, id").Find(&pays).Error; err != nil {
+		return nil, fmt.Errorf("reading payments: %w", err)
+	}
+	paysOf := map[string][]models.OrderPayment{}
+	for _, p := range pays {
+		id := byNumber[p.Memo]
+		if p.OrderID != nil {
+			id = *p.OrderID
+		}
+		paysOf[id] = append(paysOf[id], orderPaymentOf(p))
+	}
+	out := make([]models.Order, len(rows))
+	for i, r := range rows {
+		o := r.toModel(stepsOf[r.ID], nil)
+		o.Payments = paysOf[r.ID]
+		o.PendingCredit = models.PendingCreditOf(o)
+		out[i] = o
+	}
+	return out, nil
+}
+
+// ListOrdersPlan returns Postgres's plan (EXPLAIN, without costs) for
+// ListOrders' query, built by the same code: tests and operators check
+// that a page is an index range read with no sort. Postgres only.
+func (s *Store) ListOrdersPlan(ctx context.Context, q models.OrderListQuery) (string, error) {
+	if s.dialect != DialectPostgres {
+		return "", errors.New("query plans are read on Postgres only")
+	}
+	var rows []clientOrderRow
+	stmt := listScope(s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}), q).Select(pgListSelect).Find(&rows).Statement
+	var lines []string
+	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
+		return "", fmt.Errorf("explaining the order list: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
+}
