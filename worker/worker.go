@@ -26,12 +26,14 @@ const DefaultTaskQueue = "memocart-orders"
 // retried elsewhere, so this only has to cover the quick ones.
 const stopTimeout = 30 * time.Second
 
-// Register registers the order workflow as workflows.OrderWorkflowName and
+// Register registers the order workflow as workflows.OrderWorkflowName, the
+// Stellar watcher and the webhook delivery workflow under theirs, and
 // every method of acts as an activity named after the method — the names
 // the workflow uses when it calls them through method values.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.StellarWatcher, workflow.RegisterOptions{Name: workflows.StellarWatcherName})
+	r.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
 	r.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 }
 

@@ -100,3 +100,25 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, 70, o.MaxConcurrentActivityExecutionSize)
 	assert.True(t, o.DisableRegistrationAliasing)
 }
+
+// webhookTargets is a webhook store with one event and no endpoint.
+type webhookTargets struct{ activities.WebhookStore }
+
+func (webhookTargets) WebhookTargets(context.Context, string) ([]models.WebhookEndpoint, error) {
+	return nil, nil
+}
+
+// TestRegisterWebhookEvent starts the webhook delivery workflow by its
+// registered name, as the outbox does, with the real registrations.
+func TestRegisterWebhookEvent(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options())
+	worker.Register(env, &activities.Activities{Webhooks: webhookTargets{}})
+	env.ExecuteWorkflow(workflows.WebhookEventWorkflowName, workflows.WebhookEventInput{EventID: "evt_1"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res workflows.WebhookEventResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	assert.Empty(t, res.Delivered, "no endpoint, no delivery")
+}
