@@ -38,6 +38,7 @@ type Config struct {
 	TemporalNamespace string
 	TemporalTaskQueue string
 	TemporalUIPort    int
+	TemporalSecurity  TemporalSecurity
 	PaymentWindow     time.Duration
 	SandboxStepDelay  time.Duration
 	SandboxPayTo      string
@@ -207,6 +208,24 @@ var envVars = []envVar{
 	{name: "MEMOCART_TEMPORAL_TASK_QUEUE", def: "memocart-orders",
 		help: "task queue the order workflows and activities run on",
 		set:  func(c *Config, v string) error { c.TemporalTaskQueue = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_TLS", def: "",
+		help: "TLS to Temporal (api, worker, operator commands): true, false, or empty = on when a CA, client certificate, server name or API key is set",
+		set:  func(c *Config, v string) error { return parseTLSMode(v, &c.TemporalSecurity.TLSMode) }},
+	{name: "MEMOCART_TEMPORAL_TLS_CA_FILE", def: "",
+		help: "PEM file of the roots that sign the Temporal server's certificate; empty = the system's roots",
+		set:  func(c *Config, v string) error { c.TemporalSecurity.CAFile = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_TLS_CERT_FILE", def: "",
+		help: "mTLS: PEM client certificate chain for Temporal, with MEMOCART_TEMPORAL_TLS_KEY_FILE; re-read at each connection, so rotation needs no restart",
+		set:  func(c *Config, v string) error { c.TemporalSecurity.CertFile = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_TLS_KEY_FILE", def: "",
+		help: "mTLS: PEM private key of MEMOCART_TEMPORAL_TLS_CERT_FILE",
+		set:  func(c *Config, v string) error { c.TemporalSecurity.KeyFile = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_TLS_SERVER_NAME", def: "",
+		help: "name expected in the Temporal server's certificate when it differs from the host of MEMOCART_TEMPORAL_ADDRESS",
+		set:  func(c *Config, v string) error { c.TemporalSecurity.ServerName = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_API_KEY", def: "", secret: true,
+		help: "Temporal Cloud API key, sent as a bearer token over TLS (turns TLS on)",
+		set:  func(c *Config, v string) error { c.TemporalSecurity.APIKey = v; return nil }},
 	{name: "MEMOCART_TEMPORAL_UI_PORT", def: "8233",
 		help: "dev only: port of the embedded Temporal Web UI (-1 disables it)",
 		set: func(c *Config, v string) error {
@@ -484,6 +503,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.TemporalSecurity.validate(); err != nil {
 		return Config{}, err
 	}
 	if cfg.StellarHorizonURL == "" {

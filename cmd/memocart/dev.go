@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,10 @@ Flags:`)
 	noWorker := fs.Bool("no-worker", false, "run everything but the worker; start 'memocart worker' with the same environment\nbeside it (to profile it, debug it or measure its memory on its own)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if e.cfg.TemporalSecurity.Configured() {
+		// dev dials its own embedded server, which speaks plain gRPC.
+		return errors.New("MEMOCART_TEMPORAL_TLS*/MEMOCART_TEMPORAL_API_KEY are for an external Temporal cluster (memocart api, worker): dev runs its own server without TLS; unset them")
 	}
 	var live *devLiveServers
 	if e.cfg.DevLive == "testservers" {

@@ -439,8 +439,12 @@ func (lt *loadRun) run(ctx context.Context) error {
 		return lt.memory(ctx)
 	}
 
-	tc, err := client.DialContext(ctx, client.Options{HostPort: lt.st.temporalAddr, Namespace: lt.e.cfg.TemporalNamespace,
-		Logger: quietTemporalLogger{}})
+	topts, err := temporalOptions(lt.e, lt.st.temporalAddr)
+	if err != nil {
+		return err
+	}
+	topts.Logger = quietTemporalLogger{}
+	tc, err := client.DialContext(ctx, topts)
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", lt.st.temporalAddr, err)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/payments"
@@ -24,19 +26,38 @@ import (
 	"github.com/memocart/memocart/workflows"
 )
 
-// dialTemporal connects to the Temporal frontend, retrying for a while so
-// containers started together do not crash-loop while Temporal boots.
-func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, error) {
+// temporalOptions are the client options of every connection to the
+// configured cluster: namespace, logger and MEMOCART_TEMPORAL_TLS*/_API_KEY.
+func temporalOptions(e env, hostPort string) (client.Options, error) {
 	opts := client.Options{
 		HostPort:  hostPort,
 		Namespace: e.cfg.TemporalNamespace,
 		Logger:    tlog.NewStructuredLogger(e.log.With(slog.String("component", "temporal-sdk"))),
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	if err := e.cfg.TemporalSecurity.apply(&opts); err != nil {
+		return client.Options{}, err
+	}
+	return opts, nil
+}
+
+// dialTemporal connects to the Temporal frontend, retrying for a while so
+// containers started together do not crash-loop while Temporal boots. A
+// refusal of the credentials is not retried: waiting does not fix a wrong
+// API key or an unknown client certificate.
+func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, error) {
+	opts, err := temporalOptions(e, hostPort)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(dialRetryFor)
 	for {
 		c, err := client.DialContext(ctx, opts)
 		if err == nil {
 			return c, nil
+		}
+		switch status.Code(err) {
+		case codes.Unauthenticated, codes.PermissionDenied:
+			return nil, fmt.Errorf("Temporal at %s refused the credentials (MEMOCART_TEMPORAL_API_KEY, MEMOCART_TEMPORAL_TLS_CERT_FILE): %w", hostPort, err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("connecting to Temporal at %s: %w", hostPort, err)
@@ -49,6 +70,10 @@ func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, e
 		}
 	}
 }
+
+// dialRetryFor is how long dialTemporal keeps trying an unreachable
+// frontend; tests shorten it.
+var dialRetryFor = 60 * time.Second
 
 // newActivities wires the workflow's side effects: the store and one
 // fulfiller per mode, the sandbox for test mode and Zinc for live mode when
