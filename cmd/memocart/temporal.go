@@ -57,7 +57,7 @@ func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, e
 		}
 		switch status.Code(err) {
 		case codes.Unauthenticated, codes.PermissionDenied:
-			return nil, fmt.Errorf("Temporal at %s refused the credentials (MEMOCART_TEMPORAL_API_KEY, MEMOCART_TEMPORAL_TLS_CERT_FILE): %w", hostPort, err)
+			return nil, fmt.Errorf("the Temporal frontend at %s refused the credentials (MEMOCART_TEMPORAL_API_KEY, MEMOCART_TEMPORAL_TLS_CERT_FILE): %w", hostPort, err)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return nil, fmt.Errorf("connecting to Temporal at %s: %w", hostPort, err)
