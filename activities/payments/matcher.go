@@ -110,6 +110,10 @@ func (m *Matcher) Attach(ctx context.Context, paymentID, orderNumber string) (mo
 	return m.deliver(ctx, p)
 }
 
+// ErrSignal wraps a failure to signal the order's workflow of a payment
+// already recorded as matched: the reconciler re-drives it (Redeliver).
+var ErrSignal = errors.New("signalling order workflow")
+
 func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.PaymentOutcome, error) {
 	err := m.signal.PaymentMatched(ctx, p.OrderID, p)
 	if errors.Is(err, models.ErrOrderClosed) {
@@ -121,7 +125,7 @@ func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.Payment
 		return models.PaymentOutcomeLate, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("signalling order workflow: %w", err)
+		return "", fmt.Errorf("%w: %w", ErrSignal, err)
 	}
 	// Not marked as delivered here: a signal accepted by Temporal can still
 	// miss a workflow that is completing at that instant. The workflow's

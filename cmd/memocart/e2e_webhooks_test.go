@@ -272,7 +272,9 @@ func TestWebhooksCommand(t *testing.T) {
 		err := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
 		return out.String(), errOut.String(), err
 	}
-	_, errOut, err := runCmd("keys", "create", "--account", "acme", "--mode", "test", "--tier", "pro")
+	_, errOut, err := runCmd("migrate")
+	require.NoError(t, err, errOut)
+	_, errOut, err = runCmd("keys", "create", "--account", "acme", "--mode", "test", "--tier", "pro")
 	require.NoError(t, err, errOut)
 
 	_, _, err = runCmd("webhooks", "create", "--account", "nobody", "--mode", "test", "--url", "https://hooks.example.com/x", "--events", "*")

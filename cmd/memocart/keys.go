@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -14,13 +18,15 @@ import (
 )
 
 const keysUsage = `Usage:
-  memocart keys create --account NAME --mode test|live --tier free|pro|enterprise [--per-minute N]
+  memocart keys create --account NAME --mode test|live --tier free|pro|enterprise [--per-minute N] [--json]
       Creates a key and prints it, once, on stdout (nothing else goes to stdout).
-  memocart keys list [--account NAME]
-  memocart keys revoke KEY_ID
+  memocart keys list [--account NAME] [--json]
+  memocart keys revoke KEY_ID|KEY
+      Revokes a key by its id (see keys list) or by the key itself.
 
 Works on the database of MEMOCART_DATABASE_URL, or the same SQLite file memocart dev uses
-(also while dev is running).`
+(MEMOCART_DATA_DIR/memocart.db, also while dev is running); it never creates one.
+--json prints JSON on stdout for scripts.`
 
 // runKeys is `memocart keys`.
 func runKeys(ctx context.Context, e env, args []string) error {
@@ -50,9 +56,14 @@ func keysFlagSet(e env, name string) *flag.FlagSet {
 	return fs
 }
 
-// openMigratedStore opens the database and brings its schema up to date, so
-// keys can be created on a fresh dev database before dev first ran.
+// openMigratedStore opens an existing database for an operator command and
+// brings its schema up to date. It never creates a database: run from the
+// wrong directory, a command would otherwise work on a new empty SQLite
+// file, list nothing and create keys no running service knows.
 func openMigratedStore(ctx context.Context, e env) (*sqlstore.Store, error) {
+	if err := requireExistingDatabase(e); err != nil {
+		return nil, err
+	}
 	st, err := openStore(ctx, e)
 	if err != nil {
 		return nil, err
@@ -64,12 +75,33 @@ func openMigratedStore(ctx context.Context, e env) (*sqlstore.Store, error) {
 	return st, nil
 }
 
+// requireExistingDatabase refuses an SQLite file that does not exist yet,
+// saying where it looked and how to point elsewhere. Postgres needs no such
+// check: connecting to a database that does not exist fails by itself.
+func requireExistingDatabase(e env) error {
+	if e.cfg.DatabaseURL != "" {
+		return nil
+	}
+	path := filepath.Join(e.cfg.DataDir, "memocart.db")
+	_, err := os.Stat(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if abs, aerr := filepath.Abs(path); aerr == nil {
+		path = abs
+	}
+	return fmt.Errorf("no database at %s: operator commands work on an existing one. "+
+		"Run them from the directory `memocart dev` runs in, set MEMOCART_DATA_DIR to its data directory "+
+		"or MEMOCART_DATABASE_URL to the Postgres database; `memocart migrate` creates a new one", path)
+}
+
 func keysCreate(ctx context.Context, e env, args []string) error {
 	fs := keysFlagSet(e, "create")
 	account := fs.String("account", "", "account name (created if new)")
 	mode := fs.String("mode", "", "test or live")
 	tier := fs.String("tier", "", "free, pro or enterprise")
 	perMinute := fs.Int("per-minute", 0, "enterprise only: the key's requests per minute")
+	asJSON := fs.Bool("json", false, "print the key and its settings as JSON")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,13 +147,44 @@ func keysCreate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "created key %s for account %s (%s, %s, %d requests/minute); it is shown once:\n", k.ID, acct.Name, k.Mode, k.Tier, k.RateLimit())
+	if *asJSON {
+		out := keyJSON(k)
+		out.Key = secret
+		return writeJSON(e, out)
+	}
 	_, err = fmt.Fprintln(e.stdout, secret)
 	return err
+}
+
+// keyOut is a key as --json prints it.
+type keyOut struct {
+	ID        string     `json:"id"`
+	Account   string     `json:"account"`
+	Mode      string     `json:"mode"`
+	Tier      string     `json:"tier"`
+	PerMinute int        `json:"per_minute"`
+	Display   string     `json:"display"`
+	Key       string     `json:"key,omitempty"` // only at creation
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+func keyJSON(k models.APIKey) keyOut {
+	return keyOut{ID: k.ID, Account: k.AccountName, Mode: string(k.Mode), Tier: string(k.Tier), PerMinute: k.RateLimit(),
+		Display: k.DisplayPrefix + "…" + k.Last4, CreatedAt: k.CreatedAt.UTC(), RevokedAt: k.RevokedAt}
+}
+
+// writeJSON prints v on stdout, indented, for scripts (jq).
+func writeJSON(e env, v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func keysList(ctx context.Context, e env, args []string) error {
 	fs := keysFlagSet(e, "list")
 	account := fs.String("account", "", "only this account's keys")
+	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,6 +196,13 @@ func keysList(ctx context.Context, e env, args []string) error {
 	keys, err := st.ListAPIKeys(ctx, *account)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := make([]keyOut, len(keys))
+		for i, k := range keys {
+			out[i] = keyJSON(k)
+		}
+		return writeJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED")
@@ -153,15 +223,33 @@ func keysRevoke(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("keys revoke takes exactly one KEY_ID (see keys list)")
+		return errors.New("keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
 	}
 	st, err := openMigratedStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	k, err := st.RevokeAPIKey(ctx, fs.Arg(0), time.Now())
+	ref := fs.Arg(0)
+	var k models.APIKey
+	if _, perr := models.ParseAPIKey(e.cfg.KeyPrefix, ref); perr == nil {
+		// The key itself, as keys create or dev printed it: only its hash
+		// is stored.
+		k, err = st.APIKeyByHash(ctx, models.HashAPIKey(ref))
+	} else {
+		k, err = st.APIKeyByID(ctx, ref)
+	}
+	if errors.Is(err, sqlstore.ErrKeyNotFound) {
+		return fmt.Errorf("no key %q in this database (keys list shows the ids)", ref)
+	}
 	if err != nil {
+		return err
+	}
+	if k.RevokedAt != nil {
+		fmt.Fprintf(e.stdout, "%s (%s…%s) was already revoked at %s\n", k.ID, k.DisplayPrefix, k.Last4, k.RevokedAt.Format(time.RFC3339))
+		return nil
+	}
+	if k, err = st.RevokeAPIKey(ctx, k.ID, time.Now()); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "revoked %s (%s…%s) at %s\n", k.ID, k.DisplayPrefix, k.Last4, k.RevokedAt.Format(time.RFC3339))

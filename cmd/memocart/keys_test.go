@@ -16,6 +16,7 @@ import (
 func TestKeysCreatePerMinuteBounds(t *testing.T) {
 	env := map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}
 	getenv := func(k string) string { return env[k] }
+	require.NoError(t, run(context.Background(), []string{"migrate"}, getenv, &syncBuffer{}, &syncBuffer{}))
 	create := func(perMinute int) (string, error) {
 		var out, errOut syncBuffer
 		err := run(context.Background(), []string{"keys", "create", "--account", "acme", "--mode", "test",

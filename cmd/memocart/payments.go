@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/memocart/memocart/activities/payments"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -16,7 +18,7 @@ import (
 )
 
 const paymentsUsage = `Usage:
-  memocart payments list
+  memocart payments list [--json]
       Payments that matched no order, money due back (late payments, wrong
       assets, underpaid or failed orders, overpayments) and open alerts.
   memocart payments attach PAYMENT_ID ORDER_NUMBER
@@ -27,8 +29,9 @@ const paymentsUsage = `Usage:
   memocart payments clear-alert KIND
       Mark an alert (e.g. stellar_before_history) as handled.
 
-Works on the database of MEMOCART_DATABASE_URL (or the dev SQLite file); attach
-also needs the Temporal cluster of MEMOCART_TEMPORAL_ADDRESS.`
+Works on the database of MEMOCART_DATABASE_URL (or the dev SQLite file, which it
+never creates); attach also signals the order's workflow on the Temporal cluster
+of MEMOCART_TEMPORAL_ADDRESS, after the database has accepted the attachment.`
 
 // runPayments is `memocart payments`.
 func runPayments(ctx context.Context, e env, args []string) error {
@@ -38,6 +41,15 @@ func runPayments(ctx context.Context, e env, args []string) error {
 			return errors.New("payments needs a subcommand: list, attach, mark-refunded or clear-alert")
 		}
 		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "list", "attach", "mark-refunded", "clear-alert":
+	default:
+		fmt.Fprintln(e.stderr, paymentsUsage)
+		return fmt.Errorf("unknown payments subcommand %q", args[0])
+	}
+	if err := requireExistingDatabase(e); err != nil {
+		return err
 	}
 	st, err := openStore(ctx, e)
 	if err != nil {
@@ -49,22 +61,83 @@ func runPayments(ctx context.Context, e env, args []string) error {
 	}
 	switch args[0] {
 	case "list":
-		return paymentsList(ctx, e, st)
+		return paymentsList(ctx, e, st, args[1:])
 	case "attach":
 		return paymentsAttach(ctx, e, st, args[1:])
 	case "mark-refunded":
 		return paymentsMarkRefunded(ctx, e, st, args[1:])
-	case "clear-alert":
-		if len(args) != 2 {
-			return errors.New("clear-alert takes exactly one KIND")
-		}
-		return st.ClearAlert(ctx, args[1], time.Now())
+	default: // clear-alert
+		return paymentsClearAlert(ctx, e, st, args[1:])
 	}
-	fmt.Fprintln(e.stderr, paymentsUsage)
-	return fmt.Errorf("unknown payments subcommand %q", args[0])
 }
 
-func paymentsList(ctx context.Context, e env, st *sqlstore.Store) error {
+func paymentsClearAlert(ctx context.Context, e env, st *sqlstore.Store, args []string) error {
+	if len(args) != 1 {
+		return errors.New("clear-alert takes exactly one KIND")
+	}
+	err := st.ClearAlert(ctx, args[0], time.Now())
+	if errors.Is(err, sqlstore.ErrNoOpenAlert) {
+		open, lerr := st.OpenAlerts(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		kinds := make([]string, len(open))
+		for i, a := range open {
+			kinds[i] = a.Kind
+		}
+		return fmt.Errorf("no open alert %q (open: %s)", args[0], dash(strings.Join(kinds, ", ")))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "alert %s cleared\n", args[0])
+	return nil
+}
+
+// paymentsOut is payments list --json.
+type paymentsOut struct {
+	Counts     map[string]int64 `json:"counts"`
+	Alerts     []alertOut       `json:"alerts"`
+	Unmatched  []paymentOut     `json:"unmatched"`
+	RefundsDue []refundOut      `json:"refunds_due"`
+}
+
+type alertOut struct {
+	Kind   string    `json:"kind"`
+	Count  int       `json:"count"`
+	LastAt time.Time `json:"last_at"`
+	Detail string    `json:"detail"`
+}
+
+// paymentOut carries amounts as decimal strings, as the API does.
+type paymentOut struct {
+	ID         string    `json:"id"`
+	Mode       string    `json:"mode"`
+	Amount     string    `json:"amount"`
+	Asset      string    `json:"asset"`
+	Memo       string    `json:"memo"`
+	MemoType   string    `json:"memo_type"`
+	Sender     string    `json:"sender"`
+	TxHash     string    `json:"tx_hash"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+type refundOut struct {
+	OrderNumber string   `json:"order_number"`
+	PaymentID   string   `json:"payment_id"`
+	Amount      string   `json:"amount"`
+	Asset       string   `json:"asset"`
+	To          []string `json:"to"`
+	Reason      string   `json:"reason"`
+}
+
+func paymentsList(ctx context.Context, e env, st *sqlstore.Store, args []string) error {
+	fs := flag.NewFlagSet("payments list", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object: counts, alerts, unmatched, refunds_due")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 	alerts, err := st.OpenAlerts(ctx)
 	if err != nil {
 		return err
@@ -80,6 +153,21 @@ func paymentsList(ctx context.Context, e env, st *sqlstore.Store) error {
 	counts, err := st.PaymentCounts(ctx)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		out := paymentsOut{Counts: counts, Alerts: []alertOut{}, Unmatched: []paymentOut{}, RefundsDue: []refundOut{}}
+		for _, a := range alerts {
+			out.Alerts = append(out.Alerts, alertOut{Kind: a.Kind, Count: a.Count, LastAt: a.LastAt.UTC(), Detail: a.Detail})
+		}
+		for _, p := range unmatched {
+			out.Unmatched = append(out.Unmatched, paymentOut{ID: p.ID, Mode: string(p.Mode), Amount: p.Amount.String(), Asset: p.Asset,
+				Memo: p.Memo, MemoType: p.MemoType, Sender: p.Sender, TxHash: p.TxHash, ReceivedAt: p.ReceivedAt.UTC()})
+		}
+		for _, r := range refunds {
+			out.RefundsDue = append(out.RefundsDue, refundOut{OrderNumber: r.OrderNumber, PaymentID: r.PaymentID,
+				Amount: r.Amount.String(), Asset: r.Asset, To: r.Senders, Reason: r.Reason})
+		}
+		return writeJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "PAYMENTS: %d matched, %d unmatched, %d late, %d refund_due, %d refunded, %d not yet matched\n\n",
@@ -122,13 +210,26 @@ func paymentsAttach(ctx context.Context, e env, st *sqlstore.Store, args []strin
 	if !ok {
 		return fmt.Errorf("%q is not a valid order number", args[1])
 	}
-	tc, err := dialTemporal(ctx, e, e.cfg.TemporalAddress)
+	// A lazy client: the database decides first (unknown payment, one
+	// already matched, unknown order), and Temporal is contacted only to
+	// signal an attachment the database accepted.
+	opts, err := temporalOptions(e, e.cfg.TemporalAddress)
+	if err != nil {
+		return err
+	}
+	tc, err := client.NewLazyClient(opts)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
+	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	m := payments.NewMatcher(st, workflows.NewClient(tc, e.cfg.TemporalTaskQueue), e.log)
-	outcome, err := m.Attach(ctx, args[0], number)
+	outcome, err := m.Attach(sigCtx, args[0], number)
+	if errors.Is(err, payments.ErrSignal) {
+		return fmt.Errorf("payment %s is attached to order %s, but its workflow could not be told (%w); "+
+			"memocart api re-drives it every MEMOCART_RECONCILE_INTERVAL once Temporal answers", args[0], number, err)
+	}
 	if err != nil {
 		return err
 	}

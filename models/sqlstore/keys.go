@@ -146,7 +146,25 @@ func (s *Store) ListAPIKeys(ctx context.Context, accountName string) ([]models.A
 	return out, nil
 }
 
-// ErrKeyNotFound is returned by RevokeAPIKey when no key matches.
+// APIKeyByID returns a key, revoked or not, by its id.
+func (s *Store) APIKeyByID(ctx context.Context, id string) (models.APIKey, error) {
+	return s.apiKeyFound(s.apiKeyWhere(ctx, "k.id = ?", id))
+}
+
+// APIKeyByHash returns a key, revoked or not, by the hash of its secret
+// (models.HashAPIKey): how an operator holding only the key finds its id.
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (models.APIKey, error) {
+	return s.apiKeyFound(s.apiKeyWhere(ctx, "k.key_hash = ?", hash))
+}
+
+func (s *Store) apiKeyFound(k models.APIKey, err error) (models.APIKey, error) {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.APIKey{}, ErrKeyNotFound
+	}
+	return k, err
+}
+
+// ErrKeyNotFound is returned by the key lookups and RevokeAPIKey when no key matches.
 var ErrKeyNotFound = errors.New("no such api key")
 
 // RevokeAPIKey revokes the key with the given id. Revoking twice keeps the

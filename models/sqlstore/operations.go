@@ -188,9 +188,22 @@ func (s *Store) RaiseAlert(ctx context.Context, kind, detail string, at time.Tim
 }
 
 // ClearAlert marks an alert as resolved.
+//
+// It answers ErrNoOpenAlert when no alert of that kind is open, so an
+// operator's typo is an error, not a silent success.
 func (s *Store) ClearAlert(ctx context.Context, kind string, at time.Time) error {
-	return s.db.WithContext(ctx).Exec(`UPDATE alerts SET cleared_at = ? WHERE kind = ? AND cleared_at IS NULL`, at.UTC(), kind).Error
+	res := s.db.WithContext(ctx).Exec(`UPDATE alerts SET cleared_at = ? WHERE kind = ? AND cleared_at IS NULL`, at.UTC(), kind)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNoOpenAlert
+	}
+	return nil
 }
+
+// ErrNoOpenAlert is returned by ClearAlert when no alert of the kind is open.
+var ErrNoOpenAlert = errors.New("no open alert of that kind")
 
 // Alert is a condition an operator must act on.
 type Alert struct {
