@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"crypto/rand"
 	"errors"
 	"net/http"
@@ -35,26 +36,32 @@ func TestAuthentication(t *testing.T) {
 			missingMsg = "No API key in Authorization header"
 			invalidMsg = "API key is invalid or revoked"
 		)
+		const (
+			noScheme    = `Authorization header must be "Bearer <API key>": the Bearer scheme is missing`
+			otherScheme = `Authorization header must be "Bearer <API key>": the scheme is not Bearer`
+			noKey       = `Authorization header must be "Bearer <API key>": no key follows Bearer`
+		)
 		tests := []struct {
 			name string
 			auth string // whole Authorization header; "" sends none
 			code models.Code
+			msg  string // of a missing_api_key; "" = the contract's
 		}{
-			{"no header", "", models.CodeMissingAPIKey},
-			{"basic scheme", "Basic YWxhZGRpbjpvcGVuc2VzYW1l", models.CodeMissingAPIKey},
-			{"basic scheme with a real key", "Basic " + good, models.CodeMissingAPIKey},
-			{"bearer without a key", "Bearer ", models.CodeMissingAPIKey},
-			{"bearer with blanks only", "Bearer    ", models.CodeMissingAPIKey},
-			{"key without scheme", good, models.CodeMissingAPIKey},
-			{"malformed: wrong prefix", "Bearer sk_test_" + strings.Repeat("a", 32), models.CodeInvalidAPIKey},
-			{"malformed: unknown mode", "Bearer mc_prod_" + strings.Repeat("a", 32), models.CodeInvalidAPIKey},
-			{"malformed: secret too short", "Bearer mc_test_abc", models.CodeInvalidAPIKey},
-			{"malformed: bad characters", "Bearer mc_test_" + strings.Repeat("a", 30) + "!?", models.CodeInvalidAPIKey},
-			{"malformed: garbage", "Bearer hello", models.CodeInvalidAPIKey},
-			{"well-formed but unknown test key", "Bearer " + unknown, models.CodeInvalidAPIKey},
-			{"well-formed but unknown live key", "Bearer " + unknownLive, models.CodeInvalidAPIKey},
-			{"revoked key", "Bearer " + revoked, models.CodeInvalidAPIKey},
-			{"key with a character changed", "Bearer " + good[:len(good)-1] + flip(good[len(good)-1]), models.CodeInvalidAPIKey},
+			{"no header", "", models.CodeMissingAPIKey, ""},
+			{"basic scheme", "Basic YWxhZGRpbjpvcGVuc2VzYW1l", models.CodeMissingAPIKey, otherScheme},
+			{"basic scheme with a real key", "Basic " + good, models.CodeMissingAPIKey, otherScheme},
+			{"bearer without a key", "Bearer ", models.CodeMissingAPIKey, noKey},
+			{"bearer with blanks only", "Bearer    ", models.CodeMissingAPIKey, noKey},
+			{"key without scheme", good, models.CodeMissingAPIKey, noScheme},
+			{"malformed: wrong prefix", "Bearer sk_test_" + strings.Repeat("a", 32), models.CodeInvalidAPIKey, ""},
+			{"malformed: unknown mode", "Bearer mc_prod_" + strings.Repeat("a", 32), models.CodeInvalidAPIKey, ""},
+			{"malformed: secret too short", "Bearer mc_test_abc", models.CodeInvalidAPIKey, ""},
+			{"malformed: bad characters", "Bearer mc_test_" + strings.Repeat("a", 30) + "!?", models.CodeInvalidAPIKey, ""},
+			{"malformed: garbage", "Bearer hello", models.CodeInvalidAPIKey, ""},
+			{"well-formed but unknown test key", "Bearer " + unknown, models.CodeInvalidAPIKey, ""},
+			{"well-formed but unknown live key", "Bearer " + unknownLive, models.CodeInvalidAPIKey, ""},
+			{"revoked key", "Bearer " + revoked, models.CodeInvalidAPIKey, ""},
+			{"key with a character changed", "Bearer " + good[:len(good)-1] + flip(good[len(good)-1]), models.CodeInvalidAPIKey, ""},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -63,7 +70,7 @@ func TestAuthentication(t *testing.T) {
 					d := requireError(t, r, http.StatusUnauthorized, tt.code, "")
 					want := invalidMsg
 					if tt.code == models.CodeMissingAPIKey {
-						want = missingMsg
+						want = cmp.Or(tt.msg, missingMsg)
 					}
 					assert.Equal(t, want, d.Message, path)
 					assert.Empty(t, r.header.Get("X-RateLimit-Limit"), "rejected before the rate limiter")

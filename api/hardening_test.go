@@ -439,15 +439,6 @@ func TestDependencyDown(t *testing.T) {
 	}
 }
 
-// TestTrailingSlashIsNotFound: no empty redirect a POST cannot follow;
-// the envelope says the route is unknown.
-func TestTrailingSlashIsNotFound(t *testing.T) {
-	e := newEnv(t, sqlstore.DialectSQLite)
-	key := e.key(t, "acme", models.ModeTest, models.TierFree)
-	r := e.send(t, request{method: http.MethodPost, path: "/v1/products/preview/", auth: "Bearer " + key, body: `{"url":"` + amazonURL + `"}`})
-	requireError(t, r, http.StatusNotFound, models.CodeNotFound, "")
-}
-
 // TestNoProfilesOnThePublicAddress: pprof lives on the opt-in admin
 // listener only (cmd/memocart), never on the API's routes.
 func TestNoProfilesOnThePublicAddress(t *testing.T) {

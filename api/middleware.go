@@ -110,7 +110,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	scheme, token, _ := strings.Cut(h, " ")
 	token = strings.TrimSpace(token)
 	if h == "" || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		abort(c, models.ErrMissingAPIKey)
+		abort(c, malformedAuthorization(h, scheme, token))
 		return
 	}
 	if _, err := models.ParseAPIKey(s.cfg.KeyPrefix, token); err != nil {
@@ -124,6 +124,24 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(ctxKeyAPIKey, k)
 	c.Next()
+}
+
+// malformedAuthorization is the contract's missing_api_key, with a message
+// that says what was wrong with a header that was sent: a key pasted
+// without "Bearer " is the common mistake, and "no API key" misleads the
+// client that did send one. The header's value is never echoed.
+func malformedAuthorization(header, scheme, token string) *models.Error {
+	const want = `Authorization header must be "Bearer <API key>"`
+	switch {
+	case header == "":
+		return models.ErrMissingAPIKey
+	case !strings.Contains(header, " ") && !strings.EqualFold(header, "Bearer"):
+		return models.Errorf(models.CodeMissingAPIKey, "%s: the Bearer scheme is missing", want)
+	case !strings.EqualFold(scheme, "Bearer"):
+		return models.Errorf(models.CodeMissingAPIKey, "%s: the scheme is not Bearer", want)
+	default: // "Bearer" with nothing after it
+		return models.Errorf(models.CodeMissingAPIKey, "%s: no key follows Bearer", want)
+	}
 }
 
 func apiKeyFrom(c *gin.Context) (models.APIKey, bool) {

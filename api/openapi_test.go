@@ -18,7 +18,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
-	"github.com/gin-gonic/gin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -286,11 +285,8 @@ func normalizedPath(p string) string {
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	v, err := openAPI()
 	require.NoError(t, err)
-	engine, ok := api.NewServer(api.Config{}, api.Deps{}).Handler().(*gin.Engine)
-	require.True(t, ok, "Server.Handler is the gin engine")
-
 	var served []string
-	for _, r := range engine.Routes() {
+	for _, r := range api.NewServer(api.Config{}, api.Deps{}).Routes() {
 		served = append(served, r.Method+" "+normalizedPath(r.Path))
 	}
 	var documented []string

@@ -193,15 +193,18 @@ func NewServer(cfg Config, deps Deps) *Server {
 }
 
 // Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.engine }
+func (s *Server) Handler() http.Handler { return normalizePath(s.engine) }
+
+// Routes lists the routes served, for tests that check each one.
+func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }
 
 // routes is the whole URL space of the service in one place.
 func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	// A path with a trailing slash is an unknown route, answered in the
-	// envelope, not an empty redirect a POST cannot follow.
+	// Trailing slashes are removed before routing (normalizePath), never
+	// answered with an empty redirect a POST cannot follow.
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
 	r.Use(s.requestID, s.accessLog, s.recover, s.deadline)
