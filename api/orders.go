@@ -708,6 +708,10 @@ func (s *Server) createTestPayment(c *gin.Context) {
 		abort(c, err)
 		return
 	}
+	if outcome == models.PaymentOutcomeMatched && !models.CreditsOrder(p.Asset, o.PaymentAsset) {
+		// The memo matched, but the workflow will record it uncredited.
+		outcome = models.PaymentOutcomeWrongAsset
+	}
 	c.JSON(http.StatusCreated, gin.H{"payment": gin.H{
 		"id": p.ID, "order_id": o.ID, "asset": p.Asset, "amount": p.Amount.String(),
 		"memo": p.Memo, "outcome": outcome,

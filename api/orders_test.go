@@ -1262,7 +1262,13 @@ func TestTestPayments(t *testing.T) {
 			assert.Equal(t, p.Asset, got.Payment.Asset)
 			assert.Equal(t, p.Amount.String(), got.Payment.Amount)
 			assert.Equal(t, o.Number, got.Payment.Memo)
-			assert.Equal(t, string(models.PaymentOutcomeMatched), got.Payment.Outcome)
+			// The memo matched; a payment in another asset than the
+			// order's (USDC) is handed over but never credited.
+			want := models.PaymentOutcomeMatched
+			if p.Asset != "USDC" {
+				want = models.PaymentOutcomeWrongAsset
+			}
+			assert.Equal(t, string(want), got.Payment.Outcome, p.Asset)
 			assert.Equal(t, models.ModeTest, p.Mode)
 			assert.True(t, strings.HasPrefix(p.ID, "sandbox_"), p.ID)
 			assert.Equal(t, o.Number, p.Memo, "the memo names the order")
@@ -1297,6 +1303,8 @@ func TestTestPayments(t *testing.T) {
 		t.Run("asset", func(t *testing.T) {
 			assert.Equal(t, "XLM", pay(t, key, o.Number, `{"asset":"XLM"}`).Asset)
 			assert.Equal(t, "XLM", pay(t, key, o.Number, `{"asset":" xlm "}`).Asset)
+			const foreignUSDC = "USDC:GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5"
+			assert.Equal(t, foreignUSDC, pay(t, key, o.Number, `{"asset":"`+foreignUSDC+`"}`).Asset, "USDC of another issuer is not the order's")
 		})
 		t.Run("Free tier test key", func(t *testing.T) {
 			pay(t, free, o.Number, "")

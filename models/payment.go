@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -104,7 +105,18 @@ const (
 	PaymentOutcomeMatched   PaymentOutcome = "matched"   // handed to its order's workflow
 	PaymentOutcomeUnmatched PaymentOutcome = "unmatched" // memo names no order: kept for an operator
 	PaymentOutcomeLate      PaymentOutcome = "late"      // its order had already closed: refund due
+	// PaymentOutcomeWrongAsset: matched to its order by the memo but in
+	// another asset than the order's, so the order's workflow records it
+	// without crediting it: due back. Only the test helper reports it (a
+	// chain payment's outcome is read on the order).
+	PaymentOutcomeWrongAsset PaymentOutcome = "wrong_asset"
 )
+
+// CreditsOrder reports whether a payment in asset counts towards an order
+// priced in orderAsset: the same asset code, and for USDC the same issuer
+// (a foreign USDC arrives as "USDC:<issuer>"). Anything else is recorded
+// against the order and due back.
+func CreditsOrder(asset, orderAsset string) bool { return strings.EqualFold(asset, orderAsset) }
 
 // PaymentHandler takes one observed payment. Sources call it for every
 // incoming payment, and again after a failure: it must be idempotent.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -247,7 +246,7 @@ func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Paym
 			return err
 		}
 		status := PaymentMatched
-		if !strings.EqualFold(p.Asset, o.PaymentAsset) {
+		if !models.CreditsOrder(p.Asset, o.PaymentAsset) {
 			status = PaymentRefundDue
 		}
 		now := time.Now().UTC()
