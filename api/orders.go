@@ -466,10 +466,15 @@ type paymentInfoJSON struct {
 	// AmountProcessing is money seen for the order and being credited:
 	// it moves to amount_received within seconds. "0" otherwise.
 	AmountProcessing string `json:"amount_processing"`
-	AmountDue        string `json:"amount_due"`
-	Address          string `json:"address"`
-	Memo             string `json:"memo"`
-	ExpiresAt        string `json:"expires_at"`
+	// AmountDue is what the payer is still asked to send: "0" once the
+	// order no longer waits for payment (models.AmountToPay).
+	AmountDue string `json:"amount_due"`
+	// AmountDueBack is money in the order's asset owed back to the payer,
+	// not yet refunded (models.AmountDueBack).
+	AmountDueBack string `json:"amount_due_back"`
+	Address       string `json:"address"`
+	Memo          string `json:"memo"`
+	ExpiresAt     string `json:"expires_at"`
 }
 
 // trackingJSON is the contract's tracking object. Carrier, tracking number
@@ -496,10 +501,6 @@ func optional(s string) *string {
 }
 
 func (s *Server) newOrderJSON(o models.Order) orderJSON {
-	due := o.PaymentAmount.Sub(o.AmountReceived)
-	if due.IsNegative() {
-		due = decimal.Zero
-	}
 	out := orderJSON{
 		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
 		PaymentStatus: o.ShownPaymentStatus(), CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
@@ -511,7 +512,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 		Payment: paymentInfoJSON{
 			Asset: o.PaymentAsset, Amount: o.PaymentAmount.String(), AmountReceived: o.AmountReceived.String(),
 			AmountProcessing: o.PendingCredit.String(),
-			AmountDue:        due.String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
+			AmountDue:        models.AmountToPay(o).String(), AmountDueBack: models.AmountDueBack(o).String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
 			Network: o.PaymentNetwork, AssetIssuer: optional(o.PaymentAssetIssuer), MemoType: o.PaymentMemoType,
 			URI: s.payURI(o), ExchangeRate: rateJSON(o),
 		},

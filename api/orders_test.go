@@ -1096,6 +1096,7 @@ type paymentView struct {
 	AmountReceived   string            `json:"amount_received"`
 	AmountProcessing string            `json:"amount_processing"`
 	AmountDue        string            `json:"amount_due"`
+	AmountDueBack    string            `json:"amount_due_back"`
 	Address          string            `json:"address"`
 	Memo             string            `json:"memo"`
 	ExpiresAt        string            `json:"expires_at"`

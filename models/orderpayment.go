@@ -75,3 +75,41 @@ func PendingCreditOf(o Order) decimal.Decimal {
 	}
 	return sum
 }
+
+// AmountToPay is what the payer is still asked to send: the amount due less
+// what was credited, while the order waits for payment; nothing once it no
+// longer does (paid, cancelled, failed), whatever was received, so a
+// client never shows a closed order's full amount as payable.
+func AmountToPay(o Order) decimal.Decimal {
+	if o.Status != OrderCreated {
+		return decimal.Zero
+	}
+	due := o.PaymentAmount.Sub(o.AmountReceived)
+	if due.IsNegative() {
+		return decimal.Zero
+	}
+	return due
+}
+
+// AmountDueBack is the money in the order's asset owed back to the payer
+// and not yet refunded: what a cancelled or failed order had credited, an
+// overpayment's excess, and payments in the order's asset that arrived
+// after it closed. Payments in another asset are due back too, in their
+// own asset: Payments lists them (DispositionWrongAsset).
+func AmountDueBack(o Order) decimal.Decimal {
+	var sum decimal.Decimal
+	if o.RefundedAt == nil {
+		switch {
+		case o.Status == OrderCancelled || o.Status == OrderFailed:
+			sum = sum.Add(o.AmountReceived)
+		case o.AmountReceived.GreaterThan(o.PaymentAmount):
+			sum = sum.Add(o.AmountReceived.Sub(o.PaymentAmount))
+		}
+	}
+	for _, p := range o.Payments {
+		if p.Outcome == DispositionLate && p.RefundedAt == nil && CreditsOrder(p.Asset, o.PaymentAsset) {
+			sum = sum.Add(p.Amount)
+		}
+	}
+	return sum
+}
