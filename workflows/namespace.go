@@ -73,13 +73,6 @@ func CheckNamespace(ctx context.Context, op SearchAttributeLister, namespace str
 	return fmt.Errorf("%s", b.String())
 }
 
-// typeName is the name operators type in the CLI: Keyword, KeywordList...
-func typeName(t enumspb.IndexedValueType) string {
-	var b strings.Builder
-	for _, part := range strings.Split(strings.TrimPrefix(t.String(), "INDEXED_VALUE_TYPE_"), "_") {
-		if part != "" {
-			b.WriteString(part[:1] + strings.ToLower(part[1:]))
-		}
-	}
-	return b.String()
-}
+// typeName is the name operators type in the CLI: Keyword, Text...
+// (the API enums' String is that name).
+func typeName(t enumspb.IndexedValueType) string { return t.String() }

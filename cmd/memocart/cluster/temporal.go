@@ -79,6 +79,25 @@ frontend.namespaceRPS.visibility:
   - value: 100
 `
 
+// The schemas embedded in temporal-sql-tool (the admin-tools image runs
+// the same binary), so the schema always matches the tool's version.
+const (
+	TemporalSchema   = "postgresql/v12/temporal"
+	VisibilitySchema = "postgresql/v12/visibility"
+)
+
+// TemporalSchemaSteps returns the temporal-sql-tool commands (after the
+// connection flags) that create a database and bring it to the latest
+// version of schema; all are idempotent. docker-compose.yml's
+// temporal-schema job runs the same.
+func TemporalSchemaSteps(schema string) [][]string {
+	return [][]string{
+		{"create-database"},
+		{"setup-schema", "-v", "0.0"},
+		{"update-schema", "--schema-name", schema},
+	}
+}
+
 // temporalSchema creates Temporal's two databases and brings their
 // schemas to the version of the server binary, with Temporal's own SQL
 // tool and the schema files embedded in it. Each step is idempotent, so
@@ -91,17 +110,11 @@ func (c *Cluster) temporalSchema(ctx context.Context) error {
 		return err
 	}
 	for _, s := range []struct{ db, schema string }{
-		{TemporalDB, "postgresql/v12/temporal"},
-		{VisibilityDB, "postgresql/v12/visibility"},
+		{TemporalDB, TemporalSchema},
+		{VisibilityDB, VisibilitySchema},
 	} {
-		if err := c.createDatabase(ctx, s.db); err != nil {
-			return fmt.Errorf("creating database %s: %w", s.db, err)
-		}
 		base := []string{"--plugin", "postgres12", "--ep", host, "-p", strconv.Itoa(c.ports.Postgres), "-u", "postgres", "--db", s.db}
-		for _, step := range [][]string{
-			{"setup-schema", "-v", "0.0"},
-			{"update-schema", "--schema-name", s.schema},
-		} {
+		for _, step := range TemporalSchemaSteps(s.schema) {
 			if err := c.runTool(ctx, "temporal-schema", c.tool("temporal-sql-tool"), append(slices.Clone(base), step...), nil); err != nil {
 				return err
 			}
