@@ -361,8 +361,15 @@ func (c *Cluster) Start(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(name, "temporal") {
+	switch {
+	case strings.HasPrefix(name, "temporal"):
 		if err := c.buildTools(ctx); err != nil {
+			return err
+		}
+	case strings.HasPrefix(name, "api-"), strings.HasPrefix(name, "worker-"):
+		// A rebuilt binary may bring a migration; api and worker refuse
+		// to start before it is applied.
+		if err := c.prepareApp(ctx); err != nil {
 			return err
 		}
 	}
@@ -384,7 +391,7 @@ func (c *Cluster) stop(comp component, kill bool) error {
 	if err != nil {
 		return fmt.Errorf("stopping %s: %w", comp.name, err)
 	}
-	if forced {
+	if forced && !kill {
 		how = fmt.Sprintf("killed after %v without exiting", comp.stopBudget)
 	}
 	if ch, ok := c.reaped[comp.name]; ok {

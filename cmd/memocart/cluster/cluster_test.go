@@ -59,6 +59,30 @@ func TestSpawnAndStopGroup(t *testing.T) {
 	assert.True(t, ok)
 }
 
+// TestStopReachesChildrenInOtherSessions: Postgres makes each backend a
+// session leader, out of the postmaster's group; a kill must reach them.
+func TestStopReachesChildrenInOtherSessions(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatalf("setsid (util-linux) is needed: %v", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", `setsid sleep 300 & wait`)
+	reaped, err := spawn(cmd, filepath.Join(dir, "p.log"), filepath.Join(dir, "p.pid"), nil)
+	require.NoError(t, err)
+	rec, ok := readPID(filepath.Join(dir, "p.pid"))
+	require.True(t, ok)
+	var child []pidRecord
+	require.Eventually(t, func() bool { child = descendants(rec.pid); return len(child) == 1 }, 10*time.Second, 20*time.Millisecond)
+	st, err := readStat(child[0].pid)
+	require.NoError(t, err)
+	require.NotEqual(t, rec.pid, st.pgrp, "the child left the group")
+
+	_, err = stopGroup(rec, syscall.SIGKILL, 5*time.Second)
+	require.NoError(t, err)
+	<-reaped
+	assert.False(t, anyAlive(child), "the child in its own session survived")
+}
+
 func TestGracefulStopNeedsNoKill(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("sleep", "300")

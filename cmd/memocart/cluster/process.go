@@ -85,38 +85,102 @@ func readPID(pidPath string) (rec pidRecord, ok bool) {
 }
 
 // stopGroup sends sig to the process group led by rec and waits until no
-// process of the group is left; after timeout the group gets SIGKILL.
+// process of the group, and none of the leader's descendants, is left;
+// after timeout they all get SIGKILL. Descendants count because a program
+// may move its children to groups of their own (Postgres makes every
+// backend a session leader): they are found before signalling and killed
+// one by one when it comes to SIGKILL.
 func stopGroup(rec pidRecord, sig syscall.Signal, timeout time.Duration) (killed bool, err error) {
 	pgid := rec.pid
+	tree := descendants(rec.pid)
+	if sig == syscall.SIGKILL {
+		killAll(tree)
+	}
 	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return false, fmt.Errorf("signalling process group %d: %w", pgid, err)
 	}
-	if waitGroupGone(pgid, timeout) {
-		return false, nil
+	if waitGone(rec, pgid, tree, timeout) {
+		return sig == syscall.SIGKILL, nil
 	}
+	killAll(tree)
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return true, fmt.Errorf("killing process group %d: %w", pgid, err)
 	}
-	if !waitGroupGone(pgid, 10*time.Second) {
+	if !waitGone(rec, pgid, tree, 10*time.Second) {
 		return true, fmt.Errorf("process group %d still has processes 10s after SIGKILL", pgid)
 	}
 	return true, nil
 }
 
-// waitGroupGone polls until no live (non-zombie) process is in the group.
-// A zombie has released everything but its pid; its parent (init, or this
-// process's reaper goroutine) collects it.
-func waitGroupGone(pgid int, timeout time.Duration) bool {
+// killAll sends SIGKILL to each process still the one recorded.
+func killAll(procs []pidRecord) {
+	for _, p := range procs {
+		if st, err := readStat(p.pid); err == nil && st.start == p.start {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// waitGone polls until no live process of the group or of tree is left,
+// then gives the leader's parent a moment to reap it: a server restarted
+// on the same data directory takes a leader that is still a zombie for a
+// live one (Postgres checks its lock file's pid with kill(pid, 0)).
+func waitGone(leader pidRecord, pgid int, tree []pidRecord, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for {
-		if len(groupMembers(pgid)) == 0 {
-			return true
+		if len(groupMembers(pgid)) == 0 && !anyAlive(tree) {
+			break
 		}
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	for reap := time.Now().Add(5 * time.Second); time.Now().Before(reap); time.Sleep(50 * time.Millisecond) {
+		if st, err := readStat(leader.pid); err != nil || st.start != leader.start {
+			break
+		}
+	}
+	return true
+}
+
+func anyAlive(procs []pidRecord) bool {
+	for _, p := range procs {
+		if st, err := readStat(p.pid); err == nil && st.start == p.start && st.state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// descendants returns every live descendant of pid, with start times.
+func descendants(pid int) []pidRecord {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]pidRecord{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(p)
+		if err != nil || st.state == 'Z' {
+			continue
+		}
+		children[st.ppid] = append(children[st.ppid], pidRecord{pid: p, start: st.start})
+	}
+	var out []pidRecord
+	queue := []int{pid}
+	for len(queue) > 0 {
+		for _, c := range children[queue[0]] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+		queue = queue[1:]
+	}
+	return out
 }
 
 // groupMembers lists the live processes of a process group.
@@ -142,6 +206,7 @@ func groupMembers(pgid int) []int {
 
 type procStat struct {
 	state byte
+	ppid  int
 	pgrp  int
 	start uint64
 }
@@ -158,16 +223,18 @@ func readStat(pid int) (procStat, error) {
 		return procStat{}, errors.New("malformed stat")
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), f[2] field 5 (pgrp), f[19] field 22 (starttime).
+	// f[0] is field 3 (state), f[1] field 4 (ppid), f[2] field 5 (pgrp),
+	// f[19] field 22 (starttime).
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, errors.New("malformed stat")
 	}
-	pgrp, err1 := strconv.Atoi(f[2])
-	start, err2 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil {
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, errors.New("malformed stat")
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, start: start}, nil
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, nil
 }
 
 func procStartTime(pid int) (uint64, error) {
