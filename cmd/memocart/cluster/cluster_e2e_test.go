@@ -145,6 +145,11 @@ func TestClusterTakesAnOrderToDelivered(t *testing.T) {
 	assert.Error(t, c.PrintStatus(ctx, io.Discard))
 	require.NoError(t, c.Start(ctx, "worker-1"))
 	require.NoError(t, c.PrintStatus(ctx, io.Discard))
+	// So does a crashed Postgres (its backends are in sessions of their
+	// own), and the rest of the cluster reconnects to it.
+	require.NoError(t, c.Stop("postgres", true))
+	require.NoError(t, c.Start(ctx, "postgres"))
+	require.Eventually(t, func() bool { return c.PrintStatus(ctx, io.Discard) == nil }, time.Minute, 500*time.Millisecond)
 
 	// Down leaves no process of the cluster and frees every port.
 	all := pids(t, c)
