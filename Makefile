@@ -17,7 +17,7 @@ export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 HEAVY_PKGS := ./cmd/memocart/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/cmd/memocart')
 
-.PHONY: run build build-prod test vet test-unit test-e2e lint bench loadtest clean
+.PHONY: run build build-prod test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test
 
 run:
 	$(GO) run ./cmd/memocart dev
@@ -65,6 +65,30 @@ LOADTEST_DATABASE_URL ?= $(MEMOCART_TEST_DATABASE_URL)
 LOADTEST_FLAGS ?=
 loadtest: build
 	MEMOCART_DATABASE_URL='$(LOADTEST_DATABASE_URL)' bin/memocart loadtest $(LOADTEST_FLAGS)
+
+# The production topology on this machine without Docker (README, "Production
+# topology on one machine"): own Postgres and Redis, Temporal's server and UI,
+# two api and two worker processes of the prod build. State, data and logs in
+# .data/cluster; CLUSTER_FLAGS passes flags (e.g. CLUSTER_FLAGS='-ports 27000').
+CLUSTER_FLAGS ?=
+cluster: build-prod
+	bin/memocart cluster $(CLUSTER_FLAGS) up
+
+# Stopping and reading status use the binary as it is, so a broken build
+# cannot keep a running cluster from being stopped.
+cluster-stop:
+	@test -x bin/memocart || $(MAKE) build-prod
+	bin/memocart cluster $(CLUSTER_FLAGS) down
+
+cluster-status:
+	@test -x bin/memocart || $(MAKE) build-prod
+	bin/memocart cluster $(CLUSTER_FLAGS) status
+
+# Brings a second cluster up on other ports in a temporary directory, takes a
+# sandbox order to delivered through it, and stops it. Not part of `make
+# test`: it builds the Temporal binaries (cached under the user cache dir).
+cluster-test:
+	$(GO) test -race -count=1 -tags clustertest -run TestCluster -v -timeout 20m ./cmd/memocart/cluster/
 
 clean:
 	rm -rf bin .data

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +31,9 @@ func startAdmin(ctx context.Context, e env) (string, func(), error) {
 		e.log.Warn("admin listener (pprof) is not on a loopback address: keep it off the public network", slog.String("addr", addr))
 	}
 	mux := http.NewServeMux()
+	// Liveness of a process without a public listener (the worker), for
+	// memocart cluster status and container healthchecks.
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

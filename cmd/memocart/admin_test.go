@@ -25,6 +25,14 @@ func TestAdminListener(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.True(t, strings.HasPrefix(string(body), "heap profile:"), "a heap profile: %.60s", body)
 
+	// Liveness for processes without a public listener (the worker).
+	resp, err = http.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok\n", string(body))
+
 	off := env{cfg: Config{HTTPAddr: "127.0.0.1:8080"}, log: slog.New(slog.DiscardHandler)}
 	addr, stop, err = startAdmin(t.Context(), off)
 	require.NoError(t, err)

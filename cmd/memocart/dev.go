@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/memocart/memocart/cmd/memocart/devtemporal"
 	"github.com/memocart/memocart/workflows"
 )
@@ -86,17 +84,13 @@ Flags:`)
 	host, portStr, _ := net.SplitHostPort(e.cfg.TemporalAddress)
 	port, _ := strconv.Atoi(portStr)
 	ts, err := devtemporal.Start(ctx, devtemporal.Options{
-		DataDir:   filepath.Join(e.cfg.DataDir, "temporal"),
-		Host:      host,
-		GRPCPort:  port,
-		UIPort:    e.cfg.TemporalUIPort,
-		Namespace: e.cfg.TemporalNamespace,
-		SearchAttributes: map[string]enumspb.IndexedValueType{
-			workflows.SearchAttrOrderNumber.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.SearchAttrOrderStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-			workflows.SearchAttrPaymentStatus.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		},
-		Logger: e.log.With(slog.String("component", "temporal-server")),
+		DataDir:          filepath.Join(e.cfg.DataDir, "temporal"),
+		Host:             host,
+		GRPCPort:         port,
+		UIPort:           e.cfg.TemporalUIPort,
+		Namespace:        e.cfg.TemporalNamespace,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           e.log.With(slog.String("component", "temporal-server")),
 	})
 	if err != nil {
 		return fmt.Errorf("starting embedded Temporal: %w", err)

@@ -161,6 +161,11 @@ func startProduction(ctx context.Context, e env, name, usage string, args []stri
 		st.Close()
 		return nil, err
 	}
+	if err := checkTemporalNamespace(ctx, e, tc); err != nil {
+		tc.Close()
+		st.Close()
+		return nil, err
+	}
 	return &production{store: st, temporal: tc}, nil
 }
 
