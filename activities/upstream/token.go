@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -69,6 +70,12 @@ func (t *TokenCache) Token(ctx context.Context) (string, error) {
 	}
 	tok, err := t.conf.Token(ctx)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			// The caller gave up: that is the cause, whatever the token
+			// request made of its cut-off answer (an aborted exchange can
+			// surface as an empty body oauth2 fails to parse).
+			return "", fmt.Errorf("%w: %w", ctxErr, err)
+		}
 		return "", err
 	}
 	if tok.AccessToken == "" {
