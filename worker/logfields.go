@@ -22,7 +22,9 @@ import (
 // the order's workflow.
 func LogFields() interceptor.WorkerInterceptor { return &logFields{} }
 
-type logFields struct{ interceptor.WorkerInterceptorBase }
+type logFields struct {
+	interceptor.WorkerInterceptorBase
+}
 
 func (*logFields) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
 	return &activityLogFields{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}}
