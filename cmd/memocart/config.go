@@ -53,6 +53,11 @@ type Config struct {
 	RequestTimeout    time.Duration
 	KeyCacheTTL       time.Duration
 
+	// Traces: the OTLP/gRPC collector ("" = traces off) and the share
+	// of new traces kept.
+	OTLPEndpoint     string
+	TraceSampleRatio float64
+
 	WorkerStickyCacheSize  int
 	WorkerMaxWorkflowTasks int
 	WorkerMaxActivities    int
@@ -149,6 +154,19 @@ var envVars = []envVar{
 				return errors.New("must be host:port")
 			}
 			c.AdminAddr = v
+			return nil
+		}},
+	{name: "MEMOCART_OTLP_ENDPOINT", def: "",
+		help: "OpenTelemetry collector traces are sent to over OTLP/gRPC, e.g. http://127.0.0.1:4317 (https:// for TLS); empty = $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT; none = traces off",
+		set:  func(c *Config, v string) error { return parseOTLPEndpoint(v, &c.OTLPEndpoint) }},
+	{name: "MEMOCART_TRACE_SAMPLE_RATIO", def: "1",
+		help: "share of new traces kept when traces are on, 0 to 1; a trace started elsewhere (a worker's workflow) follows its parent's choice",
+		set: func(c *Config, v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || r < 0 || r > 1 {
+				return errors.New("must be a number from 0 to 1")
+			}
+			c.TraceSampleRatio = r
 			return nil
 		}},
 	{name: "MEMOCART_HTTP_ADDR", def: "127.0.0.1:8080",
@@ -484,6 +502,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if err := otlpEndpointFallback(&cfg, getenv); err != nil {
 		return Config{}, err
 	}
 	if cfg.StellarHorizonURL == "" {
