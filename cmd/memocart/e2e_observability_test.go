@@ -266,4 +266,3 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 	require.NoError(t, sc.Err())
 	return out
 }
-

@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -200,7 +200,9 @@ func (t *telemetry) stellarObserver(network string) stellar.Observer {
 
 // observeStore, observeMatcher and observeAPI hand the metrics and traces
 // to what records them; each does nothing without telemetry.
-func (t *telemetry) observeStore(st interface{ SetStatusObserver(func(models.OrderStatus)) }) {
+func (t *telemetry) observeStore(st interface {
+	SetStatusObserver(func(models.OrderStatus))
+}) {
 	if t != nil {
 		st.SetStatusObserver(t.orderEntered)
 	}
