@@ -145,7 +145,7 @@ var envVars = []envVar{
 		help: "directory for the embedded SQLite databases (app and, in dev, Temporal)",
 		set:  func(c *Config, v string) error { c.DataDir = v; return nil }},
 	{name: "MEMOCART_ADMIN_ADDR", def: "",
-		help: "opt-in admin listener serving net/http/pprof at /debug/pprof/ (e.g. 127.0.0.1:6060); never the public address; empty = off",
+		help: "opt-in admin listener serving /metrics, /healthz, /readyz and net/http/pprof at /debug/pprof/ (e.g. 127.0.0.1:6060); never the public address; empty = off",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil

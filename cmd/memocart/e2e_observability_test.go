@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
-
-var adminLine = regexp.MustCompile(`"admin listener \(pprof\) on","addr":"http://([^/"]+)/debug/pprof/"`)
 
 // TestE2EObservability follows one order from its request to delivery in
 // what the service exposes: the admin listener's /metrics (HTTP series by
@@ -41,9 +38,7 @@ func TestE2EObservability(t *testing.T) {
 		"MEMOCART_LOG_FORMAT":         "json",
 		"MEMOCART_SANDBOX_STEP_DELAY": "50ms",
 	})
-	m := adminLine.FindStringSubmatch(s.log.String())
-	require.NotNil(t, m, "the admin listener's address is logged")
-	admin := "http://" + m[1]
+	admin := "http://" + adminAddr
 
 	const createID, payID = "req-e2e-obs-create", "req-e2e-obs-pay"
 	cartID := s.newCart(s.key, product)
@@ -56,6 +51,16 @@ func TestE2EObservability(t *testing.T) {
 	s.waitStatus(s.key, number, "delivered")
 	code, _ = s.do(s.key, "GET", "/v1/no-such-route/"+number, nil)
 	require.Equal(t, http.StatusNotFound, code)
+
+	// createTrace is the trace of the order's creation request.
+	createTrace := func() string {
+		for _, sp := range spans.GetSpans() {
+			if sp.Name == "POST /v1/orders" {
+				return sp.SpanContext.TraceID().String()
+			}
+		}
+		return ""
+	}
 
 	t.Run("metrics", func(t *testing.T) {
 		// The workflow's last write (delivered) is counted as it commits;
@@ -156,6 +161,7 @@ func TestE2EObservability(t *testing.T) {
 		wf := find("Payment wait over")
 		require.NotNil(t, wf, "the workflow's line")
 		assert.Equal(t, createID, wf["request_id"], "the workflow logs the request that started it")
+		assert.Equal(t, createTrace(), wf["TraceID"], "and, traces on, the trace it belongs to")
 		assert.Equal(t, number, wf["OrderNumber"])
 		act := find("Placing the order with the buying provider")
 		require.NotNil(t, act, "the activity's line")

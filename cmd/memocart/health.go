@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,8 +30,8 @@ func (r *readiness) set(checks ...api.ReadinessCheck) { r.checks.Store(&checks) 
 const readyTimeout = 2 * time.Second
 
 // unready runs every check at once, bounded by readyTimeout, and says
-// what is not ready: "" when everything is.
-func (r *readiness) unready(ctx context.Context) string {
+// what is not ready: "" when everything is. Why is logged, not answered.
+func (r *readiness) unready(ctx context.Context, log *slog.Logger) string {
 	p := r.checks.Load()
 	if p == nil {
 		return "Not ready: starting"
@@ -38,16 +39,17 @@ func (r *readiness) unready(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	checks := *p
-	failed := make([]bool, len(checks))
+	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, c := range checks {
-		wg.Go(func() { failed[i] = c.Check(ctx) != nil })
+		wg.Go(func() { errs[i] = c.Check(ctx) })
 	}
 	wg.Wait()
 	var names []string
-	for i, f := range failed {
-		if f {
+	for i, err := range errs {
+		if err != nil {
 			names = append(names, checks[i].Name)
+			log.WarnContext(ctx, "readiness check failed", slog.String("dependency", checks[i].Name), slog.Any("error", err))
 		}
 	}
 	if len(names) == 0 {
@@ -88,7 +90,7 @@ func observabilityRoutes(mux *http.ServeMux, e env) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if msg := e.tel.readiness.unready(r.Context()); msg != "" {
+		if msg := e.tel.readiness.unready(r.Context(), e.tel.log); msg != "" {
 			type detail struct {
 				Code    models.Code `json:"code"`
 				Message string      `json:"message"`
@@ -113,5 +115,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 type promLogger struct{ t *telemetry }
 
 func (l promLogger) Println(v ...any) {
-	l.t.log.Warn("serving metrics", "error", strings.TrimSpace(fmt.Sprintln(v...)))
+	l.t.log.Warn("serving metrics", slog.String("error", strings.TrimSpace(fmt.Sprintln(v...))))
 }
