@@ -3,9 +3,10 @@
 // rate limits, plan gates), request and response types that follow the
 // contract in shared/seed, and the one table from error code to HTTP status.
 //
-// It may import models, the rate limiter, and (for orders) workflows and the
-// Temporal client. It never imports a concrete store or provider: cmd wires
-// those in through the small interfaces declared here.
+// It may import models, the rate limiter, (for orders) workflows and the
+// Temporal client, and OpenTelemetry's Gin instrumentation for request
+// spans. It never imports a concrete store or provider, nor a metrics
+// library: cmd wires those in through the small interfaces declared here.
 package api
 
 import (
