@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/memocart/memocart/models"
@@ -111,6 +113,9 @@ func (a *Activities) PlaceOrder(ctx context.Context, orderID string, attempt int
 		return models.Placement{}, err
 	}
 	defer a.heartbeat(ctx)()
+	// Every try to spend the order's money is logged, retries included;
+	// the workflow logs only the placement that succeeded.
+	logger(ctx).Info("Placing the order with the buying provider", "Attempt", attempt, "Mode", string(o.Mode))
 	p, err := f.Place(ctx, o, attempt)
 	if err != nil {
 		return models.Placement{}, temporalError(err)
@@ -297,4 +302,14 @@ func temporalError(err error) error {
 		return temporal.NewApplicationErrorWithCause(e.Message, string(e.Code), err)
 	}
 	return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err)
+}
+
+// logger is the activity's logger (with the workflow's request and order
+// ids: worker.LogFields), or none when a method runs outside an activity
+// (its callers' tests).
+func logger(ctx context.Context) log.Logger {
+	if !activity.IsActivity(ctx) {
+		return log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	}
+	return activity.GetLogger(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
 )
 
 const (
@@ -36,6 +37,10 @@ func (s *Server) requestID(c *gin.Context) {
 	}
 	c.Header(headerRequestID, id)
 	c.Set(ctxKeyLogger, s.deps.Logger.With(slog.String("request_id", id)))
+	// Temporal calls made with the request's context carry the id into
+	// the workflow's and its activities' logs (workflows.LogPropagator).
+	c.Request = c.Request.WithContext(workflows.WithRequestID(c.Request.Context(), id))
+	requestIDOnSpan(c.Request.Context(), id)
 	c.Next()
 }
 
@@ -59,15 +64,20 @@ func loggerFrom(c *gin.Context) *slog.Logger {
 }
 
 // accessLog logs one line per request: route, status, duration and the
-// key's public id. Never the body, the key itself, or query values.
+// key's public id. Never the body, the key itself, or query values. It
+// also hands the same facts to Deps.Metrics.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
 	c.Next()
+	took := time.Since(start)
+	if s.deps.Metrics != nil {
+		s.deps.Metrics.ObserveRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
+	}
 	attrs := []any{
 		slog.String("method", c.Request.Method),
 		slog.String("route", c.FullPath()),
 		slog.Int("status", c.Writer.Status()),
-		slog.Duration("duration", time.Since(start)),
+		slog.Duration("duration", took),
 	}
 	if k, ok := apiKeyFrom(c); ok {
 		attrs = append(attrs, slog.String("key_id", k.ID), slog.String("account_id", k.AccountID))

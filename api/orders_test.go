@@ -26,6 +26,7 @@ import (
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+	"github.com/memocart/memocart/workflows"
 )
 
 // ---- Order fixtures ----
@@ -65,6 +66,9 @@ type recordingWorkflows struct {
 	mu    sync.Mutex
 	calls []models.Order
 	err   error
+	// requestIDs holds the request id each StartOrder's context carried
+	// to Temporal (workflows.LogFieldsFrom).
+	requestIDs []string
 	// hints records FulfilmentUpdated calls as "<order id>/<event id>";
 	// hintErr is what they return.
 	hints   []string
@@ -128,10 +132,11 @@ func (w *recordingWorkflows) FulfilmentUpdated(_ context.Context, orderID string
 	return w.hintErr
 }
 
-func (w *recordingWorkflows) StartOrder(_ context.Context, o models.Order) error {
+func (w *recordingWorkflows) StartOrder(ctx context.Context, o models.Order) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.calls = append(w.calls, o)
+	w.requestIDs = append(w.requestIDs, workflows.LogFieldsFrom(ctx).RequestID)
 	return w.err
 }
 

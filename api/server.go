@@ -3,9 +3,10 @@
 // rate limits, plan gates), request and response types that follow the
 // contract in shared/seed, and the one table from error code to HTTP status.
 //
-// It may import models, the rate limiter, and (for orders) workflows and the
-// Temporal client. It never imports a concrete store or provider: cmd wires
-// those in through the small interfaces declared here.
+// It may import models, the rate limiter, (for orders) workflows and the
+// Temporal client, and OpenTelemetry's Gin instrumentation for request
+// spans. It never imports a concrete store or provider, nor a metrics
+// library: cmd wires those in through the small interfaces declared here.
 package api
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
@@ -143,6 +145,13 @@ type Deps struct {
 	Endpoints WebhookStore
 	Events    WebhookEvents
 	Resolver  Resolver
+
+	// Observability (observability.go): Metrics is told about every
+	// request (nil: nothing); Tracer traces every request (nil: off);
+	// Readiness lists what /readyz checks besides the database.
+	Metrics   RequestMetrics
+	Tracer    trace.TracerProvider
+	Readiness []ReadinessCheck
 }
 
 // Server holds the API's configuration and dependencies.
@@ -207,6 +216,9 @@ func (s *Server) routes() *gin.Engine {
 	// answered with an empty redirect a POST cannot follow.
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
+	if s.deps.Tracer != nil {
+		r.Use(s.tracing())
+	}
 	r.Use(s.requestID, s.accessLog, s.recover, s.deadline)
 	r.NoRoute(func(c *gin.Context) { abort(c, models.NewError(models.CodeNotFound)) })
 	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
@@ -244,17 +256,6 @@ func (s *Server) routes() *gin.Engine {
 	pro.GET("/webhook_endpoints/:id/deliveries", s.listWebhookDeliveries)
 	pro.POST("/webhook_endpoints/:id/deliveries/:event_id/resend", s.resendWebhookEvent)
 	return r
-}
-
-func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.deps.Store.Ping(ctx); err != nil {
-		loggerFrom(c).WarnContext(ctx, "readiness check failed", slog.Any("error", err))
-		abort(c, models.NewError(models.CodeUnavailable))
-		return
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
 
 // Serve runs an HTTP server for handler on addr until ctx is done, then

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -76,5 +77,8 @@ func OptionsWith(t Tuning) worker.Options {
 		WorkerStopTimeout:                      stopTimeout,
 		MaxConcurrentWorkflowTaskExecutionSize: t.MaxConcurrentWorkflowTasks,
 		MaxConcurrentActivityExecutionSize:     t.MaxConcurrentActivities,
+		// The client's interceptors (tracing) run first; this one puts
+		// the request and order ids into workflow and activity logs.
+		Interceptors: []interceptor.WorkerInterceptor{LogFields()},
 	}
 }

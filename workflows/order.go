@@ -186,6 +186,8 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	if err := validateInput(in); err != nil {
 		return OrderResult{}, temporal.NewNonRetryableApplicationError(err.Error(), string(models.CodeInvalidRequest), nil)
 	}
+	// Every activity scheduled from here on logs which order it works for.
+	ctx = withOrderLogFields(ctx, in)
 	o, err := startOrder(ctx, in)
 	if err != nil {
 		return OrderResult{}, err

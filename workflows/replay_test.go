@@ -5,9 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	memoworker "github.com/memocart/memocart/worker"
 	"github.com/memocart/memocart/workflows"
 )
 
@@ -21,12 +26,31 @@ func TestReplayHistories(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files, "no workflow histories in testdata/: record them as testdata/README.md explains")
 
-	replayer := worker.NewWorkflowReplayer()
-	replayer.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
-	replayer.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, f))
-		})
+	// The worker runs with its interceptors (log fields) and, when traces
+	// are on, Temporal's OpenTelemetry interceptor in front: neither may
+	// change what the workflow decides, so every history replays under
+	// both setups as well as bare.
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer: sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter())).Tracer("replay"),
+	})
+	require.NoError(t, err)
+	setups := map[string]worker.WorkflowReplayerOptions{
+		"bare":   {},
+		"worker": {Interceptors: memoworker.Options().Interceptors, ContextPropagators: []workflow.ContextPropagator{workflows.LogPropagator()}},
+		"traced": {
+			Interceptors:       append([]interceptor.WorkerInterceptor{tracing}, memoworker.Options().Interceptors...),
+			ContextPropagators: []workflow.ContextPropagator{workflows.LogPropagator()},
+		},
+	}
+	for name, opts := range setups {
+		replayer, err := worker.NewWorkflowReplayerWithOptions(opts)
+		require.NoError(t, err)
+		replayer.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
+		replayer.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
+		for _, f := range files {
+			t.Run(name+"/"+filepath.Base(f), func(t *testing.T) {
+				require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			})
+		}
 	}
 }

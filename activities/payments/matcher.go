@@ -48,6 +48,23 @@ type Matcher struct {
 	signal Signaler
 	log    *slog.Logger
 	now    func() time.Time
+	// outcome is told every decision (OnOutcome; nil: nobody).
+	outcome func(models.PaymentOutcome)
+}
+
+// OnOutcome sets f to be told the outcome of every delivery the matcher
+// completes: once per payment as a rule, and again each time a payment is
+// delivered again (a source re-delivering after a crash, Redeliver
+// re-signalling a workflow that had not acknowledged it, which may then
+// find it late). A delivery that fails is not told. Call it before the
+// matcher is used.
+func (m *Matcher) OnOutcome(f func(models.PaymentOutcome)) { m.outcome = f }
+
+func (m *Matcher) told(o models.PaymentOutcome, err error) (models.PaymentOutcome, error) {
+	if err == nil && m.outcome != nil {
+		m.outcome(o)
+	}
+	return o, err
 }
 
 // NewMatcher returns a matcher.
@@ -83,10 +100,10 @@ func (m *Matcher) Handle(ctx context.Context, p models.Payment) (models.PaymentO
 	if orderID == "" {
 		m.log.InfoContext(ctx, "payment kept as unmatched: its memo names no order",
 			slog.String("payment_id", p.ID), slog.String("memo_type", p.MemoType))
-		return models.PaymentOutcomeUnmatched, nil
+		return m.told(models.PaymentOutcomeUnmatched, nil)
 	}
 	p.OrderID = orderID
-	return m.deliver(ctx, p)
+	return m.told(m.deliver(ctx, p))
 }
 
 // orderNumberFromMemo reads an order number from a memo: text memos as a
@@ -107,7 +124,7 @@ func (m *Matcher) Attach(ctx context.Context, paymentID, orderNumber string) (mo
 		return "", err
 	}
 	m.log.InfoContext(ctx, "operator attached payment to order", slog.String("payment_id", p.ID), slog.String("order_id", p.OrderID))
-	return m.deliver(ctx, p)
+	return m.told(m.deliver(ctx, p))
 }
 
 // ErrSignal wraps a failure to signal the order's workflow of a payment
@@ -162,7 +179,7 @@ func (m *Matcher) Redeliver(ctx context.Context, grace time.Duration) (int, erro
 		return n, err
 	}
 	for _, p := range ps {
-		if _, err := m.deliver(ctx, p); err != nil {
+		if _, err := m.told(m.deliver(ctx, p)); err != nil {
 			return n, err
 		}
 		n++

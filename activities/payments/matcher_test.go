@@ -263,3 +263,31 @@ func TestMatcherOperatorAttach(t *testing.T) {
 	_, err = m.Attach(context.Background(), "p1", validNumber)
 	assert.Error(t, err, "only an unmatched payment can be attached")
 }
+
+// TestMatcherTellsOutcomes: every completed delivery is told its outcome,
+// failed ones are not, and a redelivery is told again.
+func TestMatcherTellsOutcomes(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{}
+	m := NewMatcher(st, sig, nil)
+	var told []models.PaymentOutcome
+	m.OnOutcome(func(o models.PaymentOutcome) { told = append(told, o) })
+	ctx := context.Background()
+
+	_, err := m.Handle(ctx, payment("p1", validNumber))
+	require.NoError(t, err)
+	_, err = m.Handle(ctx, payment("p2", "no order here"))
+	require.NoError(t, err)
+	sig.err = errors.New("temporal unavailable")
+	_, err = m.Handle(ctx, payment("p3", validNumber))
+	require.Error(t, err)
+	assert.Equal(t, []models.PaymentOutcome{models.PaymentOutcomeMatched, models.PaymentOutcomeUnmatched}, told, "a failed delivery is not an outcome")
+
+	// p1 and p3 are unacknowledged; the order has closed meanwhile.
+	sig.err, sig.closed = nil, map[string]bool{"ord_1": true}
+	n, err := m.Redeliver(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []models.PaymentOutcome{models.PaymentOutcomeMatched, models.PaymentOutcomeUnmatched, models.PaymentOutcomeLate, models.PaymentOutcomeLate}, told)
+}

@@ -47,7 +47,28 @@ type Config struct {
 	// by id, and amounts add up), and a payment saved but not handed on
 	// when the run ends is re-driven by the service's reconciler.
 	HandleConcurrency int
+	// Observer, if not nil, is told how far behind the chain the watcher
+	// runs (the service's metrics).
+	Observer Observer
 }
+
+// Observer is told what the watcher's lag is made of. Calls may come from
+// several goroutines.
+type Observer interface {
+	// PaymentSaved: a payment not seen before was saved, lag after the
+	// ledger holding it closed (Horizon's created_at). Payments found by
+	// a catch-up after an outage show the outage in their lag.
+	PaymentSaved(lag time.Duration)
+	// CaughtUp: a scan has just read up to the newest payment Horizon
+	// holds for the account. A healthy watcher does so every SweepEvery;
+	// a stuck one stops.
+	CaughtUp()
+}
+
+type noObserver struct{}
+
+func (noObserver) PaymentSaved(time.Duration) {}
+func (noObserver) CaughtUp()                  {}
 
 // Defaults of Config.
 const (
@@ -172,6 +193,9 @@ func NewWatcher(cfg Config, hc *http.Client, store Store, handle models.PaymentH
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
 	}
 	return &Watcher{
 		cfg:    cfg,
@@ -383,6 +407,7 @@ func (r *run) scan(ctx context.Context) error {
 		}
 		from = last
 	}
+	r.w.cfg.Observer.CaughtUp()
 	r.sweepFrom = r.cursor
 	for id, token := range r.seen {
 		if !tokenAfter(token, r.sweepFrom) {
@@ -488,8 +513,10 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 		return fmt.Errorf("saving %d payments and cursor %s: %w", len(ps), cursor, err)
 	}
 	r.cursor = cursor
+	savedAt := time.Now()
 	for i, p := range ps {
 		r.seen[p.ID] = tokens[i]
+		w.cfg.Observer.PaymentSaved(savedAt.Sub(p.ReceivedAt))
 	}
 	r.report(cursor)
 	for _, p := range ps {

@@ -925,3 +925,61 @@ func TestConcurrentHandling(t *testing.T) {
 	assertStoredOnce(t, h.store, tokens...)
 	assert.Equal(t, tokens[len(tokens)-1], h.store.Cursor())
 }
+
+// lagObserver records what the watcher tells its Observer.
+type lagObserver struct {
+	mu       sync.Mutex
+	lags     []time.Duration
+	caughtUp int
+}
+
+func (o *lagObserver) PaymentSaved(lag time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lags = append(o.lags, lag)
+}
+
+func (o *lagObserver) CaughtUp() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.caughtUp++
+}
+
+func (o *lagObserver) seen() ([]time.Duration, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]time.Duration(nil), o.lags...), o.caughtUp
+}
+
+// TestObserverSeesLagAndCatchUp: payments found by a catch-up report how
+// long after their ledger closed they were saved; a completed scan reports
+// the watcher caught up; a payment seen again is not reported twice.
+func TestObserverSeesLagAndCatchUp(t *testing.T) {
+	h := newHarness(t, "0")
+	closed := time.Now().Add(-time.Hour)
+	var tokens []string
+	for range 4 {
+		p := incoming("1.0000000")
+		p.CreatedAt = closed
+		tokens = append(tokens, h.srv.AddPayment(p))
+	}
+	obs := &lagObserver{}
+	cfg := testConfig(h.srv)
+	cfg.Observer = obs
+	h.start(t, cfg, h.store, nil)
+	h.waitStream(t)
+	h.waitStored(t, tokens...)
+
+	lags, caughtUp := obs.seen()
+	require.Len(t, lags, 4, "one per new payment")
+	for _, l := range lags {
+		assert.GreaterOrEqual(t, l, 59*time.Minute, "the hour since the ledger closed")
+	}
+	assert.Equal(t, 1, caughtUp, "the catch-up scan reached the newest payment")
+
+	live := h.srv.AddPayment(incoming("2.0000000"))
+	h.waitStored(t, live)
+	lags, _ = obs.seen()
+	require.Len(t, lags, 5)
+	assert.Less(t, lags[4], 59*time.Minute, "a streamed payment is saved soon after its ledger closed")
+}

@@ -54,6 +54,11 @@ type Config struct {
 	RequestTimeout    time.Duration
 	KeyCacheTTL       time.Duration
 
+	// Traces: the OTLP/gRPC collector ("" = traces off) and the share
+	// of new traces kept.
+	OTLPEndpoint     string
+	TraceSampleRatio float64
+
 	WorkerStickyCacheSize  int
 	WorkerMaxWorkflowTasks int
 	WorkerMaxActivities    int
@@ -141,7 +146,7 @@ var envVars = []envVar{
 		help: "directory for the embedded SQLite databases (app and, in dev, Temporal)",
 		set:  func(c *Config, v string) error { c.DataDir = v; return nil }},
 	{name: "MEMOCART_ADMIN_ADDR", def: "",
-		help: "opt-in admin listener serving net/http/pprof at /debug/pprof/ (e.g. 127.0.0.1:6060); never the public address; empty = off",
+		help: "opt-in admin listener serving /metrics, /healthz, /readyz and net/http/pprof at /debug/pprof/ (e.g. 127.0.0.1:6060); never the public address; empty = off",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
@@ -150,6 +155,19 @@ var envVars = []envVar{
 				return errors.New("must be host:port")
 			}
 			c.AdminAddr = v
+			return nil
+		}},
+	{name: "MEMOCART_OTLP_ENDPOINT", def: "",
+		help: "OpenTelemetry collector traces are sent to over OTLP/gRPC, e.g. http://127.0.0.1:4317 (https:// for TLS); empty = $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then $OTEL_EXPORTER_OTLP_ENDPOINT; none = traces off",
+		set:  func(c *Config, v string) error { return parseOTLPEndpoint(v, &c.OTLPEndpoint) }},
+	{name: "MEMOCART_TRACE_SAMPLE_RATIO", def: "1",
+		help: "share of new traces kept when traces are on, 0 to 1; a trace started elsewhere (a worker's workflow) follows its parent's choice",
+		set: func(c *Config, v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || r < 0 || r > 1 {
+				return errors.New("must be a number from 0 to 1")
+			}
+			c.TraceSampleRatio = r
 			return nil
 		}},
 	{name: "MEMOCART_HTTP_ADDR", def: "127.0.0.1:8080",
@@ -506,6 +524,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if err := cfg.TemporalSecurity.validate(); err != nil {
+		return Config{}, err
+	}
+	if err := otlpEndpointFallback(&cfg, getenv); err != nil {
 		return Config{}, err
 	}
 	if cfg.StellarHorizonURL == "" {

@@ -53,6 +53,11 @@ Flags:`)
 		defer stopLive()
 	}
 	e.log.Info("starting dev stack", slog.String("config", e.cfg.masked(e.getenv)))
+	e, stopTel, err := startTelemetry(ctx, e, "dev")
+	if err != nil {
+		return err
+	}
+	defer stopTel()
 	_, stopAdmin, err := startAdmin(ctx, e)
 	if err != nil {
 		return err
@@ -107,6 +112,7 @@ Flags:`)
 		return err
 	}
 	defer tc.Close()
+	e.tel.setReady(st, tc)
 
 	stack, err := newAPIStack(e, st, limiter, tc)
 	if err != nil {

@@ -67,8 +67,9 @@ type stack struct {
 	client   client.Client
 	// stop shuts the stack down (as a crash or a deploy would) and waits.
 	stop func()
-	// out is what dev printed on stdout (its banner).
+	// out is what dev printed on stdout (its banner); log, on stderr.
 	out *syncBuffer
+	log *syncBuffer
 }
 
 var (
@@ -131,7 +132,7 @@ func startDev(t testing.TB, dialect string, overrides map[string]string) *stack 
 	for {
 		s := out.String()
 		if m := apiLine.FindStringSubmatch(s); m != nil {
-			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1], stop: stop, out: out}
+			st := &stack{t: t, env: env, baseURL: m[1], temporal: temporalLine.FindStringSubmatch(s)[1], key: keyLine.FindStringSubmatch(s)[1], stop: stop, out: out, log: errOut}
 			c, err := client.Dial(client.Options{HostPort: st.temporal, Namespace: "default"})
 			require.NoError(t, err)
 			t.Cleanup(c.Close)

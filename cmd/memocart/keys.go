@@ -150,7 +150,7 @@ func keysCreate(ctx context.Context, e env, args []string) error {
 	if *asJSON {
 		out := keyJSON(k)
 		out.Key = secret
-		return writeJSON(e, out)
+		return printJSON(e, out)
 	}
 	_, err = fmt.Fprintln(e.stdout, secret)
 	return err
@@ -174,8 +174,8 @@ func keyJSON(k models.APIKey) keyOut {
 		Display: k.DisplayPrefix + "…" + k.Last4, CreatedAt: k.CreatedAt.UTC(), RevokedAt: k.RevokedAt}
 }
 
-// writeJSON prints v on stdout, indented, for scripts (jq).
-func writeJSON(e env, v any) error {
+// printJSON prints v on stdout, indented, for scripts (jq).
+func printJSON(e env, v any) error {
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -202,7 +202,7 @@ func keysList(ctx context.Context, e env, args []string) error {
 		for i, k := range keys {
 			out[i] = keyJSON(k)
 		}
-		return writeJSON(e, out)
+		return printJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED")

@@ -43,6 +43,9 @@ type env struct {
 	log    *slog.Logger
 	// live reaches the live providers; dev with test servers replaces it.
 	live liveClients
+	// tel is the process's metrics and traces (telemetry.go); nil in the
+	// operator subcommands.
+	tel *telemetry
 }
 
 type command struct {

@@ -167,7 +167,7 @@ func paymentsList(ctx context.Context, e env, st *sqlstore.Store, args []string)
 			out.RefundsDue = append(out.RefundsDue, refundOut{OrderNumber: r.OrderNumber, PaymentID: r.PaymentID,
 				Amount: r.Amount.String(), Asset: r.Asset, To: r.Senders, Reason: r.Reason})
 		}
-		return writeJSON(e, out)
+		return printJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "PAYMENTS: %d matched, %d unmatched, %d late, %d refund_due, %d refunded, %d not yet matched\n\n",

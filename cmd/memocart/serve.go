@@ -28,6 +28,7 @@ func openStore(ctx context.Context, e env) (*sqlstore.Store, error) {
 		return nil, err
 	}
 	st.SetEventRenderer(api.NewEventRenderer(api.Config{PublicURL: e.cfg.PublicURL, Payments: paymentSetups(e.cfg)}))
+	e.tel.observeStore(st)
 	if e.cfg.WebhookSecretsKey != nil {
 		if err := st.SetSecretKey(e.cfg.WebhookSecretsKey); err != nil {
 			st.Close()
@@ -166,6 +167,7 @@ func startProduction(ctx context.Context, e env, name, usage string, args []stri
 		st.Close()
 		return nil, err
 	}
+	e.tel.setReady(st, tc)
 	return &production{store: st, temporal: tc}, nil
 }
 
@@ -176,6 +178,11 @@ func (p *production) close() {
 
 // runAPI is `memocart api`: the production HTTP API. Run as many as needed.
 func runAPI(ctx context.Context, e env, args []string) error {
+	e, stopTel, err := startTelemetry(ctx, e, "api")
+	if err != nil {
+		return err
+	}
+	defer stopTel()
 	p, err := startProduction(ctx, e, "api", "Serves the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).", args)
 	if err != nil {
 		return err
@@ -208,6 +215,11 @@ func runAPI(ctx context.Context, e env, args []string) error {
 // workflows, their activities and the payment watcher. Scale it out by
 // running more.
 func runWorker(ctx context.Context, e env, args []string) error {
+	e, stopTel, err := startTelemetry(ctx, e, "worker")
+	if err != nil {
+		return err
+	}
+	defer stopTel()
 	p, err := startProduction(ctx, e, "worker", "Runs order workflows, their activities and the Stellar payment watcher from\nMEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.", args)
 	if err != nil {
 		return err

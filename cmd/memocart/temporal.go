@@ -37,6 +37,10 @@ func temporalOptions(e env, hostPort string) (client.Options, error) {
 	if err := e.cfg.TemporalSecurity.apply(&opts); err != nil {
 		return client.Options{}, err
 	}
+	// Metrics, tracing and the log propagator (telemetry.go).
+	if err := e.tel.temporalOptions(&opts); err != nil {
+		return client.Options{}, err
+	}
 	return opts, nil
 }
 
@@ -156,10 +160,13 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 	var watch *workflows.WatcherInput
 	if e.cfg.StellarAccount != "" {
 		in := workflows.WatcherInput{Network: string(e.cfg.StellarNetwork), Account: e.cfg.StellarAccount}
+		matcher := payments.NewMatcher(st, orders, e.log)
+		e.tel.observeMatcher(matcher)
 		w, err := stellar.NewWatcher(stellar.Config{
 			HorizonURL: e.cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.cfg.USDCIssuer,
 			HandleConcurrency: 16,
-		}, &http.Client{}, st, payments.NewMatcher(st, orders, e.log).Handle, storeAlerter{st: st, log: e.log}, e.log.With(slog.String("component", "stellar-watcher")))
+			Observer:          e.tel.stellarObserver(in.Network),
+		}, &http.Client{}, st, matcher.Handle, storeAlerter{st: st, log: e.log}, e.log.With(slog.String("component", "stellar-watcher")))
 		if err != nil {
 			return fmt.Errorf("configuring the Stellar watcher: %w", err)
 		}
@@ -209,8 +216,25 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	}
 	orders := workflows.NewClient(c, e.cfg.TemporalTaskQueue)
 	matcher := payments.NewMatcher(st, orders, e.log)
+	e.tel.observeMatcher(matcher)
 	src := sandbox.NewPaymentSource()
 	outbox := newOutbox(e, c, st)
+	deps := api.Deps{
+		Store:        st,
+		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
+		Webhooks:     liveWebhooks(e.cfg),
+		Limiter:      limiter,
+		Workflows:    orders,
+		Rates:        rateProviders(e.cfg),
+		TestPayments: src,
+		Logger:       e.log,
+
+		Events:   outbox,
+		Resolver: net.DefaultResolver,
+
+		Readiness: []api.ReadinessCheck{temporalCheck(c)},
+	}
+	e.tel.observeAPI(&deps)
 	srv := api.NewServer(
 		api.Config{
 			KeyPrefix: e.cfg.KeyPrefix, CartTTL: e.cfg.CartTTL, PaymentWindow: e.cfg.PaymentWindow,
@@ -223,19 +247,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 
 			WebhookTestLoopback: e.cfg.WebhookTestLoopback,
 		},
-		api.Deps{
-			Store:        st,
-			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
-			Webhooks:     liveWebhooks(e.cfg),
-			Limiter:      limiter,
-			Workflows:    orders,
-			Rates:        rateProviders(e.cfg),
-			TestPayments: src,
-			Logger:       e.log,
-
-			Events:   outbox,
-			Resolver: net.DefaultResolver,
-		},
+		deps,
 	)
 	if testHookAfterOrderCommit != nil {
 		srv.SetAfterOrderCommit(testHookAfterOrderCommit)

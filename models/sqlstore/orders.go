@@ -148,6 +148,9 @@ func (s *Store) CreateOrder(ctx context.Context, req models.OrderRequest) (order
 	for attempt := 0; attempt < 5; attempt++ {
 		order, created, err = s.createOrderOnce(ctx, req)
 		if !errors.Is(err, errNumberTaken) {
+			if created {
+				s.observeEntered(models.OrderCreated)
+			}
 			return order, created, err
 		}
 	}
@@ -381,7 +384,9 @@ func (s *Store) OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.T
 // models.CanTransition, a step keeps its first timestamp, and payment
 // fields only move towards more money received.
 func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+	var entered models.OrderStatus
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		entered = ""
 		var row orderRow
 		q := tx
 		if s.dialect == DialectPostgres {
@@ -394,6 +399,7 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 			return err
 		}
 		eff := models.ApplyTransition(models.OrderStatus(row.Status), row.AmountReceived, t)
+		entered = eff.Status
 		if eff.Changes() {
 			updates := map[string]any{"updated_at": time.Now().UTC()}
 			if eff.Status != "" {
@@ -432,6 +438,9 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 			return err
 		}
 		return fmt.Errorf("recording transition to %s: %w", t.Status, err)
+	}
+	if entered != "" {
+		s.observeEntered(entered)
 	}
 	return nil
 }

@@ -42,6 +42,10 @@ type Store struct {
 	// key endpoint secrets are sealed with (SetSecretKey; nil: none).
 	events  EventRenderer
 	secrets cipher.AEAD
+
+	// entered is told each order status a committed write entered
+	// (SetStatusObserver; nil: nobody).
+	entered func(models.OrderStatus)
 }
 
 // Open connects to the database named by dsn: a postgres:// or
