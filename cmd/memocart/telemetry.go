@@ -249,7 +249,7 @@ func (t *telemetry) temporalOptions(opts *client.Options) error {
 	}
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: t.tracer.Tracer("temporal-sdk-go")})
 	if err != nil {
-		return fmt.Errorf("Temporal tracing interceptor: %w", err)
+		return fmt.Errorf("the Temporal tracing interceptor: %w", err)
 	}
 	opts.Interceptors = append(opts.Interceptors, tracing)
 	return nil
