@@ -149,9 +149,10 @@ Memocart dev is running.
   Temporal:     %[4]s (namespace %[3]s, task queue %[5]s)
   Test API key: %[6]s
 
-Try:
-  export MEMOCART_KEY=%[6]s
-  curl -s -X POST http://%[1]s/v1/products/preview -H "Authorization: Bearer $MEMOCART_KEY" \
+Try it (README, "Walkthrough"), in another shell:
+  export API=http://%[1]s
+  export KEY=%[6]s
+  curl -s -X POST "$API/v1/products/preview" -H "Authorization: Bearer $KEY" \
     -H 'Content-Type: application/json' -d '{"url":"https://www.amazon.com/dp/B08N5WRWNW"}'
 %[7]s
 `, addr, ui, ts.Namespace(), ts.FrontendHostPort(), e.cfg.TemporalTaskQueue, secret, liveBanner)
