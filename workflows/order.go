@@ -331,10 +331,16 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	if err := o.validateRefund(bg, r); err != nil {
 		return RefundResult{}, err
 	}
+	// From here on a payment is not credited: the refund being written
+	// covers exactly the amount checked above, so a payment arriving while
+	// it is written is late (due back on its own), never counted into
+	// money the database will call refunded.
+	o.refunding = true
 	var a *activities.Activities
 	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
 	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)),
 		a.RecordRefund, o.in.OrderNumber, r.TxHash, workflow.Now(bg)).Get(bg, nil); err != nil {
+		o.refunding = false
 		return RefundResult{}, err
 	}
 	o.refunded = true
@@ -430,9 +436,10 @@ type order struct {
 
 	// refunded: an operator's refund of the money received is recorded;
 	// payments taken in after it are late, never credited.
-	refunded bool
-	late     map[string]bool // ids of toRecord payments to record as late
-	note     string          // shown in the current details (setDetails)
+	refunded  bool
+	refunding bool            // a refund is being written: payments are late already
+	late      map[string]bool // ids of toRecord payments to record as late
+	note      string          // shown in the current details (setDetails)
 
 	writeMu workflow.Mutex
 	written models.Transition // last state written, initially what the API wrote
@@ -774,7 +781,7 @@ func (o *order) acceptPayment(p PaymentSignal) {
 		return
 	}
 	o.seen[p.PaymentID] = true
-	if o.refunded {
+	if o.refunded || o.refunding {
 		// The refund covered what the order had: this one is due back on
 		// its own.
 		o.late[p.PaymentID] = true
