@@ -166,8 +166,10 @@ type StatusView struct {
 	Cancellation models.CancellationReason `json:",omitempty"`
 }
 
-// OrderResult is how an order ended. Cancelled and failed orders are
-// results, not workflow errors: they are business outcomes.
+// OrderResult is how an order ended. A cancelled order is a result: a
+// business outcome. A failed order's run (from version end-states) ends
+// with an OrderFailedError application error carrying its OrderResult as
+// details, so the Temporal UI shows it Failed.
 type OrderResult struct {
 	Status         models.OrderStatus
 	PaymentStatus  models.PaymentStatus
@@ -207,9 +209,14 @@ func StartOptions(in OrderInput, taskQueue string) client.StartWorkflowOptions {
 //     recording each step. A marketplace refusal ends the order as failed,
 //     with the payment due back.
 //
+//  3. An order that ended owing the money it received (cancelled after a
+//     partial payment, failed) stays open until an operator's refund is
+//     recorded (UpdateRecordRefund) or RefundWait passes. A failed order
+//     then ends the workflow with an OrderFailedError.
+//
 // Every step is written to the database by an idempotent activity and
-// mirrored in the search attributes. A cancelled or failed order is a
-// result, not an error.
+// mirrored in the search attributes. A cancelled order is a result, not
+// an error.
 //
 // Versioning: runs of this workflow may be in flight for days. Any change
 // to what it does — the order of activities, timers, signal handling,

@@ -444,7 +444,7 @@ func TestOrderSourcingFailed(t *testing.T) {
 		models.Errorf(models.CodeSourcingFailed, "The product was withdrawn by the seller."))
 	h.payAt(5*time.Minute, pay("p1", "995.98"))
 
-	res := h.run() // a failed order is a result, not a workflow error
+	res := h.run() // the workflow ends Failed, carrying the order's result
 
 	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
 	transitions, _, writes := h.store.snapshot()
