@@ -205,6 +205,7 @@ func StartOptions(in OrderInput, taskQueue string) client.StartWorkflowOptions {
 //     received, deduplicated and recorded for the whole life of the
 //     workflow, also after payment (overpaid) and after cancellation (the
 //     money is due back).
+//
 //  2. Paid, it sources, ships and delivers through the order's fulfiller,
 //     recording each step. A marketplace refusal ends the order as failed,
 //     with the payment due back.
