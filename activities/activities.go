@@ -30,6 +30,21 @@ type Store interface {
 	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error
 }
 
+// Refunds is the order database's record of money sent back. The order
+// workflow writes through it while it waits for an order's refund, so
+// that it, not the operator's command, is the one writer of the order
+// until it closes: a payment arriving at the same moment is then either
+// counted before the refund or marked late after it, never lost between.
+type Refunds interface {
+	// MarkOrderRefunded records that the money an order received was sent
+	// back in the transaction txHash. Recording the same txHash again is
+	// not an error, so a retried activity succeeds.
+	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
+	// MarkPaymentLate records that a stored payment reached its order too
+	// late to count: it is due back on its own.
+	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
+}
+
 // Fulfiller buys an order's items through a buying provider and reports
 // how the purchase and its parcels progress. The order workflow places the
 // order once, then checks it on the fulfiller's schedule (and whenever the
@@ -58,6 +73,10 @@ type Fulfiller interface {
 // method names.
 type Activities struct {
 	Store Store
+	// Refunds records refunds and late payments for the order workflow
+	// (RecordRefund, RecordLatePayment); nil on workers whose orders never
+	// owe money back (tests).
+	Refunds Refunds
 	// Fulfillers holds one fulfiller per mode: the sandbox for test, the
 	// marketplaces for live. A paid order of a mode without one keeps
 	// retrying its sourcing (live_mode_unavailable, retryable) until one
@@ -97,6 +116,36 @@ func (a *Activities) RecordTransition(ctx context.Context, orderID string, t mod
 // dispatches the events that recorded.
 func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
 	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+		return temporalError(err)
+	}
+	a.dispatchEvents(ctx, orderID)
+	return nil
+}
+
+// RecordRefund records that the order's received money was sent back in
+// txHash, at the workflow's time at.
+func (a *Activities) RecordRefund(ctx context.Context, orderNumber, txHash string, at time.Time) error {
+	if a.Refunds == nil {
+		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
+	}
+	if err := a.Refunds.MarkOrderRefunded(ctx, orderNumber, txHash, at); err != nil {
+		return temporalError(err)
+	}
+	return nil
+}
+
+// RecordLatePayment stores a payment the workflow took in after the
+// order's refund was recorded and marks it late: it is not credited (the
+// refund covered what the order had), it is due back on its own, and
+// `memocart payments list` shows it.
+func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p models.Payment, at time.Time) error {
+	if a.Refunds == nil {
+		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
+	}
+	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+		return temporalError(err)
+	}
+	if err := a.Refunds.MarkPaymentLate(ctx, p.ID, at); err != nil {
 		return temporalError(err)
 	}
 	a.dispatchEvents(ctx, orderID)

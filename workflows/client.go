@@ -129,3 +129,37 @@ func cancelError(err error) error {
 	}
 	return err
 }
+
+// RecordRefund asks the order's workflow, still open because the order
+// owes the money it received, to record that an operator sent r.Amount
+// back (UpdateRecordRefund), and waits until the database says so. It
+// returns models.ErrOrderClosed when the workflow has closed or does not
+// exist: then the database alone holds the refund and the caller writes
+// it there. A refund the workflow refuses (the order owes nothing, or has
+// received another amount) is an error of code models.CodeInvalidRequest
+// with the workflow's message.
+func (c *Client) RecordRefund(ctx context.Context, orderID string, r RefundRequest) (RefundResult, error) {
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   models.WorkflowID(orderID),
+		UpdateName:   UpdateRecordRefund,
+		Args:         []any{r},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var res RefundResult
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	var (
+		appErr   *temporal.ApplicationError
+		notFound *serviceerror.NotFound
+	)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.As(err, &appErr) && appErr.Type() == string(models.CodeInvalidRequest):
+		return res, models.Errorf(models.CodeInvalidRequest, "%s", appErr.Message())
+	case errors.As(err, &notFound):
+		return res, models.ErrOrderClosed
+	}
+	return res, err
+}

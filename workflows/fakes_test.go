@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/memocart/memocart/models"
 )
@@ -74,6 +75,25 @@ func (s *fakeStore) RecordPayment(_ context.Context, orderID string, p models.Pa
 	}
 	s.payments = append(s.payments, p)
 	s.writes = append(s.writes, "payment:"+p.ID)
+	return nil
+}
+
+// MarkOrderRefunded and MarkPaymentLate make fakeStore the activities'
+// Refunds too; they record "refund:<tx>" and "late:<id>".
+func (s *fakeStore) MarkOrderRefunded(_ context.Context, orderNumber, txHash string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if orderNumber != s.order.Number {
+		return models.ErrOrderNotFound
+	}
+	s.writes = append(s.writes, "refund:"+txHash)
+	return nil
+}
+
+func (s *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes = append(s.writes, "late:"+paymentID)
 	return nil
 }
 

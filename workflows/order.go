@@ -41,7 +41,41 @@ const (
 	// or beyond (models.CodeOrderNotCancellable); it answers a
 	// CancelResult once the cancellation is in the database.
 	UpdateCancel = "cancel"
+	// UpdateRecordRefund carries a RefundRequest: an operator sent back
+	// the money a cancelled or failed order received (memocart payments
+	// mark-refunded --order). The workflow records it in the database and
+	// its search attributes, then closes. Its validator refuses an order
+	// that owes nothing, or whose amount received is not the amount the
+	// operator sent back.
+	UpdateRecordRefund = "record-refund"
+	// OrderFailedError is the type of the application error a failed
+	// order's workflow ends with, so that the Temporal UI shows it Failed
+	// (and counts it) instead of Completed. Its details hold the
+	// OrderResult.
+	OrderFailedError = "order_failed"
 )
+
+// RefundWait bounds how long the workflow of an order that ended owing
+// money stays open for its refund to be recorded. Past it, the workflow
+// closes with PaymentStatus refund_due and the database alone holds the
+// refund (memocart payments list, mark-refunded).
+const RefundWait = 90 * 24 * time.Hour
+
+// RefundRequest is UpdateRecordRefund's input.
+type RefundRequest struct {
+	TxHash string // the chain transaction that sent the money back
+	// Amount is what the operator sent back: the order's amount received
+	// as the operator saw it. A payment credited since makes the update
+	// fail, so a refund never covers money the operator did not send.
+	Amount     decimal.Decimal
+	RecordedBy string `json:",omitempty"`
+}
+
+// RefundResult is UpdateRecordRefund's answer.
+type RefundResult struct {
+	PaymentStatus models.PaymentStatus
+	Amount        decimal.Decimal
+}
 
 // FulfilmentSignal is a hint that the order changed at its buying
 // provider. The workflow never takes its content as the truth: it checks
@@ -132,8 +166,10 @@ type StatusView struct {
 	Cancellation models.CancellationReason `json:",omitempty"`
 }
 
-// OrderResult is how an order ended. Cancelled and failed orders are
-// results, not workflow errors: they are business outcomes.
+// OrderResult is how an order ended. A cancelled order is a result: a
+// business outcome. A failed order's run (from version end-states) ends
+// with an OrderFailedError application error carrying its OrderResult as
+// details, so the Temporal UI shows it Failed.
 type OrderResult struct {
 	Status         models.OrderStatus
 	PaymentStatus  models.PaymentStatus
@@ -169,13 +205,19 @@ func StartOptions(in OrderInput, taskQueue string) client.StartWorkflowOptions {
 //     received, deduplicated and recorded for the whole life of the
 //     workflow, also after payment (overpaid) and after cancellation (the
 //     money is due back).
+//
 //  2. Paid, it sources, ships and delivers through the order's fulfiller,
 //     recording each step. A marketplace refusal ends the order as failed,
 //     with the payment due back.
 //
+//  3. An order that ended owing the money it received (cancelled after a
+//     partial payment, failed) stays open until an operator's refund is
+//     recorded (UpdateRecordRefund) or RefundWait passes. A failed order
+//     then ends the workflow with an OrderFailedError.
+//
 // Every step is written to the database by an idempotent activity and
-// mirrored in the search attributes. A cancelled or failed order is a
-// result, not an error.
+// mirrored in the search attributes. A cancelled order is a result, not
+// an error.
 //
 // Versioning: runs of this workflow may be in flight for days. Any change
 // to what it does — the order of activities, timers, signal handling,
@@ -199,6 +241,17 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	if err := o.settle(o.bg); err != nil && runErr == nil {
 		runErr = err
 	}
+	// Runs recorded before this change closed here, Completed whatever the
+	// order's end; their histories replay unchanged. From version 1, an
+	// order that ended owing money stays open until its refund is recorded
+	// (so PaymentStatus stays true), and a failed order ends Failed.
+	endStates := runErr == nil && workflow.GetVersion(o.bg, changeEndStates, workflow.DefaultVersion, 1) == 1
+	if endStates {
+		o.awaitRefund(ctx)
+		if err := o.settle(o.bg); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	// A cancel update waiting for its answer gets it before the run ends
 	// (it is answered as soon as the cancellation is written). Runs that
 	// never had an update pass straight through: no command, so recorded
@@ -206,7 +259,133 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	if err := workflow.Await(o.bg, func() bool { return workflow.AllHandlersFinished(o.bg) }); err != nil && runErr == nil {
 		runErr = err
 	}
+	if endStates && runErr == nil && o.status == models.OrderFailed {
+		return OrderResult{}, temporal.NewNonRetryableApplicationError(
+			"order failed: "+o.reason, OrderFailedError, nil, o.result())
+	}
 	return o.result(), runErr
+}
+
+// changeEndStates is the workflow.GetVersion change id of the order's
+// end: version 1 waits for the refund of an order that ended owing money
+// (RefundWait) and ends a failed order as a failed workflow.
+const changeEndStates = "end-states"
+
+// owesRefund reports whether the order ended holding money it received
+// for nothing (cancelled or failed), not yet sent back. Single payments
+// due back on their own (another asset, late) are the database's: they
+// never make the workflow wait.
+func (o *order) owesRefund() bool {
+	return o.status.Final() && !o.refunded && o.paymentStatus() == models.PaymentRefundDue && o.tally.Received.IsPositive()
+}
+
+// awaitRefund keeps the workflow open while the order owes a refund, until
+// an operator records it (UpdateRecordRefund), RefundWait passes, or the
+// workflow is cancelled (an operator giving up the wait: the order is
+// closed already, so nothing else changes).
+func (o *order) awaitRefund(ctx workflow.Context) {
+	if !o.owesRefund() {
+		return
+	}
+	until := workflow.Now(ctx).Add(RefundWait)
+	o.setDetails(fmt.Sprintf("Waiting until %s for the refund of **%s %s**: `memocart payments mark-refunded --order %s --tx <hash>`",
+		until.UTC().Format(time.DateOnly), o.tally.Received.String(), o.in.PaymentAsset, o.in.OrderNumber))
+	o.logger.Info("Order owes a refund; waiting for it to be recorded", "Until", until, "AmountReceived", o.tally.Received.String())
+	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout:      RefundWait,
+		TimerOptions: workflow.TimerOptions{Summary: "refund wait"},
+	}, func() bool { return o.refunded })
+	switch {
+	case err != nil:
+		o.logger.Warn("Workflow cancelled while waiting for the refund; closing with the refund due", "Error", err)
+	case !ok:
+		o.logger.Warn("No refund recorded in time; closing with the refund due (memocart payments list)", "Waited", RefundWait)
+	}
+	o.setDetails("")
+}
+
+// validateRefund accepts a refund of an order that ended owing the money
+// it received, for exactly that amount. It only reads state.
+func (o *order) validateRefund(_ workflow.Context, r RefundRequest) error {
+	switch {
+	case r.TxHash == "":
+		return temporal.NewNonRetryableApplicationError("TxHash is required", string(models.CodeInvalidRequest), nil)
+	case !o.owesRefund():
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Order %s owes no refund here: it is %s, payment %s", o.in.OrderNumber, o.status, o.paymentStatus()),
+			string(models.CodeInvalidRequest), nil)
+	case !r.Amount.Equal(o.tally.Received):
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("Order %s has received %s %s, not %s: list the refunds again", o.in.OrderNumber,
+				o.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()),
+			string(models.CodeInvalidRequest), nil)
+	}
+	return nil
+}
+
+// recordRefund handles UpdateRecordRefund: once every payment taken in is
+// recorded, it writes the refund under the write lock, so no write of the
+// workflow's can come between, and from then on payments are late.
+func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResult, error) {
+	bg, _ := workflow.NewDisconnectedContext(ctx)
+	if err := workflow.Await(bg, o.idle); err != nil {
+		return RefundResult{}, err
+	}
+	if err := o.writeMu.Lock(bg); err != nil {
+		return RefundResult{}, err
+	}
+	defer o.writeMu.Unlock()
+	// A payment may have been credited while this waited.
+	if err := o.validateRefund(bg, r); err != nil {
+		return RefundResult{}, err
+	}
+	// From here on a payment is not credited: the refund being written
+	// covers exactly the amount checked above, so a payment arriving while
+	// it is written is late (due back on its own), never counted into
+	// money the database will call refunded.
+	o.refunding = true
+	var a *activities.Activities
+	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
+	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)),
+		a.RecordRefund, o.in.OrderNumber, r.TxHash, workflow.Now(bg)).Get(bg, nil); err != nil {
+		o.refunding = false
+		return RefundResult{}, err
+	}
+	o.refunded = true
+	o.logger.Info("Refund recorded", "TxHash", r.TxHash, "RecordedBy", r.RecordedBy, "Amount", r.Amount.String())
+	// The database says refunded already (the activity wrote it): mirror
+	// it without writing the order again.
+	t := o.transition()
+	if err := workflow.UpsertTypedSearchAttributes(bg, SearchAttrPaymentStatus.ValueSet(string(t.PaymentStatus))); err != nil {
+		return RefundResult{}, err
+	}
+	o.attrs[1] = string(t.PaymentStatus)
+	o.written = t
+	return RefundResult{PaymentStatus: t.PaymentStatus, Amount: r.Amount}, nil
+}
+
+// setDetails sets the note shown under the order's state in the
+// workflow's current details.
+func (o *order) setDetails(note string) {
+	o.note = note
+	o.showDetails()
+}
+
+// showDetails sets the workflow's current details, which the Temporal UI
+// shows on the workflow's page (Current Details): the order's state in
+// words and the note. It records nothing in the history, so it may change
+// freely without a version.
+func (o *order) showDetails() {
+	note := o.note
+	d := fmt.Sprintf("**%s**, payment **%s**, received %s of %s %s", o.status, o.paymentStatus(),
+		o.tally.Received.String(), o.in.PaymentAmount.String(), o.in.PaymentAsset)
+	if o.reason != "" {
+		d += "\n\nReason: " + o.reason
+	}
+	if note != "" {
+		d += "\n\n" + note
+	}
+	workflow.SetCurrentDetails(o.bg, d)
 }
 
 func validateInput(in OrderInput) error {
@@ -263,6 +442,13 @@ type order struct {
 	toRecord          []models.Payment        // taken in, not yet recorded
 	recording         bool
 
+	// refunded: an operator's refund of the money received is recorded;
+	// payments taken in after it are late, never credited.
+	refunded  bool
+	refunding bool            // a refund is being written: payments are late already
+	late      map[string]bool // ids of toRecord payments to record as late
+	note      string          // shown in the current details (setDetails)
+
 	writeMu workflow.Mutex
 	written models.Transition // last state written, initially what the API wrote
 	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
@@ -279,6 +465,7 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		tally:    models.NewPaymentTally(in.PaymentAmount),
 		seen:     map[string]bool{},
 		hints:    map[string]bool{},
+		late:     map[string]bool{},
 		payments: workflow.GetSignalChannelWithOptions(ctx, SignalPaymentMatched, workflow.SignalChannelOptions{Description: "A payment whose memo matched the order (PaymentSignal)"}),
 		cancels:  workflow.GetSignalChannelWithOptions(ctx, SignalCancel, workflow.SignalChannelOptions{Description: "Cancel the order while it awaits payment (CancelSignal)"}),
 		updates:  workflow.GetSignalChannelWithOptions(ctx, SignalFulfilmentUpdated, workflow.SignalChannelOptions{Description: "The buying provider reports a change to the order: check it now (FulfilmentSignal)"}),
@@ -300,6 +487,12 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRecordRefund, o.recordRefund, workflow.UpdateHandlerOptions{
+		Validator:   o.validateRefund,
+		Description: "An operator sent back the money a cancelled or failed order received (RefundRequest → RefundResult); use memocart payments mark-refunded --order",
+	}); err != nil {
+		return nil, err
+	}
 	if !in.SearchAttributesSet {
 		if err := workflow.UpsertTypedSearchAttributes(ctx,
 			SearchAttrOrderNumber.ValueSet(in.OrderNumber),
@@ -310,6 +503,7 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		}
 	}
 	o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
+	o.showDetails()
 
 	// Signals are taken in for the whole life of the workflow, on the
 	// disconnected context so cancelling the workflow does not stop them.
@@ -595,7 +789,12 @@ func (o *order) acceptPayment(p PaymentSignal) {
 		return
 	}
 	o.seen[p.PaymentID] = true
-	if credits(p, o.in.PaymentAsset) {
+	if o.refunded || o.refunding {
+		// The refund covered what the order had: this one is due back on
+		// its own.
+		o.late[p.PaymentID] = true
+		logger.Warn("Payment after the refund was recorded; recorded as late, due back")
+	} else if credits(p, o.in.PaymentAsset) {
 		o.tally.Add(p.PaymentID, p.Amount)
 		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.tally.Received.String())
 	} else {
@@ -699,8 +898,14 @@ func (o *order) recordPayments(ctx workflow.Context) {
 			p := o.toRecord[0]
 			o.toRecord = o.toRecord[1:]
 			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
-			if err := workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)),
-				a.RecordPayment, o.in.OrderID, p).Get(ctx, nil); err != nil {
+			var fut workflow.Future
+			if o.late[p.ID] {
+				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
+				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx))
+			} else {
+				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordPayment, o.in.OrderID, p)
+			}
+			if err := fut.Get(ctx, nil); err != nil {
 				o.logger.Error("Recording a payment failed", "PaymentID", p.ID, "Error", err)
 			}
 		}
@@ -759,6 +964,7 @@ func (o *order) sync(ctx workflow.Context) error {
 		return err
 	}
 	o.written = t
+	o.showDetails()
 	return nil
 }
 
@@ -782,7 +988,12 @@ func (o *order) transition() models.Transition {
 }
 
 func (o *order) paymentStatus() models.PaymentStatus {
-	return paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
+	ps := paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
+	if o.refunded && ps == models.PaymentRefundDue {
+		// As the database records it (MarkOrderRefunded).
+		return models.PaymentRefunded
+	}
+	return ps
 }
 
 // view answers QueryStatus.

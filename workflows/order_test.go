@@ -97,6 +97,7 @@ func newHarness(t *testing.T) *harness {
 	env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	env.RegisterActivity(&activities.Activities{
 		Store:      h.store,
+		Refunds:    h.store,
 		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: h.ff},
 	})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
@@ -144,14 +145,26 @@ func (h *harness) query() workflows.StatusView {
 	return view
 }
 
-// run executes the workflow by its registered name and returns its result.
+// run executes the workflow by its registered name and returns how the
+// order ended: its result, or for a failed order the OrderResult carried
+// by the workflow's failure (only a failed order may end the workflow
+// with an error, and it must).
 func (h *harness) run() workflows.OrderResult {
 	h.t.Helper()
 	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
 	require.True(h.t, h.env.IsWorkflowCompleted())
-	require.NoError(h.t, h.env.GetWorkflowError())
 	var res workflows.OrderResult
+	if err := h.env.GetWorkflowError(); err != nil {
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(h.t, err, &appErr)
+		require.Equal(h.t, workflows.OrderFailedError, appErr.Type(), "a workflow error other than a failed order: %v", err)
+		require.True(h.t, appErr.NonRetryable())
+		require.NoError(h.t, appErr.Details(&res))
+		require.Equal(h.t, models.OrderFailed, res.Status, "only a failed order ends the workflow Failed")
+		return res
+	}
 	require.NoError(h.t, h.env.GetWorkflowResult(&res))
+	require.NotEqual(h.t, models.OrderFailed, res.Status, "a failed order ends the workflow Failed, not Completed")
 	return res
 }
 
@@ -366,6 +379,9 @@ func TestOrderPaymentWait(t *testing.T) {
 			if tt.want.Status == models.OrderDelivered {
 				end += fulfilmentTime
 			}
+			if tt.want.PaymentStatus == models.PaymentRefundDue && tt.want.AmountReceived.IsPositive() {
+				end += workflows.RefundWait // nobody recorded the refund: open until the wait runs out
+			}
 			assert.Equal(t, t0.Add(end), h.env.Now().UTC(), "completion time")
 			last := transitions[len(transitions)-1]
 			assert.Equal(t, tt.wantReason, last.Reason)
@@ -428,7 +444,7 @@ func TestOrderSourcingFailed(t *testing.T) {
 		models.Errorf(models.CodeSourcingFailed, "The product was withdrawn by the seller."))
 	h.payAt(5*time.Minute, pay("p1", "995.98"))
 
-	res := h.run() // a failed order is a result, not a workflow error
+	res := h.run() // the workflow ends Failed, carrying the order's result
 
 	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
 	transitions, _, writes := h.store.snapshot()
@@ -939,4 +955,205 @@ func TestOrderCancelByCustomerWhileWorkflowCancelled(t *testing.T) {
 	assert.Equal(t, models.OrderCancelled, out.result.Status)
 	_, _, writes := h.store.snapshot()
 	assert.Equal(t, []string{"transition:cancelled/cancelled"}, writes)
+}
+
+// refundOutcome is what an UpdateRecordRefund sent by refundAt got.
+type refundOutcome struct {
+	accepted, rejected, completed bool
+	err                           error
+	result                        workflows.RefundResult
+	completedAt                   time.Time
+}
+
+// refundAt sends UpdateRecordRefund after the given workflow time, as
+// memocart payments mark-refunded --order does.
+func (h *harness) refundAt(after time.Duration, amount, tx string) *refundOutcome {
+	out := &refundOutcome{}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(workflows.UpdateRecordRefund, "refund-"+tx, &testsuite.TestUpdateCallback{
+			OnAccept: func() { out.accepted = true },
+			OnReject: func(err error) { out.rejected, out.err = true, err },
+			OnComplete: func(v any, err error) {
+				out.completed, out.err, out.completedAt = true, err, h.env.Now()
+				switch r := v.(type) {
+				case workflows.RefundResult:
+					out.result = r
+				case converter.EncodedValue:
+					require.NoError(h.t, r.Get(&out.result))
+				}
+			},
+		}, workflows.RefundRequest{TxHash: tx, Amount: decimal.RequireFromString(amount), RecordedBy: "test"})
+	}, after)
+	return out
+}
+
+// lastAttrs is the last upserted OrderStatus and PaymentStatus: what the
+// Temporal UI's list shows once the run has closed.
+func (h *harness) lastAttrs() (status, payment string) {
+	for _, a := range h.attrs {
+		if v, ok := a.GetKeyword(workflows.SearchAttrOrderStatus); ok {
+			status = v
+		}
+		if v, ok := a.GetKeyword(workflows.SearchAttrPaymentStatus); ok {
+			payment = v
+		}
+	}
+	return status, payment
+}
+
+// TestOrderEndStates: how each end of an order shows in Temporal, the
+// workflow's state (the UI's badge) and the search attributes left on
+// the closed run. Nobody records a refund here, so an order owing one
+// waits RefundWait before it closes.
+func TestOrderEndStates(t *testing.T) {
+	sourcingFails := func(h *harness) {
+		h.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "The product was withdrawn by the seller."))
+	}
+	tests := []struct {
+		name          string
+		setup         func(h *harness)
+		events        func(h *harness)
+		wantFailed    bool // the workflow ends Failed (order_failed)
+		wantStatus    models.OrderStatus
+		wantPayment   models.PaymentStatus
+		wantOpenAfter time.Duration // workflow time at close
+	}{
+		{
+			name:       "delivered: Completed",
+			events:     func(h *harness) { h.payAt(5*time.Minute, pay("p1", "995.98")) },
+			wantStatus: models.OrderDelivered, wantPayment: models.PaymentConfirmed,
+			wantOpenAfter: 5*time.Minute + fulfilmentTime,
+		},
+		{
+			name:       "cancelled unpaid: Completed at the deadline",
+			events:     func(h *harness) {},
+			wantStatus: models.OrderCancelled, wantPayment: models.PaymentExpired,
+			wantOpenAfter: deadline,
+		},
+		{
+			name:       "cancelled after a partial payment: Completed, refund_due, after the refund wait",
+			events:     func(h *harness) { h.payAt(2*time.Minute, pay("p1", "500")) },
+			wantStatus: models.OrderCancelled, wantPayment: models.PaymentRefundDue,
+			wantOpenAfter: deadline + workflows.RefundWait,
+		},
+		{
+			name:       "failed: Failed, refund_due, after the refund wait",
+			setup:      sourcingFails,
+			events:     func(h *harness) { h.payAt(5*time.Minute, pay("p1", "995.98")) },
+			wantFailed: true,
+			wantStatus: models.OrderFailed, wantPayment: models.PaymentRefundDue,
+			wantOpenAfter: 5*time.Minute + workflows.RefundWait,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tt.setup != nil {
+				tt.setup(h)
+			}
+			tt.events(h)
+			h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
+			require.True(t, h.env.IsWorkflowCompleted())
+			err := h.env.GetWorkflowError()
+			var res workflows.OrderResult
+			if tt.wantFailed {
+				var appErr *temporal.ApplicationError
+				require.ErrorAs(t, err, &appErr)
+				assert.Equal(t, workflows.OrderFailedError, appErr.Type())
+				assert.True(t, appErr.NonRetryable())
+				assert.Contains(t, appErr.Message(), "withdrawn by the seller", "the failure reason is the UI's failure message")
+				require.NoError(t, appErr.Details(&res))
+			} else {
+				require.NoError(t, err)
+				require.NoError(t, h.env.GetWorkflowResult(&res))
+			}
+			assert.Equal(t, tt.wantStatus, res.Status)
+			assert.Equal(t, tt.wantPayment, res.PaymentStatus)
+			status, payment := h.lastAttrs()
+			assert.Equal(t, string(tt.wantStatus), status, "OrderStatus left on the closed run")
+			assert.Equal(t, string(tt.wantPayment), payment, "PaymentStatus left on the closed run")
+			assert.Equal(t, t0.Add(tt.wantOpenAfter), h.env.Now().UTC(), "closed at")
+		})
+	}
+}
+
+// TestOrderRefundRecorded: an order that ended owing money closes as soon
+// as its refund is recorded, with PaymentStatus refunded; refunds that do
+// not match are refused before they enter the history; a payment after
+// the refund is recorded late, never credited.
+func TestOrderRefundRecorded(t *testing.T) {
+	failed := func(t *testing.T) *harness {
+		h := newHarness(t)
+		h.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "Out of stock."))
+		h.payAt(5*time.Minute, pay("p1", "995.98"))
+		return h
+	}
+
+	t.Run("failed order: refund recorded, then Failed with refunded", func(t *testing.T) {
+		h := failed(t)
+		early := h.refundAt(time.Minute, "995.98", "tx-early") // still awaiting payment: owes nothing
+		wrong := h.refundAt(time.Hour, "900", "tx-wrong")      // not what the order received
+		out := h.refundAt(48*time.Hour, "995.98", "tx-1")
+		var during workflows.StatusView
+		h.queryAt(47*time.Hour, &during)
+
+		res := h.run()
+
+		require.True(t, early.rejected, "refused while the order awaits payment: %+v", early)
+		assert.Contains(t, early.err.Error(), "owes no refund")
+		require.True(t, wrong.rejected, "refused: a different amount")
+		assert.Contains(t, wrong.err.Error(), "has received 995.98 USDC, not 900")
+		require.True(t, out.accepted && out.completed, "%+v", out)
+		require.NoError(t, out.err)
+		assert.Equal(t, models.PaymentRefunded, out.result.PaymentStatus)
+
+		assert.Equal(t, models.PaymentRefundDue, during.PaymentStatus, "refund_due while it waits")
+		assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), res)
+		assert.Equal(t, t0.Add(48*time.Hour), h.env.Now().UTC(), "closed when the refund was recorded, not at the end of the wait")
+		_, _, writes := h.store.snapshot()
+		assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refund:tx-1"}, writes,
+			"the refund is written once, and the order not written again")
+		status, payment := h.lastAttrs()
+		assert.Equal(t, "failed", status)
+		assert.Equal(t, "refunded", payment, "the closed run no longer lists as refund_due")
+	})
+
+	t.Run("a payment after the refund is late", func(t *testing.T) {
+		h := failed(t)
+		h.refundAt(time.Hour, "995.98", "tx-1")
+		// Delivered in the same instant, after the refund's update.
+		h.payAt(time.Hour, pay("p2", "10"))
+
+		res := h.run()
+
+		assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), res)
+		_, _, writes := h.store.snapshot()
+		assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refund:tx-1",
+			"payment:p2", "late:p2"}, writes, "stored, then marked late: due back on its own")
+	})
+
+	t.Run("cancelled after a partial payment: Completed once refunded", func(t *testing.T) {
+		h := newHarness(t)
+		h.payAt(2*time.Minute, pay("p1", "500"))
+		h.cancelAt(3*time.Minute, workflows.CancelSignal{Reason: "customer asked"})
+		out := h.refundAt(24*time.Hour, "500", "tx-c")
+
+		res := h.run()
+
+		require.True(t, out.completed)
+		require.NoError(t, out.err)
+		assertResult(t, result(models.OrderCancelled, models.PaymentRefunded, "500"), res)
+		assert.Equal(t, t0.Add(24*time.Hour), h.env.Now().UTC())
+		_, payment := h.lastAttrs()
+		assert.Equal(t, "refunded", payment)
+	})
+
+	t.Run("delivered order: nothing to refund", func(t *testing.T) {
+		h := newHarness(t)
+		h.payAt(5*time.Minute, pay("p1", "995.98"))
+		out := h.refundAt(10*time.Minute, "995.98", "tx-d")
+		res := h.run()
+		require.True(t, out.rejected)
+		assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	})
 }

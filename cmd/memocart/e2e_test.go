@@ -30,6 +30,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/memocart/memocart/models"
@@ -546,7 +547,13 @@ func writeHistory(t testing.TB, s *stack, orderID, name string) {
 	ctx := context.Background()
 	run := s.client.GetWorkflow(ctx, models.WorkflowID(orderID), "")
 	var res workflows.OrderResult
-	require.NoError(t, run.Get(ctx, &res))
+	if err := run.Get(ctx, &res); err != nil {
+		// A failed order's workflow ends Failed: its history is recorded
+		// all the same.
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, workflows.OrderFailedError, appErr.Type(), "%v", err)
+	}
 	iter := s.client.GetWorkflowHistory(ctx, models.WorkflowID(orderID), "", false, 0)
 	h := &historypb.History{}
 	for iter.HasNext() {

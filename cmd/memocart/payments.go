@@ -25,13 +25,16 @@ const paymentsUsage = `Usage:
       Attach an unmatched payment to an order (the payer got the memo wrong);
       the order's workflow counts it like any matched payment.
   memocart payments mark-refunded --tx HASH (--payment PAYMENT_ID | --order ORDER_NUMBER)
-      Record a refund an operator sent outside the service.
+      Record a refund an operator sent outside the service. A cancelled or
+      failed order's refund goes through its workflow while it is open
+      (it waits up to 90 days for it), which records it and closes.
   memocart payments clear-alert KIND
       Mark an alert (e.g. stellar_before_history) as handled.
 
 Works on the database of MEMOCART_DATABASE_URL (or the dev SQLite file, which it
 never creates); attach also signals the order's workflow on the Temporal cluster
-of MEMOCART_TEMPORAL_ADDRESS, after the database has accepted the attachment.`
+of MEMOCART_TEMPORAL_ADDRESS, after the database has accepted the attachment,
+and mark-refunded --order asks an open order workflow to record the refund.`
 
 // runPayments is `memocart payments`.
 func runPayments(ctx context.Context, e env, args []string) error {
@@ -261,9 +264,56 @@ func paymentsMarkRefunded(ctx context.Context, e env, st *sqlstore.Store, args [
 	if !ok {
 		return fmt.Errorf("%q is not a valid order number", *order)
 	}
+	o, err := st.OrderByNumber(ctx, number)
+	if err != nil {
+		return fmt.Errorf("order %s: %w", number, err)
+	}
+	// A cancelled or failed order that received money keeps its workflow
+	// open until its refund is recorded: the workflow writes it, so that
+	// no payment it credits can slip between the refund and the order's
+	// close, and then shows PaymentStatus=refunded in the Temporal UI.
+	if o.PaymentStatus == models.PaymentRefundDue && o.AmountReceived.IsPositive() {
+		recorded, err := refundThroughWorkflow(ctx, e, o, *tx)
+		if err != nil {
+			return fmt.Errorf("order %s: %w", number, err)
+		}
+		if recorded {
+			fmt.Fprintf(e.stdout, "order %s marked refunded in %s (%s %s); its workflow recorded it and closes\n",
+				number, *tx, o.AmountReceived, o.PaymentAsset)
+			return nil
+		}
+	}
 	if err := st.MarkOrderRefunded(ctx, number, *tx, now); err != nil {
 		return fmt.Errorf("order %s: %w", number, err)
 	}
 	fmt.Fprintf(e.stdout, "order %s marked refunded in %s\n", number, *tx)
 	return nil
+}
+
+// refundThroughWorkflow hands an order's refund to its workflow if the
+// workflow is still open. It reports false when the workflow has closed
+// (the refund wait ran out, or the order closed before workflows waited
+// for refunds): the database alone then takes the refund.
+func refundThroughWorkflow(ctx context.Context, e env, o models.Order, tx string) (bool, error) {
+	opts, err := temporalOptions(e, e.cfg.TemporalAddress)
+	if err != nil {
+		return false, err
+	}
+	tc, err := client.NewLazyClient(opts)
+	if err != nil {
+		return false, err
+	}
+	defer tc.Close()
+	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = workflows.NewClient(tc, e.cfg.TemporalTaskQueue).RecordRefund(upCtx, o.ID,
+		workflows.RefundRequest{TxHash: tx, Amount: o.AmountReceived, RecordedBy: "memocart payments mark-refunded"})
+	switch {
+	case errors.Is(err, models.ErrOrderClosed):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("its workflow did not record the refund, nothing was written (%w); "+
+			"check memocart payments list and run the command again", err)
+	}
+	return true, nil
 }

@@ -92,7 +92,7 @@ func newActivities(e env, st *sqlstore.Store) (*activities.Activities, error) {
 		fulfillers[models.ModeLive] = f
 	}
 	return &activities.Activities{
-		Store: st, Fulfillers: fulfillers,
+		Store: st, Refunds: st, Fulfillers: fulfillers,
 		Webhooks: st,
 		Sender:   webhooks.NewSender(webhooks.Config{TestLoopback: e.cfg.WebhookTestLoopback}),
 	}, nil

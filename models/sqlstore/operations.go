@@ -121,7 +121,8 @@ func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash strin
 // MarkOrderRefunded records that an operator sent back an order's credited
 // money (refund_due) or its excess (overpaid), in the transaction txHash.
 // A refund_due order becomes refunded; an overpaid one keeps its status
-// and is no longer listed.
+// and is no longer listed. Recording the same txHash for the order again
+// succeeds and changes nothing.
 func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error {
 	updates := map[string]any{
 		"refund_tx": txHash, "refunded_at": at.UTC(), "updated_at": at.UTC(),
@@ -136,6 +137,15 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 		return fmt.Errorf("marking order refunded: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
+		// The same refund recorded again (the order workflow's activity
+		// retried after a commit whose answer was lost) is done already.
+		var n int64
+		if err := s.db.WithContext(ctx).Model(&orderRow{}).Where("number = ? AND refund_tx = ?", orderNumber, txHash).Count(&n).Error; err != nil {
+			return fmt.Errorf("marking order refunded: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
 		return ErrNothingToRefund
 	}
 	return nil

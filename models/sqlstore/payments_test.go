@@ -80,6 +80,8 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0), sqlstore.ErrNothingToRefund, "refunded once")
 		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-usdc", "x", t0), sqlstore.ErrNothingToRefund, "a credited payment is not refunded alone")
 		require.NoError(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-2", t0))
+		require.NoError(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-2", t0), "the same refund recorded again (a retried activity)")
+		assert.ErrorIs(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-3", t0), sqlstore.ErrNothingToRefund, "a second, different refund")
 		refunds, err = st.RefundsDue(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, refunds)
