@@ -264,4 +264,3 @@ func decodeQRImage(t testing.TB, img image.Image) string {
 	require.NoError(t, err, "decoding the QR code")
 	return res.GetText()
 }
-
