@@ -53,7 +53,7 @@ func (s *Server) publicRateLimit(page bool) gin.HandlerFunc {
 		c.Header("Retry-After", strconv.Itoa(retry))
 		if page {
 			s.renderMessage(c, http.StatusTooManyRequests, "Too many requests",
-				fmt.Sprintf("This address has opened more than %d pages in a minute. Wait %d seconds, then reload the page.", res.Limit, retry))
+				fmt.Sprintf("Too many pages were opened from this address in the last minute. Wait %s, then reload the page.", seconds(retry)))
 			c.Abort()
 			return
 		}
@@ -74,4 +74,12 @@ func clientKey(ip string) string {
 		return "ip:" + p.String()
 	}
 	return "ip:" + addr.String()
+}
+
+// seconds writes n seconds in words: "1 second", "20 seconds".
+func seconds(n int) string {
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.Itoa(n) + " seconds"
 }

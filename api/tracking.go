@@ -48,9 +48,9 @@ var statusText = map[models.OrderStatus]struct{ label, next string }{
 	models.OrderDelivered: {"Delivered",
 		"The carrier reports the parcel delivered. Nothing else to do."},
 	models.OrderCancelled: {"Cancelled",
-		"Nothing more will happen to this order."},
+		"This order is closed: nothing will be bought or shipped."},
 	models.OrderFailed: {"Could not be fulfilled",
-		"Nothing more will happen to this order."},
+		"This order is closed: nothing more will be bought or shipped."},
 }
 
 // cancellationText explains a cancelled order, by reason.
@@ -235,7 +235,7 @@ func (s *Server) newTrackingView(o models.Order, now time.Time) (trackingView, e
 		v.Explanation = failedText
 	case models.OrderShipped:
 		if d := o.Shipment.EstimatedDelivery; d != "" {
-			v.Next += " Estimated delivery: " + d + "."
+			v.Next += " Estimated delivery: " + dateText(d) + "."
 		}
 	}
 	v.Refund = refundNotes(o)
@@ -307,6 +307,16 @@ func networkName(n string) string {
 	return n
 }
 
+// dateText writes a provider's YYYY-MM-DD date the way the page writes
+// times; anything else as it came.
+func dateText(d string) string {
+	t, err := time.Parse(time.DateOnly, d)
+	if err != nil {
+		return d
+	}
+	return t.Format("Mon 2 Jan 2006")
+}
+
 // timeLeft says how long remains to pay, rounded down to the minute.
 func timeLeft(d time.Duration) string {
 	if d < time.Minute {
@@ -363,7 +373,7 @@ func parcelViews(o models.Order) []parcelView {
 		for _, p := range o.Fulfilment.Parcels {
 			pv := parcelView{
 				Carrier: p.Carrier, TrackingNumber: p.TrackingNumber, Link: carrierLink(p.Carrier, p.TrackingNumber),
-				Status: parcelLabel[p.Status], EstimatedDelivery: p.EstimatedDelivery,
+				Status: parcelLabel[p.Status], EstimatedDelivery: dateText(p.EstimatedDelivery),
 			}
 			// The message and time only: the scan's city and postcode are
 			// left out, since the last scans are where the shopper lives.
@@ -381,7 +391,7 @@ func parcelViews(o models.Order) []parcelView {
 		out = append(out, parcelView{
 			Carrier: o.Shipment.Carrier, TrackingNumber: o.Shipment.TrackingNumber,
 			Link:              carrierLink(o.Shipment.Carrier, o.Shipment.TrackingNumber),
-			EstimatedDelivery: o.Shipment.EstimatedDelivery,
+			EstimatedDelivery: dateText(o.Shipment.EstimatedDelivery),
 		})
 	}
 	return out

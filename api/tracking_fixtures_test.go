@@ -149,7 +149,7 @@ func trackingCases(t testing.TB, now time.Time) []trackingCase {
 		},
 	}}}
 	add(trackingCase{name: "shipped with UPS", order: o, label: "On its way",
-		shows: []string{"UPS", "1Z999AA10123456784", "2026-03-18", "In transit", "Departed from facility", "Picked up by the carrier"},
+		shows: []string{"UPS", "1Z999AA10123456784", "Wed 18 Mar 2026", "In transit", "Departed from facility", "Picked up by the carrier"},
 		hides: []string{"provider.example", "Louisville"},
 		link:  "https://www.ups.com/track?tracknum=1Z999AA10123456784"})
 
