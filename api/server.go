@@ -4,8 +4,8 @@
 // contract in shared/seed, and the one table from error code to HTTP status.
 //
 // It may import models, the rate limiter, (for orders) workflows and the
-// Temporal client, and OpenTelemetry's Gin instrumentation for request
-// spans. It never imports a concrete store or provider, nor a metrics
+// Temporal client, OpenTelemetry's Gin instrumentation for request spans,
+// and a QR encoder for the tracking page's payment code. It never imports a concrete store or provider, nor a metrics
 // library: cmd wires those in through the small interfaces declared here.
 package api
 
