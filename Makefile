@@ -11,6 +11,13 @@ MEMOCART_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmod
 MEMOCART_TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 
+# The browser the tracking page's test drives headless (api; Debian's
+# chromium package, which .ci/run installs). Its screenshots go to a
+# temporary directory, or to MEMOCART_TEST_SCREENSHOTS when set (keep it
+# outside the repository).
+MEMOCART_TEST_CHROMIUM ?= chromium
+export MEMOCART_TEST_CHROMIUM
+
 # The heavy packages link the Temporal server: cmd/memocart (whose tests are
 # the end-to-end tests over the real dev stack) and its embedded server. They
 # run as their own step so everyday `go test` of the rest stays fast.

@@ -309,7 +309,7 @@ func TestOpenAPIDocumentIsServed(t *testing.T) {
 		require.Equalf(t, http.StatusOK, r.status, "body %s", clip(r.body, 300))
 		assert.Equal(t, "application/json", r.header.Get("Content-Type"))
 		assert.True(t, bytes.Equal(api.OpenAPIDocument(), r.body), "GET /v1/openapi.json serves exactly the embedded document")
-		assert.Empty(t, r.header.Get("X-RateLimit-Limit"), "the document is not rate limited")
+		assert.Empty(t, r.header.Get("X-RateLimit-Limit"), "the per-key headers are not sent: the document is limited per address")
 	}
 	// The accessor hands out a copy.
 	doc := api.OpenAPIDocument()

@@ -331,9 +331,13 @@ func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
 }
 
 // payURI is the SEP-0007 link a wallet opens to pay the order exactly.
-func (s *Server) payURI(o models.Order) string {
+func (s *Server) payURI(o models.Order) string { return s.payURIFor(o, o.PaymentAmount) }
+
+// payURIFor is the order's SEP-0007 link asking for amount: the tracking
+// page asks for what remains after a partial payment.
+func (s *Server) payURIFor(o models.Order, amount decimal.Decimal) string {
 	return models.PayURI(models.PayRequest{
-		Destination: o.PaymentAddress, Amount: o.PaymentAmount,
+		Destination: o.PaymentAddress, Amount: amount,
 		AssetCode: assetCodeForURI(o), AssetIssuer: o.PaymentAssetIssuer,
 		Memo: o.PaymentMemo, MemoType: "MEMO_TEXT",
 		Message:           "Memocart order " + o.Number,

@@ -1366,16 +1366,20 @@ func TestTrackingPage(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				page := e.get(t, p, "") // public: no key
-				require.Equalf(t, http.StatusOK, page.status, "body %s", page.body)
-				assert.Contains(t, page.header.Get("Content-Type"), "text/html")
-				assert.Equal(t, "no-store", page.header.Get("Cache-Control"))
-				body := string(page.body)
+				body := requireTrackingPage(t, page, http.StatusOK)
 				assert.Contains(t, body, o.Number)
-				assert.Contains(t, body, "created")
-				for _, secret := range []string{customerEmail, customerName, customerLine1, "95014", sandboxPayTo} {
+				assert.Contains(t, body, `id="status">Waiting for payment</p>`)
+				for _, secret := range []string{customerEmail, customerName, customerLine1, "95014"} {
 					assert.NotContainsf(t, body, secret, "the public page must not show %q", secret)
 				}
-				assert.NotContains(t, body, mustString(t, o.PaymentAmount), "the public page must not show the amount")
+				// What the payer needs, and nothing of who they are.
+				assert.Contains(t, body, mustString(t, o.PaymentAmount)+" "+o.PaymentAsset)
+				assert.Contains(t, body, sandboxPayTo)
+				assert.Contains(t, body, o.PaymentMemo)
+				assert.Contains(t, body, "Test order")
+				text, ok := decodeQRSVG(t, body)
+				require.True(t, ok, "a QR code while the order waits for payment")
+				assert.Equal(t, o.PaymentURI, text, "the QR code scans to the order's payment_uri")
 			})
 		}
 		for name, p := range map[string]string{
@@ -1385,9 +1389,8 @@ func TestTrackingPage(t *testing.T) {
 			"unknown valid number": "/track/" + otherOrderNumber(t, o.Number),
 		} {
 			t.Run(name, func(t *testing.T) {
-				page := e.get(t, p, "")
-				assert.Equalf(t, http.StatusNotFound, page.status, "body %s", page.body)
-				assert.NotContains(t, string(page.body), o.Number)
+				body := requireTrackingPage(t, e.get(t, p, ""), http.StatusNotFound)
+				assert.NotContains(t, body, o.Number)
 			})
 		}
 	})

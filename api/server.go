@@ -4,8 +4,8 @@
 // contract in shared/seed, and the one table from error code to HTTP status.
 //
 // It may import models, the rate limiter, (for orders) workflows and the
-// Temporal client, and OpenTelemetry's Gin instrumentation for request
-// spans. It never imports a concrete store or provider, nor a metrics
+// Temporal client, OpenTelemetry's Gin instrumentation for request spans,
+// and a QR encoder for the tracking page's payment code. It never imports a concrete store or provider, nor a metrics
 // library: cmd wires those in through the small interfaces declared here.
 package api
 
@@ -93,6 +93,15 @@ type Config struct {
 	// loopback addresses (localhost): a developer's machine. Live keys
 	// never may (models.WebhookPolicyFor).
 	WebhookTestLoopback bool
+	// PublicRateLimit is each client address's budget of requests per
+	// minute on the routes that need no key (publicRateLimit): 0 means
+	// DefaultPublicRateLimit, negative turns the limit off.
+	PublicRateLimit int
+	// TrustedProxies are the addresses and CIDR ranges of the reverse
+	// proxies in front of the API, whose X-Forwarded-For names the
+	// client. Empty trusts none: the client is the connection's peer, and
+	// a forwarded header anyone can send is ignored.
+	TrustedProxies []string
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: above the
@@ -187,6 +196,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if cfg.KeyCacheTTL == 0 {
 		cfg.KeyCacheTTL = DefaultKeyCacheTTL
 	}
+	if cfg.PublicRateLimit == 0 {
+		cfg.PublicRateLimit = DefaultPublicRateLimit
+	}
 	if deps.Logger == nil {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -216,6 +228,13 @@ func (s *Server) routes() *gin.Engine {
 	// answered with an empty redirect a POST cannot follow.
 	r.RedirectTrailingSlash = false
 	r.ContextWithFallback = true
+	// Gin trusts every proxy unless told otherwise, which would let any
+	// client pick its own address for the per-address limit.
+	if err := r.SetTrustedProxies(s.cfg.TrustedProxies); err != nil {
+		// cmd validates the list; a bad one here trusts none rather than all.
+		s.deps.Logger.Error("invalid trusted proxies; trusting none", slog.Any("error", err))
+		_ = r.SetTrustedProxies(nil)
+	}
 	if s.deps.Tracer != nil {
 		r.Use(s.tracing())
 	}
@@ -225,12 +244,14 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
-	r.GET("/track/:number", s.trackingPage)
+	// The routes that need no key and read data are limited per client
+	// address (publicRateLimit).
+	r.GET("/track/:number", s.publicRateLimit(true), s.trackingPage)
 	// Buying providers' webhooks: authenticated by their signature.
 	r.POST("/webhooks/:provider", s.providerWebhook)
-	// The API's OpenAPI document: public, outside the authenticated and
-	// rate-limited group below.
-	r.GET("/v1/openapi.json", serveOpenAPI)
+	// The API's OpenAPI document: public, outside the authenticated group
+	// below, limited per address like the tracking page.
+	r.GET("/v1/openapi.json", s.publicRateLimit(false), serveOpenAPI)
 
 	// Every POST under /v1 honours Idempotency-Key (idempotency.go): a
 	// route added here gets it without doing anything.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -53,6 +54,11 @@ type Config struct {
 	RateMaxAge        time.Duration
 	RequestTimeout    time.Duration
 	KeyCacheTTL       time.Duration
+	// PublicRateLimit is each client address's requests per minute on
+	// the routes that need no key; negative: no limit. TrustedProxies
+	// are the reverse proxies whose X-Forwarded-For names the client.
+	PublicRateLimit int
+	TrustedProxies  []string
 
 	// Traces: the OTLP/gRPC collector ("" = traces off) and the share
 	// of new traces kept.
@@ -350,6 +356,36 @@ var envVars = []envVar{
 	{name: "MEMOCART_KEY_CACHE_TTL", def: "5s",
 		help: "how long an API replica reuses the database's answer about a key: the bound on how long a revoked key keeps working; 0 = read the database on every request",
 		set:  func(c *Config, v string) error { return parseCacheTTL(v, &c.KeyCacheTTL) }},
+	{name: "MEMOCART_PUBLIC_RATE_LIMIT", def: "60",
+		help: "requests per minute each client address may make to the routes that need no key (the tracking page, /v1/openapi.json; not health checks or provider webhooks); 0 = no limit",
+		set: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return errors.New("must be a non-negative integer")
+			}
+			if n == 0 {
+				n = -1
+			}
+			c.PublicRateLimit = n
+			return nil
+		}},
+	{name: "MEMOCART_TRUSTED_PROXIES", def: "",
+		help: "comma-separated addresses or CIDR ranges of the reverse proxies in front of the API, whose X-Forwarded-For names the client for the per-address limit; empty = trust none (the client is the connection's peer)",
+		set: func(c *Config, v string) error {
+			c.TrustedProxies = nil
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p == "" {
+					continue
+				}
+				if _, err := netip.ParsePrefix(p); err != nil {
+					if _, err := netip.ParseAddr(p); err != nil {
+						return fmt.Errorf("%q is not an IP address or CIDR range", p)
+					}
+				}
+				c.TrustedProxies = append(c.TrustedProxies, p)
+			}
+			return nil
+		}},
 	{name: "MEMOCART_WORKER_STICKY_CACHE_SIZE", def: "10000",
 		help: "worker: workflows kept in memory between their tasks (Temporal's sticky cache); a smaller cache trades memory per waiting order for replays",
 		set:  func(c *Config, v string) error { return parsePositiveInt(v, &c.WorkerStickyCacheSize) }},

@@ -90,6 +90,35 @@ func TestHardeningAndTuningConfig(t *testing.T) {
 	}
 }
 
+// TestPublicRateLimitConfig: the per-address limit of the public routes
+// and the proxies trusted to name the client.
+func TestPublicRateLimitConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(nil))
+	require.NoError(t, err)
+	assert.Equal(t, 60, cfg.PublicRateLimit)
+	assert.Empty(t, cfg.TrustedProxies, "no proxy is trusted by default")
+
+	cfg, err = loadConfig(envOf(map[string]string{
+		"MEMOCART_PUBLIC_RATE_LIMIT": "0", "MEMOCART_TRUSTED_PROXIES": " 10.0.0.0/8, 192.0.2.1 ,2001:db8::/32,",
+	}))
+	require.NoError(t, err)
+	assert.Negative(t, cfg.PublicRateLimit, "0 turns the limit off")
+	assert.Equal(t, []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32"}, cfg.TrustedProxies)
+
+	cfg, err = loadConfig(envOf(map[string]string{"MEMOCART_PUBLIC_RATE_LIMIT": "120"}))
+	require.NoError(t, err)
+	assert.Equal(t, 120, cfg.PublicRateLimit)
+
+	for k, v := range map[string]string{
+		"MEMOCART_PUBLIC_RATE_LIMIT": "-5", "MEMOCART_TRUSTED_PROXIES": "10.0.0.0/8,proxy.internal",
+	} {
+		_, err := loadConfig(envOf(map[string]string{k: v}))
+		assert.ErrorContainsf(t, err, k, "%s=%s must be refused", k, v)
+	}
+	_, err = loadConfig(envOf(map[string]string{"MEMOCART_PUBLIC_RATE_LIMIT": "many"}))
+	assert.ErrorContains(t, err, "MEMOCART_PUBLIC_RATE_LIMIT")
+}
+
 // TestSandboxPaymentAddressConfig: the test-mode payment_address is, by
 // default, the sandbox's valid StrKey, and a value that fails StrKey
 // validation (what a wallet checks) is refused at start.

@@ -245,6 +245,9 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			RequestTimeout: e.cfg.RequestTimeout,
 			KeyCacheTTL:    e.cfg.KeyCacheTTL,
 
+			PublicRateLimit: e.cfg.PublicRateLimit,
+			TrustedProxies:  e.cfg.TrustedProxies,
+
 			WebhookTestLoopback: e.cfg.WebhookTestLoopback,
 		},
 		deps,

@@ -1,0 +1,266 @@
+package api_test
+
+import (
+	"context"
+	"crypto/rand"
+	"image"
+	"image/color"
+	"image/draw"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/makiuchi-d/gozxing"
+	gozxingqr "github.com/makiuchi-d/gozxing/qrcode"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/ratelimit"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+)
+
+// Personal data the tracking fixtures carry, none of which any page may show.
+const (
+	trackPhone        = "+1 408 555 0199"
+	trackLine2        = "Apartment 42B"
+	trackCity         = "Cupertino"
+	trackPostcode     = "95014"
+	trackAccountID    = "acct_trackingsecret"
+	trackMetadata     = "crm-ref-secret-7781"
+	trackCancelNote   = "customer changed mind, call 408-555-0199"
+	trackFailureWords = "Address 1 Infinite Loop rejected by the retailer"
+	trackItemTitle    = "Secret Gift For Ada"
+	trackMemo         = "MC4Q7Z2K"
+)
+
+// trackingSecrets are the strings no tracking page may contain.
+var trackingSecrets = []string{
+	customerEmail, customerName, customerLine1, trackPhone, trackLine2, trackCity, trackPostcode,
+	trackAccountID, trackMetadata, trackCancelNote, trackFailureWords, trackItemTitle,
+}
+
+// trackingCase is one state of an order and what its page must show.
+type trackingCase struct {
+	name  string
+	order models.Order
+	label string   // the human status label
+	shows []string // text the page must contain
+	hides []string // text it must not contain (beyond trackingSecrets)
+	// qr is the SEP-0007 link the page's QR code must decode to; "" means
+	// the page has no QR code.
+	qr string
+	// link is the carrier link the page must have; "" means none.
+	link string
+}
+
+// baseTrackingOrder is an order full of personal data at the given status,
+// created 10 minutes before now with 20 minutes left to pay.
+func baseTrackingOrder(t testing.TB, now time.Time, status models.OrderStatus) models.Order {
+	t.Helper()
+	number, err := models.NewOrderNumber(rand.Reader)
+	require.NoError(t, err)
+	created := now.Add(-10 * time.Minute)
+	o := models.Order{
+		ID: "ord_" + number, Number: number, AccountID: trackAccountID, Mode: models.ModeLive,
+		Status: status, PaymentStatus: models.PaymentPending,
+		CustomerEmail: customerEmail,
+		Address: models.ShippingAddress{Name: customerName, Phone: trackPhone, Line1: customerLine1, Line2: trackLine2,
+			City: trackCity, Region: "CA", PostalCode: trackPostcode, Country: "US"},
+		Currency: "USD", Total: decimal.RequireFromString("25.50"),
+		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("25.5"),
+		PaymentAddress: livePayTo, PaymentMemo: trackMemo, PaymentExpiresAt: now.Add(20 * time.Minute),
+		PaymentNetwork: "pubnet", PaymentAssetIssuer: liveIssuer, PaymentMemoType: "text",
+		Metadata:  map[string]string{"crm": trackMetadata},
+		Items:     []models.CartItem{{Title: trackItemTitle, Quantity: 1}},
+		Steps:     map[models.OrderStatus]time.Time{models.OrderCreated: created},
+		CreatedAt: created, UpdatedAt: created,
+	}
+	// Each status past created has reached the steps before it.
+	at := created
+	for _, st := range models.OrderSteps[1:] {
+		if !models.StepReached(status, st) {
+			break
+		}
+		at = at.Add(time.Minute)
+		o.Steps[st] = at
+	}
+	if models.StepReached(status, models.OrderPaid) {
+		o.PaymentStatus, o.AmountReceived = models.PaymentConfirmed, o.PaymentAmount
+	}
+	return o
+}
+
+// trackingPayURI is the link the page must encode for an order asking for
+// amount: what the API's payment_uri is for the same order and amount.
+func trackingPayURI(o models.Order, amount string) string {
+	return models.PayURI(models.PayRequest{
+		Destination: o.PaymentAddress, Amount: decimal.RequireFromString(amount), AssetCode: o.PaymentAsset,
+		AssetIssuer: o.PaymentAssetIssuer, Memo: o.PaymentMemo, MemoType: "MEMO_TEXT", Message: "Memocart order " + o.Number,
+	})
+}
+
+// trackingCases are every state the page has, at clock time now.
+func trackingCases(t testing.TB, now time.Time) []trackingCase {
+	t.Helper()
+	var cases []trackingCase
+	add := func(c trackingCase) { cases = append(cases, c) }
+
+	o := baseTrackingOrder(t, now, models.OrderCreated)
+	add(trackingCase{name: "created", order: o, label: "Waiting for payment",
+		shows: []string{"25.5 USDC", livePayTo, liveIssuer, trackMemo, "20 min", "Open in a Stellar wallet"},
+		qr:    trackingPayURI(o, "25.5")})
+
+	o = baseTrackingOrder(t, now, models.OrderCreated)
+	o.PaymentStatus, o.AmountReceived = models.PaymentPartial, decimal.RequireFromString("10")
+	add(trackingCase{name: "created partly paid", order: o, label: "Waiting for payment",
+		shows: []string{"15.5 USDC", "Received so far", "10 USDC", trackMemo},
+		hides: []string{"25.5 USDC"},
+		qr:    trackingPayURI(o, "15.5")})
+
+	o = baseTrackingOrder(t, now, models.OrderCreated)
+	o.PendingCredit = decimal.RequireFromString("25.5")
+	add(trackingCase{name: "created payment processing", order: o, label: "Waiting for payment",
+		shows: []string{"do not pay again"}, hides: []string{livePayTo, trackMemo}})
+
+	o = baseTrackingOrder(t, now, models.OrderCreated)
+	o.PaymentExpiresAt = now.Add(-time.Second)
+	add(trackingCase{name: "created window closed", order: o, label: "Waiting for payment",
+		shows: []string{"time to pay has run out"}, hides: []string{livePayTo, trackMemo}})
+
+	add(trackingCase{name: "paid", order: baseTrackingOrder(t, now, models.OrderPaid), label: "Paid",
+		shows: []string{"being placed with the retailer"}, hides: []string{livePayTo, trackMemo}})
+
+	add(trackingCase{name: "ordered", order: baseTrackingOrder(t, now, models.OrderOrdered), label: "Ordered from the retailer",
+		shows: []string{"preparing the parcel"}})
+
+	o = baseTrackingOrder(t, now, models.OrderShipped)
+	o.Shipment = models.Shipment{Carrier: "UPS", TrackingNumber: "1Z999AA10123456784", EstimatedDelivery: "2026-03-18"}
+	o.Fulfilment = &models.Fulfilment{Ref: "zn_1", Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{{
+		Carrier: "UPS", TrackingNumber: "1Z999AA10123456784", TrackingURL: "https://provider.example/track/secret",
+		Status: models.ParcelInTransit, EstimatedDelivery: "2026-03-18",
+		Checkpoints: []models.Checkpoint{
+			{At: now.Add(-time.Hour), Status: "in_transit", Message: "Departed from facility", City: trackCity, State: "CA", Zip: trackPostcode},
+			{At: now.Add(-3 * time.Hour), Status: "in_transit", Message: "Picked up by the carrier", City: "Louisville", State: "KY"},
+		},
+	}}}
+	add(trackingCase{name: "shipped with UPS", order: o, label: "On its way",
+		shows: []string{"UPS", "1Z999AA10123456784", "Wed 18 Mar 2026", "In transit", "Departed from facility", "Picked up by the carrier"},
+		hides: []string{"provider.example", "Louisville"},
+		link:  "https://www.ups.com/track?tracknum=1Z999AA10123456784"})
+
+	o = baseTrackingOrder(t, now, models.OrderShipped)
+	o.Mode = models.ModeTest
+	o.Shipment = models.Shipment{Carrier: "Sandbox Express", TrackingNumber: "SBX123456"}
+	add(trackingCase{name: "shipped with an unknown carrier", order: o, label: "On its way",
+		shows: []string{"Sandbox Express", "SBX123456", "Test order"}})
+
+	o = baseTrackingOrder(t, now, models.OrderDelivered)
+	o.Shipment = models.Shipment{Carrier: "FedEx", TrackingNumber: "449044304137821"}
+	add(trackingCase{name: "delivered", order: o, label: "Delivered",
+		shows: []string{"delivered", "FedEx"},
+		link:  "https://www.fedex.com/fedextrack/?trknbr=449044304137821"})
+
+	o = baseTrackingOrder(t, now, models.OrderCancelled)
+	o.PaymentStatus, o.Cancellation, o.StatusReason = models.PaymentExpired, models.CancellationPaymentWindowExpired, "payment deadline passed"
+	add(trackingCase{name: "cancelled, nothing received", order: o, label: "Cancelled",
+		shows: []string{"did not arrive before the deadline", "nothing is owed back"},
+		hides: []string{"due back", livePayTo, trackMemo}})
+
+	o = baseTrackingOrder(t, now, models.OrderCancelled)
+	o.PaymentStatus, o.AmountReceived = models.PaymentRefundDue, decimal.RequireFromString("10")
+	o.Cancellation, o.StatusReason = models.CancellationRequestedByCustomer, trackCancelNote
+	add(trackingCase{name: "cancelled with money received", order: o, label: "Cancelled",
+		shows: []string{"The shop cancelled the order", "10 USDC received for this order is due back"},
+		hides: []string{"nothing is owed back"}})
+
+	o = baseTrackingOrder(t, now, models.OrderCancelled)
+	refunded := now.Add(-time.Minute)
+	o.PaymentStatus, o.AmountReceived, o.RefundedAt = models.PaymentRefunded, decimal.RequireFromString("10"), &refunded
+	o.Cancellation = models.CancellationByOperator
+	add(trackingCase{name: "cancelled and refunded", order: o, label: "Cancelled",
+		shows: []string{"Memocart cancelled the order", "was refunded"},
+		hides: []string{"due back", "nothing is owed back"}})
+
+	o = baseTrackingOrder(t, now, models.OrderFailed)
+	o.PaymentStatus, o.AmountReceived, o.StatusReason = models.PaymentRefundDue, o.PaymentAmount, trackFailureWords
+	o.Steps = map[models.OrderStatus]time.Time{models.OrderCreated: now.Add(-10 * time.Minute), models.OrderPaid: now.Add(-9 * time.Minute)}
+	add(trackingCase{name: "failed", order: o, label: "Could not be fulfilled",
+		shows: []string{"could not supply or deliver it", "25.5 USDC received for this order is due back"}})
+	return cases
+}
+
+// fixedOrders is a store whose orders by number are the given ones: the
+// tracking page reads nothing else.
+type fixedOrders struct {
+	api.Store
+	orders map[string]models.Order
+}
+
+func (s fixedOrders) OrderByNumber(_ context.Context, number string) (models.Order, error) {
+	if o, ok := s.orders[number]; ok {
+		return o, nil
+	}
+	return models.Order{}, models.ErrOrderNotFound
+}
+
+// newTrackingEnv serves the tracking page of the given orders, with cfg.
+func newTrackingEnv(t *testing.T, clock *fakeClock, cfg api.Config, orders ...models.Order) *env {
+	t.Helper()
+	st := sqlstoretest.Open(t, sqlstore.DialectSQLite)
+	byNumber := map[string]models.Order{}
+	for _, o := range orders {
+		byNumber[o.Number] = o
+	}
+	srv := api.NewServer(cfg, api.Deps{
+		Store: fixedOrders{Store: st, orders: byNumber}, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
+	})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	return &env{st: st, clock: clock, ts: ts}
+}
+
+var (
+	qrSVGRE  = regexp.MustCompile(`<svg class="qr"[^>]*viewBox="0 0 (\d+) (\d+)"[^>]*>.*?<path fill="#000" d="([^"]*)"/></svg>`)
+	qrRunRE  = regexp.MustCompile(`M(\d+) (\d+)h(\d+)v1h-(\d+)z`)
+	qrModule = 8 // pixels per module when the SVG is rasterised
+)
+
+// decodeQRSVG finds the page's QR code, rasterises its SVG as a browser
+// would, and decodes it with an independent decoder (ZXing's port): the
+// proof that the code scans to the link. ok is false when there is none.
+func decodeQRSVG(t testing.TB, page string) (text string, ok bool) {
+	t.Helper()
+	m := qrSVGRE.FindStringSubmatch(page)
+	if m == nil {
+		return "", false
+	}
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	img := image.NewGray(image.Rect(0, 0, n*qrModule, n*qrModule))
+	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+	runs := qrRunRE.FindAllStringSubmatch(m[3], -1)
+	require.NotEmpty(t, runs, "QR path has no runs")
+	for _, r := range runs {
+		x, _ := strconv.Atoi(r[1])
+		y, _ := strconv.Atoi(r[2])
+		w, _ := strconv.Atoi(r[3])
+		rect := image.Rect(x*qrModule, y*qrModule, (x+w)*qrModule, (y+1)*qrModule)
+		draw.Draw(img, rect, image.NewUniform(color.Black), image.Point{}, draw.Src)
+	}
+	return decodeQRImage(t, img), true
+}
+
+// decodeQRImage decodes the one QR code in img.
+func decodeQRImage(t testing.TB, img image.Image) string {
+	t.Helper()
+	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
+	require.NoError(t, err)
+	res, err := gozxingqr.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_TRY_HARDER: true})
+	require.NoError(t, err, "decoding the QR code")
+	return res.GetText()
+}
