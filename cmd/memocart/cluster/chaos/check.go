@@ -383,7 +383,7 @@ func (r *run) check(ctx context.Context) error {
 	rep.figure("5xx without the error envelope", "%d", s.notEnvelope5xx.Load())
 	rep.figure("409 idempotency_key_in_use (waited for the takeover)", "%d", s.inUse.Load())
 	if r.pg.Ran {
-		rep.figure("Postgres outage: probes answered while down (503 in the envelope)", "%d (%d)", r.pg.OutageAnswers, r.pg.Outage503)
+		rep.figure("Postgres outage: probes sent while down / answered 503 in the envelope / 200 once Postgres was starting", "%d / %d / %d", r.pg.OutageAnswers, r.pg.Outage503, r.pg.Outage200)
 		rep.figure("Postgres outage: slowest 503 (bound)", "%v (%v)", r.pg.Max503.Round(time.Millisecond), r.opts.RequestTimeout+r.opts.Slack)
 		rep.figure("Postgres outage: replica's first 200 after Postgres was healthy", "%.1fs (%s, %d × 503 before)", r.pg.Recovery.Seconds(), r.pg.Replica, r.pg.After503)
 	}

@@ -198,8 +198,11 @@ type probeReport struct {
 	// Retry-After within the bound; Bad lists the rest (other statuses, a
 	// 200 before Postgres was back, past the bound, no envelope).
 	OutageAnswers, Outage503 int
-	Max503                   time.Duration
-	Bad                      []string
+	// Outage200 were sent while Postgres was down and answered 200 once
+	// it was starting: the request waited for it within its deadline.
+	Outage200 int
+	Max503    time.Duration
+	Bad       []string
 	// Recovery is from Postgres healthy to the replica's first 200;
 	// Recovered is false if that took longer than two minutes.
 	Recovered        bool
@@ -293,6 +296,7 @@ func (pr *prober) once1(ctx context.Context) {
 	case a.status == http.StatusOK && answeredPhase >= phaseRestarting:
 		// Sent while Postgres was down, answered once it was starting:
 		// the request waited for it, within its deadline.
+		pr.rep.Outage200++
 		if took > bound {
 			pr.rep.Bad = append(pr.rep.Bad, fmt.Sprintf("200 after %v (bound %v)", took.Round(time.Millisecond), bound))
 		}
