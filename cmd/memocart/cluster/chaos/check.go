@@ -94,6 +94,7 @@ type dbOrder struct {
 	expiresAt                                      time.Time
 	ordered                                        bool // has its "ordered" step
 	payments                                       int  // payments attached
+	paidAt, deliveredAt                            *time.Time
 }
 
 // readOrders reads every order of the cluster's app database (the
@@ -107,7 +108,9 @@ func (r *run) readOrders(ctx context.Context) (map[string]*dbOrder, error) {
 	rows, err := conn.Query(ctx, `
 		SELECT o.id, o.cart_id, o.status, o.payment_status, o.supplier_ref, o.payment_expires_at,
 		       EXISTS (SELECT 1 FROM order_steps s WHERE s.order_id = o.id AND s.name = 'ordered'),
-		       (SELECT count(*) FROM payments p WHERE p.order_id = o.id)
+		       (SELECT count(*) FROM payments p WHERE p.order_id = o.id),
+		       (SELECT reached_at FROM order_steps s WHERE s.order_id = o.id AND s.name = 'paid'),
+		       (SELECT reached_at FROM order_steps s WHERE s.order_id = o.id AND s.name = 'delivered')
 		FROM orders o`)
 	if err != nil {
 		return nil, err
@@ -115,7 +118,7 @@ func (r *run) readOrders(ctx context.Context) (map[string]*dbOrder, error) {
 	out := map[string]*dbOrder{}
 	for rows.Next() {
 		var o dbOrder
-		if err := rows.Scan(&o.id, &o.cartID, &o.status, &o.paymentStatus, &o.supplierRef, &o.expiresAt, &o.ordered, &o.payments); err != nil {
+		if err := rows.Scan(&o.id, &o.cartID, &o.status, &o.paymentStatus, &o.supplierRef, &o.expiresAt, &o.ordered, &o.payments, &o.paidAt, &o.deliveredAt); err != nil {
 			return nil, err
 		}
 		out[o.id] = &o
@@ -250,14 +253,21 @@ func (r *run) check(ctx context.Context) error {
 	// second attempt number is a second purchase; a retried activity of
 	// the same attempt is the same, idempotent placement) and from the
 	// order row (supplier_ref must be the first placement's SBX-<id>).
-	placements, placeRetries, err := r.placements(ctx, tc, orders)
+	hist, err := r.histories(ctx, tc, orders)
 	if err != nil {
 		return err
 	}
+	placeRetries := 0
+	var timeouts []string
+	for _, f := range hist {
+		placeRetries += f.placeRetries
+		timeouts = append(timeouts, f.timeouts...)
+	}
+	slices.Sort(timeouts)
 	twoFulfilments := Invariant{Name: "orders with more than one fulfilment"}
 	placed := 0
 	for id, o := range orders {
-		n := placements[id]
+		n := hist[id].placements
 		if n > 0 {
 			placed++
 		}
@@ -373,6 +383,9 @@ func (r *run) check(ctx context.Context) error {
 		count(models.OrderFailed), len(orders)-count(models.OrderDelivered)-count(models.OrderCancelled)-count(models.OrderFailed))
 	rep.figure("orders placed with the sandbox fulfiller (PlaceOrder in history)", "%d", placed)
 	rep.figure("PlaceOrder activity retries (same placement)", "%d", placeRetries)
+	rep.figure("activities that timed out (in order histories)", "%d", len(timeouts))
+	p50, p99, slowest := paidToDelivered(orders)
+	rep.figure("paid → delivered (steps' times): median / p99 / max", "%.1fs / %.1fs / %.1fs", p50.Seconds(), p99.Seconds(), slowest.Seconds())
 	rep.figure("payments answered other than matched", "%d", s.paymentsNotCredited.Load())
 	rep.figure("client operations given up or refused (4xx)", "%d", len(gaveUp))
 	rep.figure("requests sent by the load", "%d", s.requests.Load())
@@ -400,6 +413,9 @@ func (r *run) check(ctx context.Context) error {
 	rep.figure("API status differs from the database", "%d", apiDiffers)
 	rep.figure("load time", "%.1fs", rep.LoadTime.Seconds())
 	rep.figure("wall time (load, settle, checks)", "%.1fs", time.Since(r.began).Seconds())
+	if len(timeouts) > 0 {
+		r.logf("activities that timed out:\n  %s", strings.Join(timeouts[:min(len(timeouts), 20)], "\n  "))
+	}
 	if len(gaveUp) > 0 {
 		r.logf("client operations that did not complete:\n  %s", strings.Join(gaveUp[:min(len(gaveUp), 20)], "\n  "))
 	}
@@ -465,30 +481,38 @@ func (r *run) readThroughAPI(ctx context.Context, acked []*order) map[string]str
 	return out
 }
 
-// placements counts, per order, the distinct PlaceOrder attempt numbers
-// in its workflow's history, and the activity retries of PlaceOrder.
-func (r *run) placements(ctx context.Context, tc client.Client, orders map[string]*dbOrder) (map[string]int, int, error) {
+// historyFacts is what the checks read from one order workflow's history.
+type historyFacts struct {
+	// placements is the number of distinct PlaceOrder attempt numbers.
+	placements int
+	// placeRetries counts PlaceOrder activity retries (same placement).
+	placeRetries int
+	// timeouts describes each activity that timed out: lost with a killed
+	// worker, or its completion lost in an outage.
+	timeouts []string
+}
+
+// histories reads every order workflow's history, 8 at a time.
+func (r *run) histories(ctx context.Context, tc client.Client, orders map[string]*dbOrder) (map[string]historyFacts, error) {
 	ids := make([]string, 0, len(orders))
 	for id := range orders {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	out := make(map[string]int, len(ids))
+	out := make(map[string]historyFacts, len(ids))
 	var mu sync.Mutex
 	var firstErr error
-	retries := 0
 	next := make(chan string)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for id := range next {
-				n, re, err := placementsOf(ctx, tc, id)
+				f, err := historyOf(ctx, tc, id)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				out[id] = n
-				retries += re
+				out[id] = f
 				mu.Unlock()
 			}
 		})
@@ -498,35 +522,50 @@ func (r *run) placements(ctx context.Context, tc client.Client, orders map[strin
 	}
 	close(next)
 	wg.Wait()
-	return out, retries, firstErr
+	return out, firstErr
 }
 
-func placementsOf(ctx context.Context, tc client.Client, orderID string) (placements, retries int, err error) {
+func historyOf(ctx context.Context, tc client.Client, orderID string) (historyFacts, error) {
+	var f historyFacts
 	it := tc.GetWorkflowHistory(ctx, models.WorkflowID(orderID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	attempts := map[int]bool{}
-	placeEvents := map[int64]bool{}
+	scheduled := map[int64]string{} // event id -> activity type
+	started := map[int64]string{}   // scheduled event id -> worker identity
+	var last time.Time
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			if isNotFound(err) {
-				return 0, 0, nil // counted by the workflow check
+				return historyFacts{}, nil // counted by the workflow check
 			}
-			return 0, 0, fmt.Errorf("history of order %s: %w", orderID, err)
+			return historyFacts{}, fmt.Errorf("history of order %s: %w", orderID, err)
 		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "PlaceOrder" {
-			var id string
-			var attempt int
-			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &id, &attempt); err != nil {
-				return 0, 0, fmt.Errorf("order %s: PlaceOrder input: %w", orderID, err)
+		last = ev.GetEventTime().AsTime()
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == "PlaceOrder" {
+				var id string
+				var attempt int
+				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &id, &attempt); err != nil {
+					return historyFacts{}, fmt.Errorf("order %s: PlaceOrder input: %w", orderID, err)
+				}
+				attempts[attempt] = true
 			}
-			attempts[attempt] = true
-			placeEvents[ev.GetEventId()] = true
 		}
-		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && placeEvents[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
-			retries += int(a.GetAttempt()) - 1
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			started[a.GetScheduledEventId()] = a.GetIdentity()
+			if scheduled[a.GetScheduledEventId()] == "PlaceOrder" && a.GetAttempt() > 1 {
+				f.placeRetries += int(a.GetAttempt()) - 1
+			}
+		}
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
+			f.timeouts = append(f.timeouts, fmt.Sprintf("%s %s: %s timed out (%s), started by %s",
+				orderID, last.UTC().Format("15:04:05.000"), scheduled[a.GetScheduledEventId()],
+				a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType(), started[a.GetScheduledEventId()]))
 		}
 	}
-	return len(attempts), retries, nil
+	f.placements = len(attempts)
+	return f, nil
 }
 
 // listOrderWorkflows lists every Order workflow of the namespace, and how
@@ -553,4 +592,21 @@ func listOrderWorkflows(ctx context.Context, tc client.Client) (map[string]bool,
 			return out, running, nil
 		}
 	}
+}
+
+// paidToDelivered returns the median, 99th percentile and maximum time
+// from an order's paid step to its delivered step: with 200 ms steps it is
+// about a second, and an activity lost in a kill shows as its timeout.
+func paidToDelivered(orders map[string]*dbOrder) (p50, p99, slowest time.Duration) {
+	var ds []time.Duration
+	for _, o := range orders {
+		if o.paidAt != nil && o.deliveredAt != nil {
+			ds = append(ds, o.deliveredAt.Sub(*o.paidAt))
+		}
+	}
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1]
 }
