@@ -146,8 +146,8 @@ func (r *run) othersHealthy(ctx context.Context, killed string) error {
 			return nil
 		}
 		for _, name := range down {
-			r.logf("UNPLANNED: %s is not running (after the kill of %s); starting it", name, killed)
-			r.report.Unplanned = append(r.report.Unplanned, fmt.Sprintf("%s exited after the kill of %s", name, killed))
+			r.logf("UNPLANNED: %s is not running (found after the kill of %s); starting it; see its log", name, killed)
+			r.report.Unplanned = append(r.report.Unplanned, fmt.Sprintf("%s found not running after the kill of %s (see %s)", name, killed, r.c.LogPath(name)))
 			if err := r.c.Start(ctx, name); err != nil {
 				return fmt.Errorf("starting %s: %w", name, err)
 			}
