@@ -24,7 +24,7 @@ export MEMOCART_TEST_CHROMIUM
 HEAVY_PKGS := ./cmd/memocart/...
 UNIT_PKGS = $(shell $(GO) list ./... | grep -v '/cmd/memocart')
 
-.PHONY: run build build-prod test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test
+.PHONY: run build build-prod test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos
 
 run:
 	$(GO) run ./cmd/memocart dev
@@ -96,6 +96,15 @@ cluster-status:
 # test`: it builds the Temporal binaries (cached under the user cache dir).
 cluster-test:
 	$(GO) test -race -count=1 -tags clustertest -run TestCluster -v -timeout 20m ./cmd/memocart/cluster/
+
+# The chaos test (docs/reliability.md): its own cluster on free ports in a
+# temporary directory, 1,000 sandbox orders created and paid while an api, a
+# worker, Temporal and Postgres are SIGKILLed, then the invariants as a table;
+# exits 1 when one is not 0. Not part of `make test` (it takes minutes).
+# CHAOS_FLAGS passes flags, e.g. CHAOS_FLAGS='-orders 100 -load-time 45s'.
+CHAOS_FLAGS ?=
+chaos: build-prod
+	bin/memocart chaos $(CHAOS_FLAGS)
 
 clean:
 	rm -rf bin .data

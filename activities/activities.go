@@ -40,9 +40,10 @@ type Refunds interface {
 	// back in the transaction txHash. Recording the same txHash again is
 	// not an error, so a retried activity succeeds.
 	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
-	// MarkPaymentLate records that a stored payment reached its order too
-	// late to count: it is due back on its own.
-	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
+	// MarkRecordedPaymentLate records that a payment the workflow stored
+	// without crediting it reached its order too late to count: it is due
+	// back on its own.
+	MarkRecordedPaymentLate(ctx context.Context, paymentID string, at time.Time) error
 }
 
 // Fulfiller buys an order's items through a buying provider and reports
@@ -145,7 +146,7 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
 		return temporalError(err)
 	}
-	if err := a.Refunds.MarkPaymentLate(ctx, p.ID, at); err != nil {
+	if err := a.Refunds.MarkRecordedPaymentLate(ctx, p.ID, at); err != nil {
 		return temporalError(err)
 	}
 	a.dispatchEvents(ctx, orderID)

@@ -543,7 +543,9 @@ func TestOrderPayments(t *testing.T) {
 			PaymentStatus: models.PaymentRefundDue, At: base.Add(time.Minute), AmountReceived: decimal.RequireFromString("11.5")}))
 		late := pay("sandbox_late", "USDC", "9", 7*time.Second)
 		require.NoError(t, e.st.SaveMatch(ctx, late, o.ID))
-		require.NoError(t, e.st.MarkPaymentLate(ctx, late.ID, base.Add(2*time.Minute)))
+		if late, err := e.st.MarkPaymentLate(ctx, late.ID, base.Add(2*time.Minute)); assert.NoError(t, err) {
+			assert.True(t, late, "marked late")
+		}
 		v = view()
 		assert.Equal(t, []string{credited.ID, wrong.ID, refunded.ID, manual.ID, inFlight.ID, late.ID}, ids(v))
 		assert.Equal(t, "late", v.Payments[5].Outcome)

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -509,4 +510,58 @@ func TestIdempotencySlowRequestIsKept(t *testing.T) {
 	first := <-done
 	requireFirst(t, first, http.StatusCreated)
 	requireReplay(t, first, e.postKey(t, key, "/v1/carts", "slow", cartBodyA))
+}
+
+// flakyTestPayments is a sandbox chain that keeps every payment it is sent
+// but answers the first as an outage would after storing it (the matcher
+// stored and matched the payment, then could not signal the workflow).
+type flakyTestPayments struct {
+	recordingTestPayments
+}
+
+func (p *flakyTestPayments) Send(ctx context.Context, pay models.Payment) (models.PaymentOutcome, error) {
+	out, _ := p.recordingTestPayments.Send(ctx, pay)
+	if len(p.all()) == 1 {
+		return "", fmt.Errorf("signalling the workflow: %w", models.ErrUnavailable)
+	}
+	return out, nil
+}
+
+// TestTestPaymentRetryIsTheSamePayment: a test payment retried under its
+// Idempotency-Key after a 503 (the first attempt's payment already stored)
+// is the same payment, not a second one; found by `make chaos`, where
+// orders ended overpaid.
+func TestTestPaymentRetryIsTheSamePayment(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		chain := &flakyTestPayments{}
+		oe := newOrdersEnv(t, dialect, func(_ *api.Config, d *api.Deps, _ *fakeClock) { d.TestPayments = chain })
+		e := &idemEnv{ordersEnv: oe}
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		r := e.postOrder(t, key, orderBody(cartID), nil)
+		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+		o := decodeCreated(t, r)
+		path := "/v1/test_helpers/orders/" + o.ID + "/payments"
+
+		requireError(t, e.postKey(t, key, path, "pay-1", ""), http.StatusServiceUnavailable, models.CodeUnavailable, "")
+		retry := e.postKey(t, key, path, "pay-1", "")
+		require.Equalf(t, http.StatusCreated, retry.status, "body %s", retry.body)
+		sent := chain.all()
+		require.Len(t, sent, 2)
+		assert.Equal(t, sent[0].ID, sent[1].ID, "the retry is the same payment")
+		assert.Contains(t, string(retry.body), sent[0].ID)
+		assert.True(t, models.ValidID("sandbox", sent[0].ID), sent[0].ID)
+
+		// Another key is another payment; so is each request without one.
+		require.Equal(t, http.StatusCreated, e.postKey(t, key, path, "pay-2", "").status)
+		require.Equal(t, http.StatusCreated, e.postKey(t, key, path, "", "").status)
+		require.Equal(t, http.StatusCreated, e.postKey(t, key, path, "", "").status)
+		sent = chain.all()
+		require.Len(t, sent, 5)
+		ids := map[string]bool{}
+		for _, p := range sent[1:] {
+			ids[p.ID] = true
+		}
+		assert.Len(t, ids, 4, "pay-1, pay-2 and two keyless payments")
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -699,7 +700,7 @@ func (s *Server) createTestPayment(c *gin.Context) {
 			asset = strings.ToUpper(asset)
 		}
 	}
-	id, err := models.NewID("sandbox", rand.Reader)
+	id, err := testPaymentID(key, idempotencyKeyOf(c))
 	if err != nil {
 		abort(c, err)
 		return
@@ -721,6 +722,45 @@ func (s *Server) createTestPayment(c *gin.Context) {
 		"id": p.ID, "order_id": o.ID, "asset": p.Asset, "amount": p.Amount.String(),
 		"memo": p.Memo, "outcome": outcome,
 	}})
+}
+
+// testPaymentID names the sandbox payment a request sends. Under an
+// Idempotency-Key it is a function of the key, its account and mode: the
+// payment may be stored and matched before the answer fails (a 503 when
+// Temporal is down and the signal waits for the reconciler, a process
+// killed before it answers), and the client's retry of the same request
+// must then be that payment again, which the matcher stores once and the
+// workflow counts once, not a second payment. The chaos test found orders
+// paid two and three times this way. Without a key each request is a new
+// payment, as a payer who sends twice.
+func testPaymentID(key models.APIKey, idemKey string) (string, error) {
+	if idemKey == "" {
+		return models.NewID("sandbox", rand.Reader)
+	}
+	seed := sha256.Sum256([]byte("test-payment\x00" + key.AccountID + "\x00" + string(key.Mode) + "\x00" + idemKey))
+	return models.NewID("sandbox", &hashStream{seed: seed})
+}
+
+// hashStream is an endless deterministic byte stream: SHA-256 of a seed
+// and a counter, block after block.
+type hashStream struct {
+	seed [sha256.Size]byte
+	n    uint64
+	buf  []byte
+}
+
+func (h *hashStream) Read(p []byte) (int, error) {
+	for len(h.buf) < len(p) {
+		var block [sha256.Size + 8]byte
+		copy(block[:], h.seed[:])
+		binary.BigEndian.PutUint64(block[sha256.Size:], h.n)
+		h.n++
+		sum := sha256.Sum256(block[:])
+		h.buf = append(h.buf, sum[:]...)
+	}
+	n := copy(p, h.buf)
+	h.buf = h.buf[n:]
+	return n, nil
 }
 
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or

@@ -78,7 +78,7 @@ func (s *fakeStore) RecordPayment(_ context.Context, orderID string, p models.Pa
 	return nil
 }
 
-// MarkOrderRefunded and MarkPaymentLate make fakeStore the activities'
+// MarkOrderRefunded and MarkRecordedPaymentLate make fakeStore the activities'
 // Refunds too; they record "refund:<tx>" and "late:<id>".
 func (s *fakeStore) MarkOrderRefunded(_ context.Context, orderNumber, txHash string, _ time.Time) error {
 	s.mu.Lock()
@@ -90,7 +90,7 @@ func (s *fakeStore) MarkOrderRefunded(_ context.Context, orderNumber, txHash str
 	return nil
 }
 
-func (s *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
+func (s *fakeStore) MarkRecordedPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.writes = append(s.writes, "late:"+paymentID)

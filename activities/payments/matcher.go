@@ -30,7 +30,10 @@ type Store interface {
 	// SaveMatch stores the payment if new and records the verdict:
 	// attached to orderID, or unmatched when orderID is empty.
 	SaveMatch(ctx context.Context, p models.Payment, orderID string) error
-	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error
+	// MarkPaymentLate marks a payment that found its order closed late
+	// (refund due); false when the order's workflow had already recorded
+	// it, and nothing changed.
+	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) (bool, error)
 	PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
 	PaymentsToMatch(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
 	AttachUnmatched(ctx context.Context, paymentID, orderNumber string) (models.Payment, error)
@@ -134,11 +137,17 @@ var ErrSignal = errors.New("signalling order workflow")
 func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.PaymentOutcome, error) {
 	err := m.signal.PaymentMatched(ctx, p.OrderID, p)
 	if errors.Is(err, models.ErrOrderClosed) {
-		m.log.WarnContext(ctx, "payment arrived after its order closed; refund due",
-			slog.String("payment_id", p.ID), slog.String("order_id", p.OrderID))
-		if err := m.store.MarkPaymentLate(ctx, p.ID, m.now()); err != nil {
+		late, err := m.store.MarkPaymentLate(ctx, p.ID, m.now())
+		if err != nil {
 			return "", err
 		}
+		if !late {
+			// Delivered again after the workflow had counted it (a
+			// source replaying, a retried test payment): not late.
+			return models.PaymentOutcomeMatched, nil
+		}
+		m.log.WarnContext(ctx, "payment arrived after its order closed; refund due",
+			slog.String("payment_id", p.ID), slog.String("order_id", p.OrderID))
 		return models.PaymentOutcomeLate, nil
 	}
 	if err != nil {

@@ -75,9 +75,12 @@ func (f *fakeStore) AttachUnmatched(_ context.Context, paymentID, orderNumber st
 	return p, nil
 }
 
-func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) error {
+func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.Time) (bool, error) {
+	if f.acked[paymentID] {
+		return false, nil
+	}
 	f.late[paymentID] = true
-	return nil
+	return true, nil
 }
 
 func (f *fakeStore) PaymentsAwaitingSignal(context.Context, time.Time, int) ([]models.Payment, error) {
@@ -159,6 +162,21 @@ func TestMatcherHandle(t *testing.T) {
 			assert.Equal(t, tt.closed, st.late["p1"])
 		})
 	}
+}
+
+// TestMatcherHandleAgainAfterTheWorkflowCountedIt: a payment handled
+// again once its workflow recorded it and closed (a source replaying, a
+// test payment retried under its key) stays counted, not late.
+func TestMatcherHandleAgainAfterTheWorkflowCountedIt(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{closed: map[string]bool{"ord_1": true}}
+	m := NewMatcher(st, sig, nil)
+	st.acked["p1"] = true
+	got, err := m.Handle(context.Background(), payment("p1", validNumber))
+	require.NoError(t, err)
+	assert.Equal(t, models.PaymentOutcomeMatched, got)
+	assert.False(t, st.late["p1"])
 }
 
 func TestMatcherRedeliveryIsSafe(t *testing.T) {

@@ -67,6 +67,7 @@ func commands() []command {
 		{name: "webhooks", summary: "create, list and delete webhook endpoints; list their delivery attempts (webhooks --help)", run: runWebhooks, logFormat: "text"},
 		{name: "payments", summary: "unmatched payments, refunds due and alerts; attach a payment, record a refund (payments --help)", run: runPayments, logFormat: "text"},
 		{name: "cluster", summary: "the production topology on this machine without Docker: up, down, status... (cluster --help)", run: runCluster, logFormat: "text"},
+		{name: "chaos", summary: "orders through a cluster of its own while its processes are killed; checks that none is lost (chaos --help)", run: runChaos, logFormat: "text"},
 		{name: "healthcheck", summary: "exit 0 if a URL answers 200 (container healthchecks without curl)", run: runHealthcheck, logFormat: "text"},
 	}
 }

@@ -188,12 +188,40 @@ func (s *Store) OrderIDByNumber(ctx context.Context, mode models.Mode, number st
 // MarkPaymentLate records that a payment reached its order after the order
 // closed: the payment is marked late and the order's payment status
 // refund_due, so neither the operator nor the client can miss that money
-// must go back.
-func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+// must go back. It reports false, and changes nothing, for a payment the
+// order's workflow had already recorded (RecordPayment acknowledged it, so
+// the order counted it): a second delivery of a counted payment (a source
+// replaying it, a test payment retried under its Idempotency-Key) that
+// finds the workflow closed is not late money.
+func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) (bool, error) {
+	return s.markPaymentLate(ctx, paymentID, at, false)
+}
+
+// MarkRecordedPaymentLate marks late a payment the order's workflow
+// recorded without crediting it (one that arrived after the order's refund
+// was recorded): unlike MarkPaymentLate, the workflow's acknowledgement
+// does not mean the order counted it.
+func (s *Store) MarkRecordedPaymentLate(ctx context.Context, paymentID string, at time.Time) error {
+	_, err := s.markPaymentLate(ctx, paymentID, at, true)
+	return err
+}
+
+func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.Time, recorded bool) (bool, error) {
+	late := true
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Locked against RecordPayment acknowledging it meanwhile; SQLite
+		// transactions begin IMMEDIATE, one writer at a time.
+		q := tx
+		if s.dialect == DialectPostgres {
+			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
 		var p paymentRow
-		if err := tx.Where("id = ?", paymentID).Take(&p).Error; err != nil {
+		if err := q.Where("id = ?", paymentID).Take(&p).Error; err != nil {
 			return fmt.Errorf("reading payment: %w", err)
+		}
+		if !recorded && p.SignaledAt != nil && p.Status != PaymentLate {
+			late = false
+			return nil
 		}
 		if err := tx.Model(&paymentRow{}).Where("id = ?", paymentID).
 			Updates(map[string]any{"status": PaymentLate, "signaled_at": at.UTC()}).Error; err != nil {
@@ -213,6 +241,7 @@ func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.T
 		}
 		return s.recordPaymentEvent(tx, o, paymentID, models.EventPaymentLate)
 	})
+	return late, err
 }
 
 // PaymentsAwaitingSignal returns matched payments whose workflow has not

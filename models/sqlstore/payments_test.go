@@ -115,7 +115,9 @@ func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID))
-		require.NoError(t, st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)))
+		if late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)); assert.NoError(t, err) {
+			assert.True(t, late, "marked late")
+		}
 
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)
@@ -167,7 +169,9 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 		require.Len(t, ps, 1)
 		assert.Equal(t, sqlstore.PaymentMatched, ps[0].Status)
 
-		require.NoError(t, st.MarkPaymentLate(ctx, "p-m", t0))
+		if late, err := st.MarkPaymentLate(ctx, "p-m", t0); assert.NoError(t, err) {
+			assert.True(t, late, "marked late")
+		}
 		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "a re-delivery after it went late")
 		assert.Equal(t, sqlstore.PaymentLate, paymentStatus(t, st, "p-m"), "late stays late")
 
@@ -175,6 +179,62 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-u", "zzz", "USDC", "1"), ""))
 		assert.Equal(t, sqlstore.PaymentUnmatched, paymentStatus(t, st, "p-u"))
+	})
+}
+
+// TestMarkPaymentLateSparesARecordedPayment: a payment the workflow
+// recorded, delivered again after the order closed (a source replaying it,
+// a test payment retried under its Idempotency-Key), is not late money.
+func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_r")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
+		require.NoError(t, err)
+		p := livePayment("p-r", o.Number, "USDC", "12.50")
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0}))
+
+		late, err := st.MarkPaymentLate(ctx, "p-r", t0.Add(time.Hour))
+		require.NoError(t, err)
+		assert.False(t, late)
+		assert.Equal(t, sqlstore.PaymentMatched, paymentStatus(t, st, "p-r"))
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.PaymentConfirmed, got.PaymentStatus, "not refund_due")
+		refunds, err := st.RefundsDue(ctx)
+		require.NoError(t, err)
+		assert.Empty(t, refunds)
+	})
+}
+
+// TestMarkRecordedPaymentLate: a payment the order's workflow recorded
+// without crediting it (it arrived after the order's refund was recorded)
+// is late money, due back on its own, although the workflow acknowledged
+// it.
+func TestMarkRecordedPaymentLate(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_l")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
+		require.NoError(t, err)
+		p := livePayment("p-after-refund", o.Number, "USDC", "3.00")
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p))
+
+		require.NoError(t, st.MarkRecordedPaymentLate(ctx, p.ID, t0.Add(time.Hour)))
+		assert.Equal(t, sqlstore.PaymentLate, paymentStatus(t, st, p.ID))
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.PaymentRefundDue, got.PaymentStatus)
+		refunds, err := st.RefundsDue(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, refunds)
+		assert.Equal(t, p.ID, refunds[0].PaymentID)
 	})
 }
 

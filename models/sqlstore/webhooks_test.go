@@ -343,7 +343,9 @@ func TestLatePaymentAndTheSweep(t *testing.T) {
 		p := models.Payment{ID: "sandbox_late", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.50"), Memo: o.Number, ReceivedAt: t0.Add(40 * time.Minute)}
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
 		for range 2 {
-			require.NoError(t, st.MarkPaymentLate(ctx, p.ID, t0.Add(41*time.Minute)))
+			if late, err := st.MarkPaymentLate(ctx, p.ID, t0.Add(41*time.Minute)); assert.NoError(t, err) {
+				assert.True(t, late, "marked late")
+			}
 		}
 		evs := eventsOf(t, st, o.ID)
 		require.Len(t, evs, 2)

@@ -64,6 +64,12 @@ var PostgresSettings = []string{"max_connections=300"}
 // DefaultPortBase is where the cluster's ports start (see Ports).
 const DefaultPortBase = 17000
 
+// MaxMembershipPort is the highest port Temporal's membership can use: its
+// SQL schema keeps cluster_membership.rpc_port as a smallint, and the
+// server exits at start ("value out of range for type smallint") when a
+// membership port is above it. It bounds the port base.
+const MaxMembershipPort = 32767
+
 // Ports are every port the cluster listens on, all on 127.0.0.1, derived
 // from one base so a second cluster (the test's) moves as a whole.
 type Ports struct {
@@ -88,8 +94,8 @@ func PortsAt(base int) Ports {
 	}
 }
 
-// all lists every port, for the free-port check before a first start.
-func (p Ports) all() []int {
+// All lists every port, for the free-port check before a first start.
+func (p Ports) All() []int {
 	return []int{p.Postgres, p.Redis, p.Frontend, p.FrontendHTTP, p.History, p.Matching, p.Worker,
 		p.FrontendMember, p.HistoryMember, p.MatchingMember, p.WMem, p.UI,
 		p.API[0], p.API[1], p.APIAdmin[0], p.APIAdmin[1], p.WorkerAdmin[0], p.WorkerAdmin[1]}
@@ -183,8 +189,8 @@ func New(opts Options) (*Cluster, error) {
 	case opts.PortBase != 0:
 		c.state.PortBase = opts.PortBase
 	}
-	if b := c.state.PortBase; b < 1024 || b+939 > 65535 {
-		return nil, fmt.Errorf("cluster: port base %d out of range (1024..%d)", b, 65535-939)
+	if b := c.state.PortBase; b < 1024 || b+939 > MaxMembershipPort {
+		return nil, fmt.Errorf("cluster: port base %d out of range (1024..%d: Temporal stores its membership ports as smallint)", b, MaxMembershipPort-939)
 	}
 	c.ports = PortsAt(c.state.PortBase)
 	return c, nil
@@ -487,7 +493,7 @@ func (c *Cluster) anyRunning() bool {
 // port's name.
 func (c *Cluster) checkPortsFree() error {
 	var busy []string
-	for _, p := range c.ports.all() {
+	for _, p := range c.ports.All() {
 		ln, err := net.Listen("tcp", addr(p))
 		if err != nil {
 			busy = append(busy, strconv.Itoa(p))

@@ -204,9 +204,9 @@ func call(t *testing.T, method, url, key string, body any) (int, map[string]any)
 // cluster uses, whose every port is free now.
 func freePortBase(t *testing.T) int {
 	t.Helper()
-	for base := 27000; base <= 60000; base += 1000 {
+	for base := 27000; base+939 <= MaxMembershipPort; base += 1000 {
 		free := true
-		for _, p := range PortsAt(base).all() {
+		for _, p := range PortsAt(base).All() {
 			ln, err := net.Listen("tcp", addr(p))
 			if err != nil {
 				free = false

@@ -16,7 +16,7 @@ import (
 
 func TestPortsAreDistinct(t *testing.T) {
 	seen := map[int]bool{}
-	for _, p := range PortsAt(DefaultPortBase).all() {
+	for _, p := range PortsAt(DefaultPortBase).All() {
 		assert.False(t, seen[p], "port %d used twice", p)
 		seen[p] = true
 	}
@@ -114,6 +114,11 @@ func TestNewKeepsTheRunningClustersPorts(t *testing.T) {
 	assert.Equal(t, 30000+233, c.Ports().Frontend, "the saved base is kept")
 	_, err = New(Options{StateDir: dir, PortBase: 65000})
 	assert.ErrorContains(t, err, "out of range")
+	// Temporal's membership ports (base+933..939) must fit a smallint.
+	_, err = New(Options{StateDir: dir, PortBase: 32000})
+	assert.ErrorContains(t, err, "out of range")
+	_, err = New(Options{StateDir: dir, PortBase: 31828})
+	assert.NoError(t, err)
 
 	// A running component pins the base.
 	cmd := exec.Command("sleep", "300")
