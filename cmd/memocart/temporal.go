@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/payments"
@@ -59,7 +59,7 @@ func dialTemporal(ctx context.Context, e env, hostPort string) (client.Client, e
 		if err == nil {
 			return c, nil
 		}
-		switch status.Code(err) {
+		switch serviceerror.ToStatus(err).Code() {
 		case codes.Unauthenticated, codes.PermissionDenied:
 			return nil, fmt.Errorf("the Temporal frontend at %s refused the credentials (MEMOCART_TEMPORAL_API_KEY, MEMOCART_TEMPORAL_TLS_CERT_FILE): %w", hostPort, err)
 		}
@@ -173,13 +173,15 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 		acts.Watchers = map[string]activities.PaymentWatcher{in.Network + "/" + in.Account: w}
 		watch = &in
 	}
-	w := memoworker.New(c, e.cfg.TemporalTaskQueue, acts, memoworker.Tuning{
-		StickyCacheSize:            e.cfg.WorkerStickyCacheSize,
-		MaxConcurrentWorkflowTasks: e.cfg.WorkerMaxWorkflowTasks,
-		MaxConcurrentActivities:    e.cfg.WorkerMaxActivities,
+	w, err := startWorker(ctx, e.log, dialRetryFor, func() starter {
+		return memoworker.New(c, e.cfg.TemporalTaskQueue, acts, memoworker.Tuning{
+			StickyCacheSize:            e.cfg.WorkerStickyCacheSize,
+			MaxConcurrentWorkflowTasks: e.cfg.WorkerMaxWorkflowTasks,
+			MaxConcurrentActivities:    e.cfg.WorkerMaxActivities,
+		})
 	})
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("starting worker: %w", err)
+	if err != nil {
+		return err
 	}
 	e.log.Info("worker polling", slog.String("task_queue", e.cfg.TemporalTaskQueue), slog.String("namespace", e.cfg.TemporalNamespace))
 	if watch != nil {
@@ -193,6 +195,46 @@ func runWorkerLoop(ctx context.Context, e env, c client.Client, st *sqlstore.Sto
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// starter is the part of a Temporal worker startWorker drives.
+type starter interface {
+	Start() error
+	Stop()
+}
+
+// startWorker starts a worker built by build, retrying for up to retryFor
+// while Temporal is unreachable: the client's dial succeeded, but the
+// server can die before the worker's own start-up calls (make chaos saw a
+// worker exit when Temporal was killed in that instant, leaving a replica
+// down until something restarted it). Each attempt builds a new worker,
+// since one whose Start failed is not started again. Other errors (an
+// unknown namespace, a bad option) are returned at once.
+func startWorker(ctx context.Context, log *slog.Logger, retryFor time.Duration, build func() starter) (starter, error) {
+	deadline := time.Now().Add(retryFor)
+	for {
+		w := build()
+		err := w.Start()
+		if err == nil {
+			return w, nil
+		}
+		// serviceerror.ToStatus reads the code of the SDK's service errors
+		// as well as of plain gRPC ones.
+		switch serviceerror.ToStatus(err).Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+		default:
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("starting worker: Temporal unreachable for %s: %w", retryFor, err)
+		}
+		log.Warn("worker could not start, Temporal unreachable; retrying", slog.Any("error", err))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // testHookAfterOrderCommit is set only by this package's end-to-end tests,
