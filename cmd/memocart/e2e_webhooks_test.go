@@ -309,6 +309,16 @@ func TestWebhooksCommand(t *testing.T) {
 	out, _, err = runCmd("webhooks", "list", "--account", "acme")
 	require.NoError(t, err)
 	assert.Contains(t, out, "deleted")
+	out, _, err = runCmd("webhooks", "list", "--account", "acme", "--json")
+	require.NoError(t, err)
+	var listed []endpointOut
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	require.Len(t, listed, 1)
+	assert.Equal(t, id, listed[0].ID)
+	assert.Equal(t, "deleted", listed[0].Status)
+	assert.Equal(t, []string{"order.paid", "order.delivered"}, listed[0].Events)
+	assert.NotNil(t, listed[0].DeletedAt)
+	assert.NotContains(t, out, secret)
 	_, _, err = runCmd("webhooks", "frobnicate")
 	assert.Error(t, err)
 }

@@ -19,7 +19,7 @@ const webhooksUsage = `Usage:
       Registers an endpoint of an existing account, as POST /v1/webhook_endpoints
       does (same URL rules), and prints its signing secret, once, on stdout
       (nothing else goes to stdout). --events "*" subscribes to every event.
-  memocart webhooks list [--account NAME]
+  memocart webhooks list [--account NAME] [--json]
       Every endpoint, deleted and disabled ones included, with why it was disabled.
   memocart webhooks delete ENDPOINT_ID
   memocart webhooks deliveries [--event EVENT_ID] [--limit N] ENDPOINT_ID
@@ -131,17 +131,20 @@ func cliMessage(err error) string {
 	return err.Error()
 }
 
-func joinTypes(ts []models.EventType) string {
+func joinTypes(ts []models.EventType) string { return strings.Join(eventNames(ts), ",") }
+
+func eventNames(ts []models.EventType) []string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = string(t)
 	}
-	return strings.Join(parts, ",")
+	return parts
 }
 
 func webhooksList(ctx context.Context, e env, args []string) error {
 	fs := webhooksFlagSet(e, "list")
 	account := fs.String("account", "", "only this account's endpoints")
+	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -154,16 +157,19 @@ func webhooksList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		out := make([]endpointOut, len(eps))
+		for i, ep := range eps {
+			out[i] = endpointOut{ID: ep.ID, Account: ep.AccountName, Mode: string(ep.Mode), Status: endpointStatus(ep), URL: ep.URL,
+				Events: eventNames(ep.EnabledEvents), CreatedAt: ep.CreatedAt.UTC(), LastSuccessAt: ep.LastSuccessAt,
+				DisabledAt: ep.DisabledAt, DisabledReason: ep.DisabledReason, DeletedAt: ep.DeletedAt}
+		}
+		return printJSON(e, out)
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tSTATUS\tURL\tEVENTS\tCREATED\tLAST_SUCCESS\tDISABLED_REASON")
 	for _, ep := range eps {
-		status := "enabled"
-		switch {
-		case ep.DeletedAt != nil:
-			status = "deleted"
-		case ep.DisabledAt != nil:
-			status = "disabled"
-		}
+		status := endpointStatus(ep)
 		last := "-"
 		if ep.LastSuccessAt != nil {
 			last = ep.LastSuccessAt.Format(time.RFC3339)
@@ -176,6 +182,33 @@ func webhooksList(ctx context.Context, e env, args []string) error {
 			joinTypes(ep.EnabledEvents), ep.CreatedAt.Format(time.RFC3339), last, reason)
 	}
 	return tw.Flush()
+}
+
+// endpointOut is an endpoint as webhooks list --json prints it; never its
+// secret.
+type endpointOut struct {
+	ID             string     `json:"id"`
+	Account        string     `json:"account"`
+	Mode           string     `json:"mode"`
+	Status         string     `json:"status"`
+	URL            string     `json:"url"`
+	Events         []string   `json:"events"`
+	CreatedAt      time.Time  `json:"created_at"`
+	LastSuccessAt  *time.Time `json:"last_success_at"`
+	DisabledAt     *time.Time `json:"disabled_at"`
+	DisabledReason string     `json:"disabled_reason"`
+	DeletedAt      *time.Time `json:"deleted_at"`
+}
+
+// endpointStatus is enabled, disabled (by failing deliveries) or deleted.
+func endpointStatus(ep sqlstore.StoredWebhookEndpoint) string {
+	switch {
+	case ep.DeletedAt != nil:
+		return "deleted"
+	case ep.DisabledAt != nil:
+		return "disabled"
+	}
+	return "enabled"
 }
 
 func webhooksDelete(ctx context.Context, e env, args []string) error {
