@@ -900,6 +900,10 @@ func (o *order) recordPayments(ctx workflow.Context) {
 			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
 			var fut workflow.Future
 			if o.late[p.ID] {
+				// One that arrived while the refund is being written is
+				// recorded after it, so the order's payment status ends
+				// refund_due (this payment is due back), never refunded.
+				_ = workflow.Await(ctx, func() bool { return !o.refunding || o.refunded })
 				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
 				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx))
 			} else {
