@@ -1,11 +1,13 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -63,7 +65,7 @@ func (s *Server) providerWebhook(c *gin.Context) {
 		}
 	}
 	if ev.OrderID == "" && ev.Ref != "" {
-		ev.OrderID, err = s.deps.Store.OrderIDBySupplierRef(ctx, ev.Ref)
+		ev.OrderID, err = s.orderIDBySupplierRef(ctx, ev.Ref)
 		if err != nil && !errors.Is(err, models.ErrOrderNotFound) {
 			abort(c, err)
 			return
@@ -85,4 +87,30 @@ func (s *Server) providerWebhook(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// supplierRefWait bounds how long a provider's report naming an unknown
+// reference waits for it to be stored.
+const supplierRefWait = 3 * time.Second
+
+// orderIDBySupplierRef finds the order a provider's reference names. A
+// provider can report on an order in the instant between accepting it and
+// the PlaceOrder activity storing its reference (deliveries come out of
+// order), and a report dropped then is not sent again, leaving the order
+// to its next scheduled check: so an unknown reference is looked up again
+// for a short while before the report is dropped. Wall time, not the
+// service's clock: this is a wait for another process's write.
+func (s *Server) orderIDBySupplierRef(ctx context.Context, ref string) (string, error) {
+	deadline := time.Now().Add(supplierRefWait)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		id, err := s.deps.Store.OrderIDBySupplierRef(ctx, ref)
+		if !errors.Is(err, models.ErrOrderNotFound) || time.Now().Add(delay).After(deadline) {
+			return id, err
+		}
+		select {
+		case <-ctx.Done():
+			return id, err
+		case <-time.After(delay):
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,11 +73,28 @@ func TestProviderWebhook(t *testing.T) {
 		status, body = postWebhook(t, e, "zinc", "forged", "evt_3 zn_abc "+o.ID)
 		assert.Equal(t, http.StatusUnauthorized, status)
 		assert.Contains(t, body, `"code":"invalid_signature"`)
-		// About an order we never placed: accepted and dropped, so the
-		// provider does not retry it forever.
+		// About an order we never placed: accepted and dropped after a
+		// short wait, so the provider does not retry it forever.
 		status, _ = postWebhook(t, e, "zinc", "good", "evt_4 zn_unknown")
 		assert.Equal(t, http.StatusNoContent, status)
 		assert.Len(t, e.wf.hints, 2)
+
+		// A report that overtakes the storing of its reference (the
+		// provider accepted the order; PlaceOrder has not written the
+		// reference yet) waits for it instead of being dropped.
+		cart2, _ := e.newCart(t, key)
+		o2 := decodeCreated(t, e.postOrder(t, key, orderBody(cart2), nil))
+		stored := make(chan error, 1)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			stored <- e.st.RecordFulfilment(context.Background(), o2.ID, models.Fulfilment{Ref: "zn_late"})
+		}()
+		status, _ = postWebhook(t, e, "zinc", "good", "evt_9 zn_late")
+		require.NoError(t, <-stored)
+		assert.Equal(t, http.StatusNoContent, status)
+		require.Len(t, e.wf.hints, 3)
+		assert.Equal(t, o2.ID+"/evt_9", e.wf.hints[2])
+		e.wf.hints = e.wf.hints[:2]
 
 		// A finished workflow: nothing to do. Temporal down: 503, retry.
 		e.wf.hintErr = models.ErrOrderClosed
