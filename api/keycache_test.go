@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,4 +65,55 @@ func TestKeyCache(t *testing.T) {
 		_, _ = off.authenticate(ctx, "a", lookup)
 	}
 	assert.Equal(t, 3, calls, "a negative lifetime turns the cache off")
+}
+
+// Requests that miss a key together read it once between them, and one
+// that gives up waiting does not cancel the read for the others.
+func TestKeyCacheSharesAMiss(t *testing.T) {
+	c := newKeyCache(5*time.Second, time.Now)
+	var calls atomic.Int32
+	release := make(chan struct{})
+	lookup := func(ctx context.Context, hash string) (models.APIKey, error) {
+		calls.Add(1)
+		select {
+		case <-release:
+			return models.APIKey{ID: "key_" + hash}, nil
+		case <-ctx.Done():
+			return models.APIKey{}, ctx.Err()
+		}
+	}
+	impatient, cancel := context.WithCancel(context.Background())
+	impatientErr := make(chan error, 1)
+	go func() {
+		_, err := c.authenticate(impatient, "a", lookup)
+		impatientErr <- err
+	}()
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	const waiters = 8
+	var wg sync.WaitGroup
+	ids := make(chan string, waiters)
+	for range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := c.authenticate(context.Background(), "a", lookup)
+			assert.NoError(t, err)
+			ids <- k.ID
+		}()
+	}
+	cancel()
+	require.ErrorIs(t, <-impatientErr, context.Canceled, "the caller that gave up gets its own error")
+	// Let the waiters reach the shared read before it answers.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	close(ids)
+	for id := range ids {
+		assert.Equal(t, "key_a", id)
+	}
+	assert.Equal(t, int32(1), calls.Load(), "one read for every request that missed together")
+	_, err := c.authenticate(context.Background(), "a", lookup)
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), calls.Load(), "and its answer is cached")
 }

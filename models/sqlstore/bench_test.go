@@ -120,3 +120,84 @@ func BenchmarkListOrders(b *testing.B) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// BenchmarkOrderForAccountParallel is the same read from 16 goroutines per
+// processor, as the API serves it under load, on Postgres. It reports the
+// server sessions opened per read (pg_stat_database.sessions): a pool that
+// closes connections it will need again a moment later makes every such
+// read pay a backend's start-up, which costs Postgres far more than the
+// query.
+func BenchmarkOrderForAccountParallel(b *testing.B) {
+	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(context.Background(), dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	ctx := context.Background()
+	if _, err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	acct, err := st.EnsureAccount(ctx, "bench", t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const orders = 200
+	numbers := make([]string, orders)
+	for i := range numbers {
+		numbers[i] = benchOrder(b, st, acct.ID, i)
+	}
+	stats, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stats.Close()
+	sessions := func() int64 {
+		var n int64
+		if err := stats.QueryRow("SELECT sessions FROM pg_stat_database WHERE datname = current_database()").Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	before := sessions()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			if _, err := st.OrderForAccount(ctx, acct.ID, models.ModeTest, numbers[i%orders]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	// The statistics collector publishes at most every second or so.
+	time.Sleep(1500 * time.Millisecond)
+	b.ReportMetric(float64(sessions()-before)/float64(b.N), "sessions/op")
+}
+
+// benchOrder stores the i-th cart of acct and its order, and returns the
+// order's number.
+func benchOrder(b *testing.B, st *sqlstore.Store, acct string, i int) string {
+	b.Helper()
+	ctx := context.Background()
+	d := decimal.RequireFromString
+	cartID := fmt.Sprintf("crt_bench%06d", i)
+	if err := st.CreateCart(ctx, models.Cart{
+		ID: cartID, AccountID: acct, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
+		Quote: models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
+		Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon,
+			ProductID: "B000000001", Title: "x", ImageURL: "y", Quantity: 1, UnitPrice: d("10.00"), LineTotal: d("10.00")}},
+		CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
+	}); err != nil {
+		b.Fatal(err)
+	}
+	o, _, err := st.CreateOrder(ctx, orderRequest(acct, cartID, "", "h"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return o.Number
+}

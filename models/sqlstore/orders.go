@@ -313,11 +313,8 @@ func (s *Store) OrderLookupPlan(ctx context.Context, idOrNumber string) (string,
 		return "", fmt.Errorf("query plans are read on Postgres only")
 	}
 	column, value := orderLookup(idOrNumber)
-	var row clientOrderRow
-	stmt := s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}).Table("orders AS o").
-		Select("o.*, "+pgStepsJSON+", "+pgItemsJSON+", "+pgPaymentsJSON).Where("o."+column+" = ?", value).Take(&row).Statement
 	var lines []string
-	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
+	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+pgClientOrderSQL[column], value).Scan(&lines).Error; err != nil {
 		return "", fmt.Errorf("explaining the order lookup: %w", err)
 	}
 	return strings.Join(lines, "\n"), nil
