@@ -127,8 +127,13 @@ func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.
 	if err != nil {
 		return models.Cart{}, fmt.Errorf("reading cart: %w", err)
 	}
+	return cartWithItems(db, row)
+}
+
+// cartWithItems completes a cart row read in db with its items.
+func cartWithItems(db *gorm.DB, row cartRow) (models.Cart, error) {
 	var items []cartItemRow
-	if err := db.Where("cart_id = ?", id).Order("position").Find(&items).Error; err != nil {
+	if err := db.Where("cart_id = ?", row.ID).Order("position").Find(&items).Error; err != nil {
 		return models.Cart{}, fmt.Errorf("reading cart items: %w", err)
 	}
 	c := models.Cart{

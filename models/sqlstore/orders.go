@@ -206,7 +206,7 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 		if !errors.Is(err, gorm.ErrRecordNotFound) {
 			return err
 		}
-		cart, err := cartTx(tx, req.AccountID, req.Mode, req.CartID)
+		cart, err := cartWithItems(tx, cr) // the row just locked
 		if err != nil {
 			return err
 		}
