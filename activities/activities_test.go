@@ -414,7 +414,9 @@ func (b *beatCounter) await(ctx context.Context, n int32) error {
 // so each must beat for as long as it runs, whichever call of its store
 // or provider takes the time, and stop once it returns: an activity that
 // went quiet while healthy would be timed out and retried. The blocking
-// activities of old runs beat through their waits between checks too.
+// activities of old runs beat through their waits between checks too, and
+// the webhook workflow's two database activities, which it runs with the
+// order's store options, beat as well.
 func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 	var a *Activities
 	at := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
@@ -463,6 +465,16 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			_, err := env.ExecuteActivity(a.RecordLatePayment, "ord_1", payment, at)
 			return err
 		}},
+		// The webhook delivery workflow runs these two with the order's
+		// store options.
+		{name: "WebhookTargets", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.WebhookTargets, "evt_1")
+			return err
+		}},
+		{name: "DisableWebhookEndpoint", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.DisableWebhookEndpoint, "ep_1", at, "failing")
+			return err
+		}},
 		{
 			// Place and the checks are instant; the second check starts
 			// only once the activity has beaten during the 150 ms wait
@@ -506,6 +518,7 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			acts := &Activities{
 				Store:           store,
 				Refunds:         store,
+				Webhooks:        holdingWebhookStore{hold: store.hold},
 				Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: ff},
 				heartbeatEvery:  10 * time.Millisecond,
 				recordHeartbeat: beats.record,
@@ -516,6 +529,35 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			assert.Equal(t, after, beats.n.Load(), "no heartbeats once the activity returned")
 		})
 	}
+}
+
+// holdingWebhookStore runs hold, when set, in every call, and answers
+// with nothing.
+type holdingWebhookStore struct {
+	hold func(ctx context.Context) error
+}
+
+func (s holdingWebhookStore) wait(ctx context.Context) error {
+	if s.hold == nil {
+		return nil
+	}
+	return s.hold(ctx)
+}
+
+func (s holdingWebhookStore) WebhookTargets(ctx context.Context, _ string) ([]models.WebhookEndpoint, error) {
+	return nil, s.wait(ctx)
+}
+
+func (s holdingWebhookStore) WebhookDelivery(ctx context.Context, _, _ string) (models.Event, models.WebhookEndpoint, error) {
+	return models.Event{}, models.WebhookEndpoint{}, s.wait(ctx)
+}
+
+func (s holdingWebhookStore) RecordWebhookAttempt(ctx context.Context, _ models.WebhookAttempt, _ string) error {
+	return s.wait(ctx)
+}
+
+func (s holdingWebhookStore) DisableWebhookEndpoint(ctx context.Context, _ string, _, _ time.Time, _ string) (bool, error) {
+	return false, s.wait(ctx)
 }
 
 // TestFulfilmentHeartbeatReachesTemporal checks the default path: the

@@ -1090,7 +1090,9 @@ func retryPolicy() *temporal.RetryPolicy {
 	}
 }
 
-// storeOptions: one write to the database.
+// storeOptions: one call to the database: the order's writes, and the
+// WebhookEvent workflow's endpoint lookup and disabling. Every activity
+// run with them heartbeats (activities.Activities.heartbeat).
 func storeOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: storeTimeout,
