@@ -106,6 +106,7 @@ type Activities struct {
 // The store records the events of the facts it writes in the same
 // transaction; they are dispatched once it has committed.
 func (a *Activities) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+	defer a.heartbeat(ctx)()
 	if err := a.Store.RecordTransition(ctx, orderID, t); err != nil {
 		return temporalError(err)
 	}
@@ -116,6 +117,7 @@ func (a *Activities) RecordTransition(ctx context.Context, orderID string, t mod
 // RecordPayment stores a payment the workflow has seen for the order, and
 // dispatches the events that recorded.
 func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
+	defer a.heartbeat(ctx)()
 	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
 		return temporalError(err)
 	}
@@ -129,6 +131,7 @@ func (a *Activities) RecordRefund(ctx context.Context, orderNumber, txHash strin
 	if a.Refunds == nil {
 		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
 	}
+	defer a.heartbeat(ctx)()
 	if err := a.Refunds.MarkOrderRefunded(ctx, orderNumber, txHash, at); err != nil {
 		return temporalError(err)
 	}
@@ -143,6 +146,7 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 	if a.Refunds == nil {
 		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
 	}
+	defer a.heartbeat(ctx)()
 	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
 		return temporalError(err)
 	}
@@ -158,11 +162,15 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 // Fulfiller.Place); each is idempotent. A refusal is a non-retryable
 // sourcing_failed error carrying the client-readable reason.
 func (a *Activities) PlaceOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
+	defer a.heartbeat(ctx)()
+	return a.placeOrder(ctx, orderID, attempt)
+}
+
+func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
 		return models.Placement{}, err
 	}
-	defer a.heartbeat(ctx)()
 	// Every try to spend the order's money is logged, retries included;
 	// the workflow logs only the placement that succeeded.
 	logger(ctx).Info("Placing the order with the buying provider", "Attempt", attempt, "Mode", string(o.Mode))
@@ -182,11 +190,15 @@ func (a *Activities) PlaceOrder(ctx context.Context, orderID string, attempt int
 // (shipments and checkpoints, for clients and operators) and returns the
 // small Progress the workflow decides on.
 func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
+	defer a.heartbeat(ctx)()
+	return a.checkOrder(ctx, orderID, ref)
+}
+
+func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
 		return models.Progress{}, err
 	}
-	defer a.heartbeat(ctx)()
 	snap, err := f.Check(ctx, o, ref)
 	if err != nil {
 		return models.Progress{}, temporalError(err)
@@ -205,11 +217,13 @@ func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (model
 // SourceOrder, ShipOrder and DeliverOrder are the activities of Order
 // workflows started before fulfilment moved to PlaceOrder and CheckOrder
 // (workflow version fulfilByPolling). They stay registered so such runs
-// finish; each blocks, polling the fulfiller, until its step is reached.
+// finish; each blocks, polling the fulfiller, until its step is reached,
+// and heartbeats all along, the waits between checks included.
 
 // SourceOrder places the order and waits until the provider has bought it.
 func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, error) {
-	p, err := a.PlaceOrder(ctx, orderID, 1)
+	defer a.heartbeat(ctx)()
+	p, err := a.placeOrder(ctx, orderID, 1)
 	if err != nil {
 		return "", err
 	}
@@ -218,6 +232,7 @@ func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, e
 
 // ShipOrder waits until the order has shipped and returns the shipment.
 func (a *Activities) ShipOrder(ctx context.Context, orderID string) (models.Shipment, error) {
+	defer a.heartbeat(ctx)()
 	var s models.Shipment
 	err := a.awaitProgress(ctx, orderID, "", models.OrderShipped, &s)
 	return s, err
@@ -225,6 +240,7 @@ func (a *Activities) ShipOrder(ctx context.Context, orderID string) (models.Ship
 
 // DeliverOrder waits until the order has been delivered.
 func (a *Activities) DeliverOrder(ctx context.Context, orderID string) error {
+	defer a.heartbeat(ctx)()
 	return a.awaitProgress(ctx, orderID, "", models.OrderDelivered, nil)
 }
 
@@ -243,7 +259,7 @@ func (a *Activities) awaitProgress(ctx context.Context, orderID, ref string, wan
 		ref = o.Fulfilment.Ref
 	}
 	for {
-		p, err := a.CheckOrder(ctx, orderID, ref)
+		p, err := a.checkOrder(ctx, orderID, ref)
 		if err != nil {
 			return err
 		}
@@ -286,10 +302,25 @@ func (a *Activities) orderAndFulfiller(ctx context.Context, orderID string) (mod
 const defaultHeartbeatEvery = 10 * time.Second
 
 // heartbeat records a heartbeat periodically until the returned stop
-// function is called, so a fulfiller blocked on a marketplace for minutes
-// neither trips the heartbeat timeout nor misses a cancellation (which
-// arrives by cancelling ctx). Fulfillers then need to know nothing about
-// Temporal.
+// function is called. Every activity of the order workflow runs under it
+// from its first line, and the workflow gives them a short
+// HeartbeatTimeout: the beats say that the worker process running the
+// attempt is alive, not that the work advances. A worker killed mid-call
+// stops beating, and Temporal retries the attempt once HeartbeatTimeout
+// has passed instead of waiting out the whole StartToCloseTimeout; a call
+// that is merely slow (a marketplace taking its full HTTP timeout, a
+// database write waiting on a lock) keeps beating and is not cut short.
+// A call hung in a live process beats on too: StartToCloseTimeout bounds
+// that case. The beats are also how a cancellation reaches a running
+// activity (it arrives by cancelling ctx), so fulfillers and stores need
+// to know nothing about Temporal.
+//
+// The first beat is due a quarter of HeartbeatTimeout in: an attempt that
+// ends sooner, as nearly every database write does, sends none. The SDK
+// forwards at most one beat per 0.8 × HeartbeatTimeout and holds the
+// latest until then; ticking at a quarter leaves one waiting whenever a
+// window ends, so the server hears from a live attempt every
+// 0.8 × HeartbeatTimeout.
 func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}

@@ -21,17 +21,30 @@ import (
 )
 
 // fakeStore answers Order from a map and returns err from every call when
-// set.
+// set; hold, when set, runs first in every call (and its error is the
+// call's). It is the activities' Refunds too.
 type fakeStore struct {
 	mu          sync.Mutex
 	orders      map[string]models.Order
 	err         error
+	hold        func(ctx context.Context) error
 	transitions []models.Transition
 	payments    []models.Payment
 	fulfilments []models.Fulfilment
+	refunds     []string // "refund:<tx>", "late:<payment id>"
 }
 
-func (s *fakeStore) Order(_ context.Context, id string) (models.Order, error) {
+func (s *fakeStore) wait(ctx context.Context) error {
+	if s.hold == nil {
+		return nil
+	}
+	return s.hold(ctx)
+}
+
+func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) {
+	if err := s.wait(ctx); err != nil {
+		return models.Order{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -44,7 +57,10 @@ func (s *fakeStore) Order(_ context.Context, id string) (models.Order, error) {
 	return o, nil
 }
 
-func (s *fakeStore) RecordTransition(_ context.Context, _ string, t models.Transition) error {
+func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -54,7 +70,10 @@ func (s *fakeStore) RecordTransition(_ context.Context, _ string, t models.Trans
 	return nil
 }
 
-func (s *fakeStore) RecordFulfilment(_ context.Context, _ string, f models.Fulfilment) error {
+func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -64,7 +83,10 @@ func (s *fakeStore) RecordFulfilment(_ context.Context, _ string, f models.Fulfi
 	return nil
 }
 
-func (s *fakeStore) RecordPayment(_ context.Context, _ string, p models.Payment) error {
+func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -74,20 +96,50 @@ func (s *fakeStore) RecordPayment(_ context.Context, _ string, p models.Payment)
 	return nil
 }
 
+func (s *fakeStore) MarkOrderRefunded(ctx context.Context, _, txHash string, _ time.Time) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refunds = append(s.refunds, "refund:"+txHash)
+	return nil
+}
+
+func (s *fakeStore) MarkRecordedPaymentLate(ctx context.Context, paymentID string, _ time.Time) error {
+	if err := s.wait(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refunds = append(s.refunds, "late:"+paymentID)
+	return nil
+}
+
 // fakeFulfiller answers Place with "REF-<order id>" and Check with the
 // snapshots of script, one per call (the last one again when it runs out).
-// err is returned from every call; delay or block make each call wait.
+// err is returned from every call; delay, block or hold make each call
+// wait (hold's error is the call's). schedule, when set, replaces the
+// default millisecond schedule.
 type fakeFulfiller struct {
-	err    error
-	delay  time.Duration
-	block  bool
-	script []models.Fulfilment
-	checks atomic.Int32
-	seen   atomic.Value // last order seen
+	err      error
+	delay    time.Duration
+	block    bool
+	hold     func(ctx context.Context, call int) error // call counts Place and Check calls from 1
+	calls    atomic.Int32
+	script   []models.Fulfilment
+	schedule models.PollSchedule
+	checks   atomic.Int32
+	seen     atomic.Value // last order seen
 }
 
 func (f *fakeFulfiller) wait(ctx context.Context, o models.Order) error {
 	f.seen.Store(o)
+	if n := int(f.calls.Add(1)); f.hold != nil {
+		if err := f.hold(ctx, n); err != nil {
+			return err
+		}
+	}
 	if f.block {
 		<-ctx.Done()
 		return ctx.Err()
@@ -120,6 +172,9 @@ func (f *fakeFulfiller) Check(ctx context.Context, o models.Order, ref string) (
 }
 
 func (f *fakeFulfiller) Schedule() models.PollSchedule {
+	if f.schedule != (models.PollSchedule{}) {
+		return f.schedule
+	}
 	return models.PollSchedule{First: time.Millisecond, Pending: 2 * time.Millisecond, Ordered: 3 * time.Millisecond, Shipped: 4 * time.Millisecond}
 }
 
@@ -330,28 +385,179 @@ func TestBlockingActivitiesOfOldRuns(t *testing.T) {
 	assert.Contains(t, appErr.Error(), models.FulfilmentFailureReason("cancelled_by_retailer"))
 }
 
-func TestFulfilmentHeartbeats(t *testing.T) {
-	store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
-	var beats atomic.Int32
-	acts := &Activities{
-		Store:           store,
-		Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{delay: 200 * time.Millisecond}},
-		heartbeatEvery:  10 * time.Millisecond,
-		recordHeartbeat: func(context.Context, ...any) { beats.Add(1) },
-	}
-	env := newEnv(t, acts)
+// beatCounter counts the heartbeats an activity records.
+type beatCounter struct{ n atomic.Int32 }
 
-	for _, run := range []func() error{
-		func() error { _, err := env.ExecuteActivity(acts.PlaceOrder, "ord_1", 1); return err },
-		func() error { _, err := env.ExecuteActivity(acts.CheckOrder, "ord_1", "REF"); return err },
-	} {
-		beats.Store(0)
-		require.NoError(t, run())
-		assert.GreaterOrEqual(t, beats.Load(), int32(5), "heartbeats while the fulfiller waits")
-		after := beats.Load()
-		time.Sleep(50 * time.Millisecond)
-		assert.Equal(t, after, beats.Load(), "no heartbeats once the activity returned")
+func (b *beatCounter) record(context.Context, ...any) { b.n.Add(1) }
+
+// await is a fake call that lasts until the activity has beaten n more
+// times, and fails if it does not within 5 s: it proves the activity
+// beats while that call runs, without depending on how fast it beats.
+func (b *beatCounter) await(ctx context.Context, n int32) error {
+	want := b.n.Load() + n
+	deadline := time.Now().Add(5 * time.Second)
+	for b.n.Load() < want {
+		if time.Now().After(deadline) {
+			return errors.New("no heartbeat while the call ran")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
 	}
+	return nil
+}
+
+// TestActivitiesHeartbeatWhileTheyRun: the workflow gives every order
+// activity a HeartbeatTimeout of seconds (workflows' activityHeartbeat),
+// so each must beat for as long as it runs, whichever call of its store
+// or provider takes the time, and stop once it returns: an activity that
+// went quiet while healthy would be timed out and retried. The blocking
+// activities of old runs beat through their waits between checks too, and
+// the webhook workflow's two database activities, which it runs with the
+// order's store options, beat as well.
+func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
+	var a *Activities
+	at := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	payment := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
+	slow := func(b *beatCounter) func(context.Context) error {
+		return func(ctx context.Context) error { return b.await(ctx, 3) }
+	}
+	slowProvider := func(b *beatCounter) *fakeFulfiller {
+		return &fakeFulfiller{hold: func(ctx context.Context, _ int) error { return b.await(ctx, 3) }}
+	}
+	tests := []struct {
+		name      string
+		slowStore bool // every store call lasts 3 beats
+		fulfiller func(b *beatCounter) *fakeFulfiller
+		run       func(env *testsuite.TestActivityEnvironment) error
+	}{
+		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			return err
+		}},
+		{name: "PlaceOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			return err
+		}},
+		{name: "CheckOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			return err
+		}},
+		{name: "CheckOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			return err
+		}},
+		{name: "RecordTransition", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.RecordTransition, "ord_1", models.Transition{Status: models.OrderPaid, At: at})
+			return err
+		}},
+		{name: "RecordPayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.RecordPayment, "ord_1", payment)
+			return err
+		}},
+		{name: "RecordRefund", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.RecordRefund, "12345678906", "tx1", at)
+			return err
+		}},
+		{name: "RecordLatePayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.RecordLatePayment, "ord_1", payment, at)
+			return err
+		}},
+		// The webhook delivery workflow runs these two with the order's
+		// store options.
+		{name: "WebhookTargets", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.WebhookTargets, "evt_1")
+			return err
+		}},
+		{name: "DisableWebhookEndpoint", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.DisableWebhookEndpoint, "ep_1", at, "failing")
+			return err
+		}},
+		{
+			// Place and the checks are instant; the second check starts
+			// only once the activity has beaten during the 150 ms wait
+			// before it (15 beats when nothing is lost).
+			name: "SourceOrder of an old run, waiting for the next check",
+			fulfiller: func(b *beatCounter) *fakeFulfiller {
+				var afterFirst int32
+				return &fakeFulfiller{
+					script:   []models.Fulfilment{{Stage: models.FulfilmentPending}, {Stage: models.FulfilmentPlaced}},
+					schedule: models.PollSchedule{First: time.Millisecond, Pending: 150 * time.Millisecond, Ordered: time.Millisecond, Shipped: time.Millisecond},
+					hold: func(_ context.Context, call int) error {
+						switch call {
+						case 2: // the first check
+							afterFirst = b.n.Load()
+						case 3: // the second
+							if b.n.Load() == afterFirst {
+								return errors.New("no heartbeat while waiting for the next check")
+							}
+						}
+						return nil
+					},
+				}
+			},
+			run: func(env *testsuite.TestActivityEnvironment) error {
+				_, err := env.ExecuteActivity(a.SourceOrder, "ord_1")
+				return err
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var beats beatCounter
+			store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
+			if tt.slowStore {
+				store.hold = slow(&beats)
+			}
+			ff := &fakeFulfiller{}
+			if tt.fulfiller != nil {
+				ff = tt.fulfiller(&beats)
+			}
+			acts := &Activities{
+				Store:           store,
+				Refunds:         store,
+				Webhooks:        holdingWebhookStore{hold: store.hold},
+				Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: ff},
+				heartbeatEvery:  10 * time.Millisecond,
+				recordHeartbeat: beats.record,
+			}
+			require.NoError(t, tt.run(newEnv(t, acts)))
+			after := beats.n.Load()
+			time.Sleep(50 * time.Millisecond)
+			assert.Equal(t, after, beats.n.Load(), "no heartbeats once the activity returned")
+		})
+	}
+}
+
+// holdingWebhookStore runs hold, when set, in every call, and answers
+// with nothing.
+type holdingWebhookStore struct {
+	hold func(ctx context.Context) error
+}
+
+func (s holdingWebhookStore) wait(ctx context.Context) error {
+	if s.hold == nil {
+		return nil
+	}
+	return s.hold(ctx)
+}
+
+func (s holdingWebhookStore) WebhookTargets(ctx context.Context, _ string) ([]models.WebhookEndpoint, error) {
+	return nil, s.wait(ctx)
+}
+
+func (s holdingWebhookStore) WebhookDelivery(ctx context.Context, _, _ string) (models.Event, models.WebhookEndpoint, error) {
+	return models.Event{}, models.WebhookEndpoint{}, s.wait(ctx)
+}
+
+func (s holdingWebhookStore) RecordWebhookAttempt(ctx context.Context, _ models.WebhookAttempt, _ string) error {
+	return s.wait(ctx)
+}
+
+func (s holdingWebhookStore) DisableWebhookEndpoint(ctx context.Context, _ string, _, _ time.Time, _ string) (bool, error) {
+	return false, s.wait(ctx)
 }
 
 // TestFulfilmentHeartbeatReachesTemporal checks the default path: the

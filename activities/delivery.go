@@ -80,8 +80,10 @@ type DeliverWebhookInput struct {
 const CodeWebhookDeliveryFailed = "webhook_delivery_failed"
 
 // WebhookTargets returns the ids of the endpoints an event is delivered
-// to.
+// to. Like the order's database writes, it runs under the workflow's
+// heartbeat timeout, so it beats while it runs.
 func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]string, error) {
+	defer a.heartbeat(ctx)()
 	es, err := a.Webhooks.WebhookTargets(ctx, eventID)
 	if err != nil {
 		return nil, temporalError(err)
@@ -143,8 +145,9 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput)
 
 // DisableWebhookEndpoint disables an endpoint whose deliveries have failed
 // since failingSince without a success, saying why; it reports whether it
-// did.
+// did. It beats while it runs, as WebhookTargets does.
 func (a *Activities) DisableWebhookEndpoint(ctx context.Context, endpointID string, failingSince time.Time, reason string) (bool, error) {
+	defer a.heartbeat(ctx)()
 	ok, err := a.Webhooks.DisableWebhookEndpoint(ctx, endpointID, failingSince, a.clock(), reason)
 	return ok, temporalError(err)
 }

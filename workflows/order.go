@@ -1028,14 +1028,45 @@ func withOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.C
 	return workflow.WithActivityOptions(ctx, opts)
 }
 
-// Activity timeouts. Database writes are quick; fulfilment activities
-// block on a marketplace and heartbeat while they wait, so a dead worker
-// is noticed within HeartbeatTimeout rather than StartToCloseTimeout.
+// Activity timeouts. Each activity the order workflow runs has two, for
+// two different failures:
+//
+//   - HeartbeatTimeout (activityHeartbeat) notices an attempt lost with
+//     its worker: a process killed or partitioned mid-call completes
+//     nothing and says nothing, and without a heartbeat Temporal would
+//     retry it only when StartToCloseTimeout ran out (2 minutes for
+//     PlaceOrder and CheckOrder before: docs/reliability.md).
+//     The activities beat from a ticker for as long as the call runs
+//     (activities.Activities.heartbeat), so the timeout measures whether
+//     the worker is alive, not how long the call may take: a healthy slow
+//     attempt is never cut short by it. 10 s and the first retry's 1 s
+//     put a lost attempt back on a live worker about 11 s later; the SDK
+//     sends a live attempt's beats every 8 s (0.8 × the timeout), which
+//     leaves 2 s for the heartbeat to reach the server.
+//   - StartToCloseTimeout bounds an attempt hung in a live worker, which
+//     keeps beating: a call that ignores its context, a lock never
+//     released. It is set above the longest healthy attempt.
+//
+// Retries are safe whichever timeout fires, also while the lost attempt
+// may still be running somewhere: every activity is idempotent
+// (PlaceOrder by order id and placement attempt, which a retry keeps).
 const (
-	storeTimeout         = 30 * time.Second
+	activityHeartbeat = 10 * time.Second
+	// storeTimeout: a database write takes milliseconds; 30 s covers a
+	// Postgres restart (connections are dialled with a 5 s timeout) and
+	// lock waits. The writes carry no statement timeout of their own.
+	storeTimeout = 30 * time.Second
+	// providerTimeout: PlaceOrder and CheckOrder read the order, make at
+	// most two calls to the buying provider (Zinc: the order, and on a
+	// used idempotency key its lookup), each bounded by the client at
+	// zinc.DefaultTimeout (15 s), and write the snapshot: at most about
+	// 30 s plus two database calls when healthy.
+	providerTimeout = time.Minute
+	// fulfilmentTimeout: the blocking activities of runs from before
+	// polling (SourceOrder, ShipOrder, DeliverOrder) wait for a step for
+	// as long as it takes; an attempt ends here and its retry checks the
+	// provider again and goes on waiting.
 	fulfilmentTimeout    = 15 * time.Minute
-	placeTimeout         = 2 * time.Minute
-	fulfilmentHeartbeat  = time.Minute
 	retryInitialInterval = time.Second
 	retryMaxInterval     = time.Minute
 )
@@ -1059,23 +1090,31 @@ func retryPolicy() *temporal.RetryPolicy {
 	}
 }
 
+// storeOptions: one call to the database: the order's writes, and the
+// WebhookEvent workflow's endpoint lookup and disabling. Every activity
+// run with them heartbeats (activities.Activities.heartbeat).
 func storeOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: storeTimeout,
+		HeartbeatTimeout:    activityHeartbeat,
 		RetryPolicy:         retryPolicy(),
 		Summary:             summary,
 	}
 }
 
-// placeOptions: placing an order is one HTTP call to the provider;
-// retried, it is idempotent by order id and attempt.
+// placeOptions: placing an order is one HTTP call to the provider (two
+// when the provider says the attempt was placed already); retried, it is
+// idempotent by order id and attempt, so a retry of an attempt lost with
+// its worker returns the order that attempt placed, if it got that far,
+// and never buys again.
 func placeOptions(attempt int) workflow.ActivityOptions {
 	summary := "Place the order with the buying provider"
 	if attempt > 1 {
 		summary = fmt.Sprintf("%s (attempt %d)", summary, attempt)
 	}
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: placeTimeout,
+		StartToCloseTimeout: providerTimeout,
+		HeartbeatTimeout:    activityHeartbeat,
 		RetryPolicy:         retryPolicy(),
 		Summary:             summary,
 	}
@@ -1084,16 +1123,22 @@ func placeOptions(attempt int) workflow.ActivityOptions {
 // checkOptions: one read of the order at the provider.
 func checkOptions(status models.OrderStatus) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
-		StartToCloseTimeout: placeTimeout,
+		StartToCloseTimeout: providerTimeout,
+		HeartbeatTimeout:    activityHeartbeat,
 		RetryPolicy:         retryPolicy(),
 		Summary:             fmt.Sprintf("Check the order with the buying provider (now %s)", status),
 	}
 }
 
+// fulfilmentOptions: one blocking step of a run from before polling. Its
+// activity beats through the waits between checks too, so the heartbeat
+// timeout is the same as everywhere else. (It was 1 minute while the beats
+// stopped between checks, so an attempt waiting for Zinc's next check,
+// 4 minutes or more away, timed out a minute into every wait.)
 func fulfilmentOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: fulfilmentTimeout,
-		HeartbeatTimeout:    fulfilmentHeartbeat,
+		HeartbeatTimeout:    activityHeartbeat,
 		RetryPolicy:         retryPolicy(),
 		Summary:             summary,
 	}
