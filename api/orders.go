@@ -334,6 +334,17 @@ func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
 // payURI is the SEP-0007 link a wallet opens to pay the order exactly.
 func (s *Server) payURI(o models.Order) string { return s.payURIFor(o, o.PaymentAmount) }
 
+// paymentInfoURI is the link a polling client shows the payer: for the
+// amount still due while part of the payment has arrived (asking for the
+// whole amount again would make the payer overpay), else for the whole
+// amount, as in the order's payment instructions.
+func (s *Server) paymentInfoURI(o models.Order) string {
+	if due := models.AmountToPay(o); due.IsPositive() {
+		return s.payURIFor(o, due)
+	}
+	return s.payURI(o)
+}
+
 // payURIFor is the order's SEP-0007 link asking for amount: the tracking
 // page asks for what remains after a partial payment.
 func (s *Server) payURIFor(o models.Order, amount decimal.Decimal) string {
@@ -519,7 +530,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 			AmountProcessing: o.PendingCredit.String(),
 			AmountDue:        models.AmountToPay(o).String(), AmountDueBack: models.AmountDueBack(o).String(), Address: o.PaymentAddress, Memo: o.PaymentMemo, ExpiresAt: timestamp(o.PaymentExpiresAt),
 			Network: o.PaymentNetwork, AssetIssuer: optional(o.PaymentAssetIssuer), MemoType: o.PaymentMemoType,
-			URI: s.payURI(o), ExchangeRate: rateJSON(o),
+			URI: s.paymentInfoURI(o), ExchangeRate: rateJSON(o),
 		},
 	}
 	if o.Status == models.OrderFailed {

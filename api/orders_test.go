@@ -1395,3 +1395,28 @@ func TestTrackingPage(t *testing.T) {
 		}
 	})
 }
+
+// A payer who sent part of the amount and scans the link again is asked
+// for what remains, not the whole amount a second time.
+func TestPaymentLinkAsksForWhatRemains(t *testing.T) {
+	e := newOrdersEnv(t, sqlstore.DialectSQLite)
+	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+	o := e.newOrder(t, key)
+	before := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
+	assert.Equal(t, o.PaymentURI, before.Payment.URI, "nothing received: the order's own link")
+	total := decimal.RequireFromString(before.Payment.Amount)
+
+	require.NoError(t, e.st.RecordTransition(t.Context(), o.ID, models.Transition{Status: models.OrderCreated,
+		PaymentStatus: models.PaymentPartial, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}))
+	v := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
+	due := total.Sub(decimal.RequireFromString("1"))
+	require.Equal(t, due.String(), v.Payment.AmountDue)
+	q := payQuery(t, v.Payment.URI)
+	assert.Equal(t, due.String(), q.Get("amount"), "the link asks for amount_due")
+	assert.Equal(t, o.Number, q.Get("memo"))
+
+	require.NoError(t, e.st.RecordTransition(t.Context(), o.ID, models.Transition{Status: models.OrderPaid,
+		PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: total}))
+	paid := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
+	assert.Equal(t, o.PaymentURI, paid.Payment.URI, "nothing due: the order's instructions as they were")
+}
