@@ -87,6 +87,21 @@ const retryAfterUnavailable = "2"
 // an internal failure, logged once with the request id and answered with a
 // generic message so internals never reach the client.
 func abort(c *gin.Context, err error) {
+	me := classify(c, err)
+	msg := me.Message
+	if msg == "" {
+		msg = models.DefaultMessage(me.Code)
+	}
+	status := StatusOf(me.Code)
+	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
+		c.Header("Retry-After", retryAfterUnavailable)
+	}
+	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
+}
+
+// classify is err as the contract's error, logging what is not a refusal
+// (a dependency down, the deadline, a bug) once, here.
+func classify(c *gin.Context, err error) *models.Error {
 	var me *models.Error
 	if !errors.As(err, &me) {
 		ctx := c.Request.Context()
@@ -104,15 +119,7 @@ func abort(c *gin.Context, err error) {
 			me = models.NewError(models.CodeInternal)
 		}
 	}
-	msg := me.Message
-	if msg == "" {
-		msg = models.DefaultMessage(me.Code)
-	}
-	status := StatusOf(me.Code)
-	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
-		c.Header("Retry-After", retryAfterUnavailable)
-	}
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
+	return me
 }
 
 // DependencyDown reports whether err means a dependency could not answer

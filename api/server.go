@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -239,7 +240,16 @@ func (s *Server) routes() *gin.Engine {
 		r.Use(s.tracing())
 	}
 	r.Use(s.requestID, s.accessLog, s.recover, s.deadline)
-	r.NoRoute(func(c *gin.Context) { abort(c, models.NewError(models.CodeNotFound)) })
+	r.NoRoute(func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/track/") {
+			// A browser following a mangled tracking link gets the page's
+			// own 404, not the API's JSON.
+			s.trackingNotFound(c, "No such tracking page",
+				"A tracking link looks like /track/1234-5678-901. Check the link in your order confirmation.")
+			return
+		}
+		abort(c, models.NewError(models.CodeNotFound))
+	})
 	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })

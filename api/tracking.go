@@ -153,12 +153,12 @@ func (s *Server) trackingPage(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		abort(c, err)
+		s.trackingFailed(c, err)
 		return
 	}
 	v, err := s.newTrackingView(o, s.deps.Now())
 	if err != nil {
-		abort(c, err)
+		s.trackingFailed(c, err)
 		return
 	}
 	s.renderTracking(c, http.StatusOK, "order", "Order "+o.Number, v)
@@ -168,6 +168,22 @@ func (s *Server) trackingPage(c *gin.Context) {
 // does not land on a bare line of text.
 func (s *Server) trackingNotFound(c *gin.Context, title, detail string) {
 	s.renderMessage(c, http.StatusNotFound, title, detail)
+}
+
+// trackingFailed answers a failure to read the order as a page: a payer's
+// browser has no use for the API's JSON error. Like the API, it says 503
+// with Retry-After when a dependency is down and 500 for a bug.
+func (s *Server) trackingFailed(c *gin.Context, err error) {
+	me := classify(c, err)
+	status := StatusOf(me.Code)
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", retryAfterUnavailable)
+		s.renderMessage(c, status, "Tracking is unavailable for a moment",
+			"We could not read the order just now. Reload this page in a minute.")
+		return
+	}
+	s.renderMessage(c, status, "Something went wrong",
+		"We could not show this order. Reload this page; if it keeps happening, contact the shop you ordered from.")
 }
 
 // renderMessage answers a page with a title and one paragraph.

@@ -1,10 +1,16 @@
 package api_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"html"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,7 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 var (
@@ -238,4 +247,49 @@ func TestPublicRateLimitDefault(t *testing.T) {
 		require.Equal(t, http.StatusOK, e.get(t, "/track/"+o.Number, "").status)
 	}
 	requireTrackingPage(t, e.get(t, "/track/"+o.Number, ""), http.StatusTooManyRequests)
+}
+
+// failingOrders answers every order lookup with err.
+type failingOrders struct {
+	api.Store
+	err error
+}
+
+func (s failingOrders) OrderByNumber(context.Context, string) (models.Order, error) {
+	return models.Order{}, s.err
+}
+
+// A payer's browser gets pages, never the API's JSON: when the database is
+// down (503, with Retry-After), on a bug (500), and on a mangled link (404).
+func TestTrackingPageFailures(t *testing.T) {
+	clock := newFakeClock()
+	o := baseTrackingOrder(t, clock.Now(), models.OrderPaid)
+	serve := func(err error) *env {
+		st := sqlstoretest.Open(t, sqlstore.DialectSQLite)
+		srv := api.NewServer(api.Config{}, api.Deps{
+			Store: failingOrders{Store: st, err: err}, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
+		})
+		ts := httptest.NewServer(srv.Handler())
+		t.Cleanup(ts.Close)
+		return &env{st: st, clock: clock, ts: ts}
+	}
+
+	down := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	require.True(t, api.DependencyDown(fmt.Errorf("reading order: %w", down)))
+	r := serve(fmt.Errorf("reading order: %w", down)).get(t, "/track/"+o.Number, "")
+	body := requireTrackingPage(t, r, http.StatusServiceUnavailable)
+	assert.NotEmpty(t, r.header.Get("Retry-After"))
+	assert.Contains(t, body, "<h1>Tracking is unavailable for a moment</h1>")
+	assert.NotContains(t, body, "refused", "no internals on a public page")
+
+	body = requireTrackingPage(t, serve(errors.New("a bug")).get(t, "/track/"+o.Number, ""), http.StatusInternalServerError)
+	assert.Contains(t, body, "<h1>Something went wrong</h1>")
+	assert.NotContains(t, body, "a bug")
+
+	e := newTrackingEnv(t, clock, api.Config{}, o)
+	for _, path := range []string{"/track/" + o.Number + "/extra", "/track/a/b"} {
+		body := requireTrackingPage(t, e.get(t, path, ""), http.StatusNotFound)
+		assert.Contains(t, body, "<h1>No such tracking page</h1>", path)
+	}
+	requireError(t, e.get(t, "/nowhere", ""), http.StatusNotFound, models.CodeNotFound, "")
 }
