@@ -27,6 +27,10 @@ const DefaultTaskQueue = "memocart-orders"
 // retried elsewhere, so this only has to cover the quick ones.
 const stopTimeout = 30 * time.Second
 
+// HeartbeatSendInterval is the longest a running activity's heartbeat
+// waits before it is sent to the server.
+const HeartbeatSendInterval = 3 * time.Second
+
 // Register registers the order workflow as workflows.OrderWorkflowName, the
 // Stellar watcher and the webhook delivery workflow under theirs, and
 // every method of acts as an activity named after the method — the names
@@ -77,6 +81,11 @@ func OptionsWith(t Tuning) worker.Options {
 		WorkerStopTimeout:                      stopTimeout,
 		MaxConcurrentWorkflowTaskExecutionSize: t.MaxConcurrentWorkflowTasks,
 		MaxConcurrentActivityExecutionSize:     t.MaxConcurrentActivities,
+		// The order's activities time out after 10 s without a heartbeat
+		// (a lost worker is noticed that soon). Left to the SDK, beats
+		// would leave every 8 s, and a worker slowed by load for 2 s
+		// would lose healthy attempts; every 3 s leaves 7 s.
+		MaxHeartbeatThrottleInterval: HeartbeatSendInterval,
 		// The client's interceptors (tracing) run first; this one puts
 		// the request and order ids into workflow and activity logs.
 		Interceptors: []interceptor.WorkerInterceptor{LogFields()},

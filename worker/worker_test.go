@@ -94,6 +94,8 @@ func TestOptions(t *testing.T) {
 	assert.True(t, o.DisableRegistrationAliasing)
 	assert.Positive(t, o.WorkerStopTimeout)
 	assert.Zero(t, o.MaxConcurrentWorkflowTaskExecutionSize, "zero keeps the SDK's default")
+	assert.Equal(t, worker.HeartbeatSendInterval, o.MaxHeartbeatThrottleInterval,
+		"heartbeats leave often enough that a loaded worker keeps its attempts")
 
 	o = worker.OptionsWith(worker.Tuning{MaxConcurrentWorkflowTasks: 50, MaxConcurrentActivities: 70})
 	assert.Equal(t, 50, o.MaxConcurrentWorkflowTaskExecutionSize)

@@ -1040,9 +1040,11 @@ func withOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.C
 //     (activities.Activities.heartbeat), so the timeout measures whether
 //     the worker is alive, not how long the call may take: a healthy slow
 //     attempt is never cut short by it. 10 s and the first retry's 1 s
-//     put a lost attempt back on a live worker about 11 s later; the SDK
-//     sends a live attempt's beats every 8 s (0.8 × the timeout), which
-//     leaves 2 s for the heartbeat to reach the server.
+//     put a lost attempt back on a live worker about 11 s later. The
+//     worker sends a live attempt's beats at least every 3 s
+//     (worker.HeartbeatSendInterval; the SDK's own default would be 8 s,
+//     0.8 × the timeout, leaving a loaded worker only 2 s to reach the
+//     server before a healthy attempt is timed out).
 //   - StartToCloseTimeout bounds an attempt hung in a live worker, which
 //     keeps beating: a call that ignores its context, a lock never
 //     released. It is set above the longest healthy attempt.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/models"
+	mcworker "github.com/memocart/memocart/worker"
 	"github.com/memocart/memocart/workflows"
 )
 
@@ -282,6 +283,8 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 		}
 		assert.Positive(t, info.HeartbeatTimeout, "%s has no heartbeat timeout", name)
 		assert.LessOrEqual(t, info.HeartbeatTimeout, lostAttemptBound, name)
+		assert.GreaterOrEqual(t, info.HeartbeatTimeout, 3*mcworker.HeartbeatSendInterval,
+			"%s: a live attempt's beats must have time to reach the server", name)
 		assert.Greater(t, info.StartToCloseTimeout, info.HeartbeatTimeout, "%s: the heartbeat timeout must come first", name)
 	}
 	assert.ElementsMatch(t, []string{"RecordPayment", "RecordTransition", "PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment"}, names)
