@@ -116,3 +116,58 @@ func (c CPU) Since(before CPU) CPU {
 	}
 	return d
 }
+
+// ReadTrees returns, for each root pid, the processor time in seconds of
+// that process and all its descendants: each live one's user and system
+// time plus the time of the children it has reaped. A child that exits
+// between two readings moves from the live sum to its parent's reaped
+// time, so the difference of two readings is what the tree spent in
+// between (Postgres's backends come and go with their connections). A
+// root that cannot be read counts as zero.
+func ReadTrees(roots ...int) map[int]float64 {
+	out := make(map[int]float64, len(roots))
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	own := map[int]float64{}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		_, f, ok := statFields(b)
+		if !ok || len(f) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		var t float64
+		for _, v := range f[11:15] { // utime stime cutime cstime
+			n, _ := strconv.ParseFloat(v, 64)
+			t += n
+		}
+		own[pid] = t / userHZ
+		children[ppid] = append(children[ppid], pid)
+	}
+	for _, root := range roots {
+		if _, ok := own[root]; !ok {
+			out[root] = 0
+			continue
+		}
+		var sum float64
+		queue := []int{root}
+		for len(queue) > 0 {
+			pid := queue[0]
+			queue = queue[1:]
+			sum += own[pid]
+			queue = append(queue, children[pid]...)
+		}
+		out[root] = sum
+	}
+	return out
+}
