@@ -504,6 +504,10 @@ type loadRun struct {
 	pgURL  string
 	orders []loadtest.Order
 	stamp  string
+	// idle is the processor time per second the service's known processes
+	// use at rest, read before the first run: settle waits until they are
+	// back near it (a Temporal server polls its queues even when idle).
+	idle float64
 }
 
 func (lt *loadRun) run(ctx context.Context) error {
@@ -535,6 +539,14 @@ func (lt *loadRun) run(ctx context.Context) error {
 	}
 	if len(lt.st.cluster) > 0 {
 		fmt.Fprintf(w, "CPU split over the cluster's processes: %s\n", describeParts(lt.st.cluster))
+	}
+	if len(lt.st.parts()) > 0 {
+		var u cpuUse
+		stop := lt.startCPU()
+		time.Sleep(2 * time.Second)
+		stop(&u)
+		lt.idle = u.serviceTotal() / 2
+		fmt.Fprintf(w, "at rest the service's processes use %.2f cores\n", lt.idle)
 	}
 
 	if len(lt.o.waiting) > 0 {
@@ -626,8 +638,9 @@ func (lt *loadRun) newOrders(ctx context.Context, n int) (loadtest.Sample, error
 // settle waits after orders were created, so the work they leave behind
 // (the worker's first workflow tasks, the Temporal server's visibility and
 // timer queues) does not spill into the next run: at least -settle, then,
-// for a stack this command started, until its processes use less than a
-// tenth of a core over a second (at most three minutes).
+// for a stack whose processes this command knows (started, or -cluster),
+// until they use less than a tenth of a core over a second more than at
+// rest (at most three minutes).
 func (lt *loadRun) settle(ctx context.Context) {
 	if lt.o.settle <= 0 {
 		return
@@ -643,7 +656,7 @@ func (lt *loadRun) settle(ctx context.Context) {
 		stop := lt.startCPU()
 		time.Sleep(time.Second)
 		stop(&u)
-		if u.serviceTotal() < quietCPU {
+		if u.serviceTotal() < lt.idle+quietCPU {
 			return
 		}
 	}
@@ -922,8 +935,8 @@ type cpuUse struct {
 	service                 map[string]float64
 }
 
-// quietCPU is the processor time per second under which settle takes
-// the stack's processes for quiet.
+// quietCPU is the processor time per second above their rest under
+// which settle takes the stack's processes for quiet.
 const quietCPU = 0.1
 
 func (u cpuUse) serviceTotal() float64 {
