@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -860,6 +862,24 @@ func (lt *loadRun) delivery(ctx context.Context) error {
 	created := make(chan struct{})
 	followed := make(chan error, 1)
 	var cpu cpuUse
+	var retried atomic.Int64
+	// A client does what a 503 asks: the same request again, under the same
+	// Idempotency-Key (an overloaded stack answers it when an order's
+	// workflow could not be started within the request's time).
+	again := func(ctx context.Context, call func() error) error {
+		for attempt := 1; ; attempt++ {
+			err := call()
+			if err == nil || attempt == 5 || !loadtest.Unavailable(err) {
+				return err
+			}
+			retried.Add(1)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+	}
 	stopCPU := lt.startCPU()
 	go func() { followed <- tr.Follow(followCtx, 250*time.Millisecond, time.Minute, created) }()
 	s := loadtest.Count(ctx, lt.o.conns, n, func(ctx context.Context, _ int) error {
@@ -868,13 +888,15 @@ func (lt *loadRun) delivery(ctx context.Context) error {
 			return err
 		}
 		sent := time.Now()
-		o, err := lt.api.CreateOrder(ctx, cart)
-		if err != nil {
+		var o loadtest.Order
+		orderKey := loadtest.NewIdempotencyKey()
+		if err := again(ctx, func() (err error) { o, err = lt.api.CreateOrderWithKey(ctx, cart, orderKey); return err }); err != nil {
 			return err
 		}
 		tr.Add(o.ID, sent)
-		outcome, err := lt.api.Pay(ctx, o.ID)
-		if err != nil {
+		var outcome string
+		payKey := loadtest.NewIdempotencyKey()
+		if err := again(ctx, func() (err error) { outcome, err = lt.api.Pay(ctx, o.ID, payKey); return err }); err != nil {
 			return err
 		}
 		if outcome != "matched" {
@@ -912,14 +934,26 @@ func (lt *loadRun) delivery(ctx context.Context) error {
 
 	secs := func(x time.Duration) string { return fmt.Sprintf("%.2f s", x.Seconds()) }
 	q := loadtest.Quantile
-	fmt.Fprintf(w, "  created and paid: %d in %s, %.1f orders/s (cart + order + payment per order: p50 %s, p99 %s)\n",
-		n, secs(s.Elapsed), s.Rate(), ms(s.Quantile(0.5)), ms(s.Quantile(0.99)))
+	fmt.Fprintf(w, "  created and paid: %d in %s, %.1f orders/s (cart + order + payment per order: p50 %s, p99 %s); %d requests answered 503 and were sent again\n",
+		n, secs(s.Elapsed), s.Rate(), ms(s.Quantile(0.5)), ms(s.Quantile(0.99)), retried.Load())
 	fmt.Fprintf(w, "  delivered: %d in %s from the first POST /v1/orders to the last delivery: %.1f delivered orders/s, %.0f in flight on average\n",
 		d.Orders, secs(d.Span), d.Rate(), d.MeanInFlight())
 	fmt.Fprintf(w, "  each order, POST to delivered: p50 %s, p99 %s, max %s\n", secs(q(d.ToDelivered, 0.5)), secs(q(d.ToDelivered, 0.99)), secs(q(d.ToDelivered, 1)))
 	fmt.Fprintf(w, "    POST to paid (the service: order, payment, workflow): p50 %s, p99 %s\n", secs(q(d.ToPaid, 0.5)), secs(q(d.ToPaid, 0.99)))
 	fmt.Fprintf(w, "    paid to delivered (the sandbox's three steps and the workflow's checks): p50 %s, p99 %s\n", secs(q(d.PaidToDelivered, 0.5)), secs(q(d.PaidToDelivered, 0.99)))
 	fmt.Fprintf(w, "  all %d read delivered through the API afterwards\n", d.Orders)
+	// Where the Temporal server's work goes: the orders' histories, read
+	// (untimed) from up to 200 of them spread over the run.
+	var ids []string
+	for i := 0; i < len(js); i += max(1, len(js)/200) {
+		ids = append(ids, models.WorkflowID(js[i].ID))
+	}
+	h, err := loadtest.ReadHistories(ctx, lt.tc, ids, lt.o.conns)
+	if err != nil {
+		return fmt.Errorf("reading the orders' workflow histories: %w", err)
+	}
+	fmt.Fprintf(w, "  workflow history per order (mean of %d): %.1f events: %.1f workflow tasks, %.1f activities, %.1f timers, %.1f signals (one payment; more when an api replica's reconciler sent it again before the workflow had recorded it)\n",
+		h.Workflows, h.Events, h.WorkflowTasks, h.Activities, h.Timers, h.Signals)
 	fmt.Fprintf(w, "CPU per delivered order (machine-wide, whole phase): %s\n", lt.split([]cpuUse{cpu.per(d.Orders)}))
 	return nil
 }
@@ -933,6 +967,9 @@ func (lt *loadRun) delivery(ctx context.Context) error {
 type cpuUse struct {
 	machine, self, postgres float64
 	service                 map[string]float64
+	// postgresDB splits postgres by database, with -cluster (see
+	// loadtest.PostgresByDatabase).
+	postgresDB map[string]float64
 }
 
 // quietCPU is the processor time per second above their rest under
@@ -958,6 +995,12 @@ func (u cpuUse) per(n int) cpuUse {
 	out := cpuUse{machine: u.machine / f, self: u.self / f, postgres: u.postgres / f, service: map[string]float64{}}
 	for k, v := range u.service {
 		out.service[k] = v / f
+	}
+	if u.postgresDB != nil {
+		out.postgresDB = map[string]float64{}
+		for k, v := range u.postgresDB {
+			out.postgresDB[k] = v / f
+		}
 	}
 	return out
 }
@@ -994,9 +1037,10 @@ func (lt *loadRun) startCPU() func(*cpuUse) {
 		d := after.Since(before)
 		*u = cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()], postgres: d.Postgres, service: map[string]float64{}}
 		for _, p := range parts {
-			t := afterTrees[p.pid] - beforeTrees[p.pid]
+			t := afterTrees[p.pid].Total - beforeTrees[p.pid].Total
 			if p.role == "postgres" {
 				u.postgres = t
+				u.postgresDB = loadtest.PostgresByDatabase(beforeTrees[p.pid], afterTrees[p.pid])
 				continue
 			}
 			u.service[p.role] += t
@@ -1074,8 +1118,24 @@ func (lt *loadRun) split(us []cpuUse) string {
 	if len(roles) == 0 {
 		rest = "the rest (the service, kernel, other processes)"
 	}
-	fmt.Fprintf(&b, " load generator %.0f + Postgres %.0f + %s %.0f",
-		med(func(u cpuUse) float64 { return u.self }), med(func(u cpuUse) float64 { return u.postgres }), rest, med(cpuUse.rest))
+	fmt.Fprintf(&b, " load generator %.0f + Postgres %.0f", med(func(u cpuUse) float64 { return u.self }), med(func(u cpuUse) float64 { return u.postgres }))
+	if len(us) > 0 && len(us[0].postgresDB) > 0 {
+		dbs := slices.Sorted(maps.Keys(us[0].postgresDB))
+		vals := map[string]float64{}
+		for _, db := range dbs {
+			vals[db] = med(func(u cpuUse) float64 { return u.postgresDB[db] })
+		}
+		slices.SortStableFunc(dbs, func(a, b string) int { return cmp.Compare(vals[b], vals[a]) })
+		b.WriteString(" (")
+		for i, db := range dbs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %.0f", db, vals[db])
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, " + %s %.0f", rest, med(cpuUse.rest))
 	return b.String()
 }
 

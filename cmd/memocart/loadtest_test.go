@@ -70,6 +70,13 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, p50, 0.45, "paid to delivered spans the sandbox's three steps")
 	assert.Contains(t, got, "all 3 read delivered through the API afterwards")
+	hist := regexp.MustCompile(`workflow history per order \(mean of 3\): ([0-9.]+) events: [0-9.]+ workflow tasks, ([0-9.]+) activities, [0-9.]+ timers, ([0-9.]+) signals`).FindStringSubmatch(got)
+	require.NotNil(t, hist, "the orders' histories are read")
+	for i, least := range []float64{20, 5, 1} { // events, activities, the payment's signal
+		v, err := strconv.ParseFloat(hist[i+1], 64)
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, v, least, hist[0])
+	}
 	assert.Regexp(t, `CPU per delivered order \(machine-wide, whole phase\): [1-9][0-9]* µs = load generator`, got)
 
 	// The reference starts (two runs of four) were terminated: none is

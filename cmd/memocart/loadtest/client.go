@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -91,12 +92,37 @@ func (c *Client) doAt(ctx context.Context, base, method, path string, body []byt
 		return err
 	}
 	if res.StatusCode != want {
-		return fmt.Errorf("%s %s%s: %d %s", method, base, path, res.StatusCode, bytes.TrimSpace(b))
+		return &StatusError{Request: method + " " + base + path, Status: res.StatusCode, Body: string(bytes.TrimSpace(b))}
 	}
 	if out == nil {
 		return nil
 	}
 	return json.Unmarshal(b, out)
+}
+
+// StatusError is an answer of another status than the one expected.
+type StatusError struct {
+	Request string // e.g. "POST http://127.0.0.1:17081/v1/orders"
+	Status  int
+	Body    string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: %d %s", e.Request, e.Status, e.Body) }
+
+// Unavailable reports whether err is a 503 answer: the API's word for
+// "retry the same request" (an order saved whose workflow could not be
+// started within the request's time, a dependency down).
+func Unavailable(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status == http.StatusServiceUnavailable
+}
+
+// NewIdempotencyKey returns a fresh Idempotency-Key, as a client makes one
+// per operation and sends it again with each retry of that operation.
+func NewIdempotencyKey() string {
+	var k [16]byte
+	_, _ = rand.Read(k[:])
+	return hex.EncodeToString(k[:])
 }
 
 // SandboxProductURL is a product the sandbox catalog prices.
@@ -125,18 +151,22 @@ type Order struct {
 // CreateOrder turns a cart into an order paid in USDC, with a fresh
 // idempotency key as a client would send.
 func (c *Client) CreateOrder(ctx context.Context, cartID string) (Order, error) {
+	return c.CreateOrderWithKey(ctx, cartID, NewIdempotencyKey())
+}
+
+// CreateOrderWithKey is CreateOrder under the Idempotency-Key idemKey: a
+// retry with the same key is the same order.
+func (c *Client) CreateOrderWithKey(ctx context.Context, cartID, idemKey string) (Order, error) {
 	body := []byte(`{"cart_id":"` + cartID + `","customer_email":"load@example.com","payment_asset":"USDC",` +
 		`"shipping_address":{"name":"Load Test","phone":"+1 415 555 0100","line1":"1 Market St",` +
 		`"city":"San Francisco","region":"CA","postal_code":"94107","country":"US"}}`)
-	var idem [16]byte
-	_, _ = rand.Read(idem[:])
 	var out struct {
 		Order struct {
 			ID     string `json:"id"`
 			Number string `json:"number"`
 		} `json:"order"`
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/orders", body, map[string]string{"Idempotency-Key": hex.EncodeToString(idem[:])}, http.StatusCreated, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/orders", body, map[string]string{"Idempotency-Key": idemKey}, http.StatusCreated, &out)
 	if err != nil {
 		return Order{}, err
 	}
@@ -160,16 +190,17 @@ func (c *Client) OrderStatus(ctx context.Context, ref string) (string, error) {
 }
 
 // Pay pays an order in full through the sandbox's test helper (POST
-// /v1/test_helpers/orders/{id}/payments, test keys only), as a payer
-// would once, and returns the outcome the helper reports: "matched" when
-// the order's workflow has taken the payment in.
-func (c *Client) Pay(ctx context.Context, ref string) (string, error) {
+// /v1/test_helpers/orders/{id}/payments, test keys only) under the
+// Idempotency-Key idemKey, so that a retry is the same payment and never a
+// second one, and returns the outcome the helper reports: "matched" when
+// the payment reached the order's workflow.
+func (c *Client) Pay(ctx context.Context, ref, idemKey string) (string, error) {
 	var out struct {
 		Payment struct {
 			Outcome string `json:"outcome"`
 		} `json:"payment"`
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+ref+"/payments", nil, nil, http.StatusCreated, &out)
+	err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+ref+"/payments", nil, map[string]string{"Idempotency-Key": idemKey}, http.StatusCreated, &out)
 	return out.Payment.Outcome, err
 }
 

@@ -117,20 +117,31 @@ func (c CPU) Since(before CPU) CPU {
 	return d
 }
 
-// ReadTrees returns, for each root pid, the processor time in seconds of
-// that process and all its descendants: each live one's user and system
-// time plus the time of the children it has reaped. A child that exits
-// between two readings moves from the live sum to its parent's reaped
-// time, so the difference of two readings is what the tree spent in
-// between (Postgres's backends come and go with their connections). A
-// root that cannot be read counts as zero.
-func ReadTrees(roots ...int) map[int]float64 {
-	out := make(map[int]float64, len(roots))
+// Tree is the processor time of a process and all its descendants at one
+// moment, in seconds.
+type Tree struct {
+	// Total is each live process's user and system time plus the time of
+	// the children it has reaped. A child that exits between two readings
+	// moves from the live sum to its parent's reaped time, so the
+	// difference of two readings is what the tree spent in between
+	// (Postgres's backends come and go with their connections).
+	Total float64
+	// Own is each live descendant's own user and system time (the root's
+	// is not in it), and Title its command line: Postgres's backends show
+	// their user, database and client there.
+	Own   map[int]float64
+	Title map[int]string
+}
+
+// ReadTrees reads the tree of each root pid. A root that cannot be read
+// has a zero Tree.
+func ReadTrees(roots ...int) map[int]Tree {
+	out := make(map[int]Tree, len(roots))
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return out
 	}
-	own := map[int]float64{}
+	withReaped, own := map[int]float64{}, map[int]float64{}
 	children := map[int][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -146,28 +157,66 @@ func ReadTrees(roots ...int) map[int]float64 {
 			continue
 		}
 		ppid, _ := strconv.Atoi(f[1])
-		var t float64
-		for _, v := range f[11:15] { // utime stime cutime cstime
-			n, _ := strconv.ParseFloat(v, 64)
-			t += n
+		var t [4]float64 // utime stime cutime cstime
+		for i, v := range f[11:15] {
+			t[i], _ = strconv.ParseFloat(v, 64)
 		}
-		own[pid] = t / userHZ
+		own[pid] = (t[0] + t[1]) / userHZ
+		withReaped[pid] = (t[0] + t[1] + t[2] + t[3]) / userHZ
 		children[ppid] = append(children[ppid], pid)
 	}
 	for _, root := range roots {
-		if _, ok := own[root]; !ok {
-			out[root] = 0
+		if _, ok := withReaped[root]; !ok {
+			out[root] = Tree{}
 			continue
 		}
-		var sum float64
+		tr := Tree{Own: map[int]float64{}, Title: map[int]string{}}
 		queue := []int{root}
 		for len(queue) > 0 {
 			pid := queue[0]
 			queue = queue[1:]
-			sum += own[pid]
+			tr.Total += withReaped[pid]
+			if pid != root {
+				tr.Own[pid] = own[pid]
+				tr.Title[pid] = cmdline(pid)
+			}
 			queue = append(queue, children[pid]...)
 		}
-		out[root] = sum
+		out[root] = tr
 	}
+	return out
+}
+
+// cmdline is a process's command line, its arguments joined by spaces.
+func cmdline(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
+// PostgresByDatabase splits what a Postgres server's process tree spent
+// between two readings by the database of each backend: a backend's title
+// is "postgres: USER DATABASE CLIENT STATE". The server's own processes
+// (the postmaster, checkpointer, WAL writer, autovacuum launcher) and the
+// backends that exited in between (whose time is only in their parent's
+// reaped total) count as "server".
+func PostgresByDatabase(before, after Tree) map[string]float64 {
+	out := map[string]float64{}
+	var named float64
+	for pid, t := range after.Own {
+		f := strings.Fields(after.Title[pid])
+		if len(f) < 4 || f[0] != "postgres:" || !strings.Contains(f[3], "(") && f[3] != "[local]" {
+			continue
+		}
+		d := t - before.Own[pid] // a backend born in between: all of its time
+		if d < 0 {
+			d = t // a pid reused by a new backend
+		}
+		out[f[2]] += d
+		named += d
+	}
+	out["server"] = after.Total - before.Total - named
 	return out
 }

@@ -162,8 +162,11 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 		case "/v1/orders/ord_1":
 			_, _ = w.Write([]byte(`{"order":{"status":"shipped"}}`))
 		case "/v1/test_helpers/orders/ord_1/payments":
+			gotIdem = r.Header.Get("Idempotency-Key")
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{"payment":{"outcome":"matched"}}`))
+		case "/v1/orders/busy":
+			http.Error(w, `{"error":{"code":"service_unavailable"}}`, http.StatusServiceUnavailable)
 		default:
 			http.Error(w, `{"error":{"code":"not_found"}}`, http.StatusNotFound)
 		}
@@ -184,12 +187,17 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 	status, err := c.OrderStatus(t.Context(), "ord_1")
 	require.NoError(t, err)
 	assert.Equal(t, "shipped", status)
-	outcome, err := c.Pay(t.Context(), "ord_1")
+	outcome, err := c.Pay(t.Context(), "ord_1", "pay-key")
 	require.NoError(t, err)
 	assert.Equal(t, "matched", outcome)
+	assert.Equal(t, "pay-key", gotIdem, "the payment is sent under its key")
 	err = c.GetOrder(t.Context(), "ord_2")
 	require.ErrorContains(t, err, "404")
 	require.ErrorContains(t, err, srv.URL+"/v1/orders/ord_2", "the error names the replica")
+	assert.False(t, Unavailable(err))
+	err = c.GetOrder(t.Context(), "busy")
+	assert.True(t, Unavailable(err), "a 503 is the API's retry-the-same-request")
+	assert.False(t, Unavailable(errors.New("503")))
 }
 
 // TestClientSpreadsRequestsOverReplicas: with several base URLs each
@@ -287,9 +295,38 @@ func TestReadTreesCountsChildren(t *testing.T) {
 	own, err := ReadCPU(self)
 	require.NoError(t, err)
 	// The tree grew by at least the child's time (tick rounding: 20 ms).
-	assert.GreaterOrEqual(t, after[self]-before[self]+0.02, child)
-	assert.Greater(t, after[self], own.Procs[self], "the tree holds more than the process's own time")
-	assert.Zero(t, after[-1], "a process that cannot be read counts as zero")
+	assert.GreaterOrEqual(t, after[self].Total-before[self].Total+0.02, child)
+	assert.Greater(t, after[self].Total, own.Procs[self], "the tree holds more than the process's own time")
+	assert.Zero(t, after[-1].Total, "a process that cannot be read counts as zero")
+
+	// A live child is listed with its own time and command line.
+	sleeper := exec.Command("sleep", "30")
+	require.NoError(t, sleeper.Start())
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	require.Eventually(t, func() bool {
+		return ReadTrees(self)[self].Title[sleeper.Process.Pid] == "sleep 30"
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestPostgresByDatabase(t *testing.T) {
+	titles := map[int]string{
+		10: "postgres: checkpointer",
+		11: "postgres: postgres temporal 127.0.0.1(40000) idle",
+		12: "postgres: postgres temporal 127.0.0.1(40002) idle in transaction",
+		13: "postgres: postgres memocart 127.0.0.1(40004) SELECT",
+		14: "postgres: autovacuum worker memocart",
+		15: "postgres: postgres memocart [local] idle",
+	}
+	before := Tree{Total: 10, Own: map[int]float64{10: 1, 11: 2, 12: 3, 13: 1}, Title: titles}
+	// In between: 11 and 12 spent 1 s each, 13 spent 0.5 s, 14 and 15
+	// were born and spent 0.25 s each, a backend that exited spent some in
+	// the parent's reaped time, the checkpointer 0.5 s: 4.5 s in all.
+	after := Tree{Total: 14.5, Own: map[int]float64{10: 1.5, 11: 3, 12: 4, 13: 1.5, 14: 0.25, 15: 0.25}, Title: titles}
+	got := PostgresByDatabase(before, after)
+	assert.InDelta(t, 2.0, got["temporal"], 1e-9)
+	assert.InDelta(t, 0.75, got["memocart"], 1e-9, "a backend, born in between, counts whole")
+	assert.InDelta(t, 1.75, got["server"], 1e-9, "the checkpointer, the autovacuum worker and the exited backend")
+	assert.Len(t, got, 3)
 }
 
 func TestReadCPUCountsThisProcess(t *testing.T) {
