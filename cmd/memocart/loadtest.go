@@ -78,10 +78,11 @@ same window, and prints the ratios (issue 9's figures):
                     followed in the app database until delivered: delivered
                     orders per second from the first POST to the last
                     delivery, and each order's time from its POST to
-                    delivered. No reference: the sandbox fulfiller's own
-                    waits (MEMOCART_SANDBOX_STEP_DELAY per step) set most of
-                    each order's time, so the rate says how many orders the
-                    stack keeps in flight.
+                    delivered, split at its paid step. No reference. Each
+                    order waits for the sandbox fulfiller's three steps
+                    (MEMOCART_SANDBOX_STEP_DELAY each): with few orders in
+                    flight that wait sets the rate, with many the stack's
+                    capacity does and the orders queue before paid.
 
 Each service run is paired with its reference run (-pairs pairs, the order
 alternating), and the median ratio is reported. With -waiting, it measures
@@ -842,10 +843,12 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 // created (a cart, then the order) and paid with the sandbox test helper
 // by one of -connections goroutines, which then goes on to the next order,
 // while a tracker follows them all in the app database until delivered.
-// So up to every order is in flight at once: the sandbox fulfiller's own
-// waits (three steps of MEMOCART_SANDBOX_STEP_DELAY, checked no more than
-// once a second) make most of each order's time, and how many orders are
-// in flight, not how fast one goes, sets the rate.
+// So up to every order is in flight at once. Each waits for the sandbox
+// fulfiller's three steps (MEMOCART_SANDBOX_STEP_DELAY each, checked no
+// more than once a second): below the stack's capacity that wait makes
+// most of an order's time and the number in flight sets the rate; above
+// it, the orders queue for the worker before they are paid, which the
+// split at the paid step shows.
 func (lt *loadRun) delivery(ctx context.Context) error {
 	w := lt.e.stdout
 	n := lt.o.deliver
@@ -945,7 +948,7 @@ func (lt *loadRun) delivery(ctx context.Context) error {
 	// Where the Temporal server's work goes: the orders' histories, read
 	// (untimed) from up to 200 of them spread over the run.
 	var ids []string
-	for i := 0; i < len(js); i += max(1, len(js)/200) {
+	for i := 0; i < len(js); i += (len(js) + 199) / 200 {
 		ids = append(ids, models.WorkflowID(js[i].ID))
 	}
 	h, err := loadtest.ReadHistories(ctx, lt.tc, ids, lt.o.conns)

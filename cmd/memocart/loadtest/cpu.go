@@ -55,13 +55,41 @@ func ReadCPU(pids ...int) (CPU, error) {
 // postgresCPU sums the user, system and reaped children's time of every
 // process whose command name is postgres.
 func postgresCPU() float64 {
+	var total float64
+	for _, p := range snapshot() {
+		if p.name == "postgres" {
+			total += p.own + p.reaped
+		}
+	}
+	return total / userHZ
+}
+
+// proc is one process in a snapshot: its parent, command name, and user
+// plus system time in ticks, its own and its reaped children's.
+type proc struct {
+	ppid        int
+	name        string
+	own, reaped float64
+}
+
+// snapshot reads every process's times. It is not atomic: a child
+// reaped between the reading of its parent and its own is in neither
+// (the next interval then holds its whole lifetime), one reaped between
+// its own reading and its parent's in both. A reading next to many exits
+// (Postgres's backends when a pgbench run ends) can be off by a fraction
+// of a second that way; readings taken again until stable would take
+// seconds each while a pool churns connections, so it is left at that.
+func snapshot() map[int]proc { return scanProcs() }
+
+func scanProcs() map[int]proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	var total float64
+	procs := make(map[int]proc, len(entries))
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -69,15 +97,18 @@ func postgresCPU() float64 {
 			continue // gone meanwhile
 		}
 		name, f, ok := statFields(b)
-		if !ok || name != "postgres" || len(f) < 15 {
+		if !ok || len(f) < 15 {
 			continue
 		}
-		for _, v := range f[11:15] { // utime stime cutime cstime
-			n, _ := strconv.ParseFloat(v, 64)
-			total += n
-		}
+		ppid, _ := strconv.Atoi(f[1])
+		procs[pid] = proc{ppid: ppid, name: name, own: ticks(f[11]) + ticks(f[12]), reaped: ticks(f[13]) + ticks(f[14])}
 	}
-	return total / userHZ
+	return procs
+}
+
+func ticks(s string) float64 {
+	n, _ := strconv.ParseFloat(s, 64)
+	return n
 }
 
 // statFields splits /proc/<pid>/stat into the command name and the fields
@@ -137,36 +168,13 @@ type Tree struct {
 // has a zero Tree.
 func ReadTrees(roots ...int) map[int]Tree {
 	out := make(map[int]Tree, len(roots))
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	withReaped, own := map[int]float64{}, map[int]float64{}
+	procs := snapshot()
 	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		_, f, ok := statFields(b)
-		if !ok || len(f) < 15 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		var t [4]float64 // utime stime cutime cstime
-		for i, v := range f[11:15] {
-			t[i], _ = strconv.ParseFloat(v, 64)
-		}
-		own[pid] = (t[0] + t[1]) / userHZ
-		withReaped[pid] = (t[0] + t[1] + t[2] + t[3]) / userHZ
-		children[ppid] = append(children[ppid], pid)
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
 	}
 	for _, root := range roots {
-		if _, ok := withReaped[root]; !ok {
+		if _, ok := procs[root]; !ok {
 			out[root] = Tree{}
 			continue
 		}
@@ -175,9 +183,10 @@ func ReadTrees(roots ...int) map[int]Tree {
 		for len(queue) > 0 {
 			pid := queue[0]
 			queue = queue[1:]
-			tr.Total += withReaped[pid]
+			p := procs[pid]
+			tr.Total += (p.own + p.reaped) / userHZ
 			if pid != root {
-				tr.Own[pid] = own[pid]
+				tr.Own[pid] = p.own / userHZ
 				tr.Title[pid] = cmdline(pid)
 			}
 			queue = append(queue, children[pid]...)
@@ -198,10 +207,11 @@ func cmdline(pid int) string {
 
 // PostgresByDatabase splits what a Postgres server's process tree spent
 // between two readings by the database of each backend: a backend's title
-// is "postgres: USER DATABASE CLIENT STATE". The server's own processes
-// (the postmaster, checkpointer, WAL writer, autovacuum launcher) and the
-// backends that exited in between (whose time is only in their parent's
-// reaped total) count as "server".
+// is "postgres: USER DATABASE CLIENT STATE". The rest counts as "other":
+// the server's own processes (the postmaster, checkpointer, WAL writer,
+// autovacuum) and the backends that ended in between, whose time is only
+// in their parent's reaped total, with no database to name: a client that
+// opens and closes connections under load shows there.
 func PostgresByDatabase(before, after Tree) map[string]float64 {
 	out := map[string]float64{}
 	var named float64
@@ -217,6 +227,6 @@ func PostgresByDatabase(before, after Tree) map[string]float64 {
 		out[f[2]] += d
 		named += d
 	}
-	out["server"] = after.Total - before.Total - named
+	out["other"] = after.Total - before.Total - named
 	return out
 }

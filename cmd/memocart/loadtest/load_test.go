@@ -325,7 +325,7 @@ func TestPostgresByDatabase(t *testing.T) {
 	got := PostgresByDatabase(before, after)
 	assert.InDelta(t, 2.0, got["temporal"], 1e-9)
 	assert.InDelta(t, 0.75, got["memocart"], 1e-9, "a backend, born in between, counts whole")
-	assert.InDelta(t, 1.75, got["server"], 1e-9, "the checkpointer, the autovacuum worker and the exited backend")
+	assert.InDelta(t, 1.75, got["other"], 1e-9, "the checkpointer, the autovacuum worker and the ended backend")
 	assert.Len(t, got, 3)
 }
 
