@@ -79,9 +79,7 @@ type proc struct {
 // (Postgres's backends when a pgbench run ends) can be off by a fraction
 // of a second that way; readings taken again until stable would take
 // seconds each while a pool churns connections, so it is left at that.
-func snapshot() map[int]proc { return scanProcs() }
-
-func scanProcs() map[int]proc {
+func snapshot() map[int]proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
