@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -13,19 +14,23 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/memocart/memocart/cmd/memocart/cluster"
 	"github.com/memocart/memocart/cmd/memocart/loadtest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -34,12 +39,14 @@ import (
 // loadOptions are `memocart loadtest`'s flags.
 type loadOptions struct {
 	stack       string
-	apiURL      string
+	apis        []string
+	clusterDir  string
 	key         string
 	conns       int
 	duration    time.Duration
 	pairs       int
 	create      int
+	deliver     int
 	sizes       []int
 	waiting     []int
 	splitWorker bool
@@ -65,7 +72,17 @@ same window, and prints the ratios (issue 9's figures):
                     the database), the ceiling of any endpoint;
   latency           GET at half the measured maximum rate (open loop): p50,
                     p90, p99, max; against pgbench -S -R at half its own
-                    maximum, latency counted the same way.
+                    maximum, latency counted the same way;
+  creation to       -deliver orders created (cart, order) and paid with the
+  delivered         sandbox test helper, -connections at a time, then
+                    followed in the app database until delivered: delivered
+                    orders per second from the first POST to the last
+                    delivery, and each order's time from its POST to
+                    delivered, split at its paid step. No reference. Each
+                    order waits for the sandbox fulfiller's three steps
+                    (MEMOCART_SANDBOX_STEP_DELAY each): with few orders in
+                    flight that wait sets the rate, with many the stack's
+                    capacity does and the orders queue before paid.
 
 Each service run is paired with its reference run (-pairs pairs, the order
 alternating), and the median ratio is reported. With -waiting, it measures
@@ -77,9 +94,12 @@ ports with the app data in the Postgres database memocart_loadtest (dropped
 and recreated) on the server of MEMOCART_DATABASE_URL, and stops it at the
 end. -stack external measures a running stack: the API at -api, the app
 database MEMOCART_DATABASE_URL (a key is created there unless -key is
-given), Temporal at MEMOCART_TEMPORAL_ADDRESS. pgbench's tables live in the
-database memocart_pgbench on the same Postgres server. Nothing is written to
-any other database.
+given), Temporal at MEMOCART_TEMPORAL_ADDRESS. -api takes several base URLs,
+comma-separated, for API replicas: each request goes to the next one in
+turn. With -cluster, the processor time is split into the cluster's
+processes (api, worker, Temporal, Redis, its Postgres). pgbench's tables
+live in the database memocart_pgbench on the same Postgres server. Nothing
+is written to any other database.
 
 Flags:`
 
@@ -91,14 +111,16 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 		fs.PrintDefaults()
 	}
 	var o loadOptions
-	var sizes, waiting string
+	var sizes, waiting, apis string
 	fs.StringVar(&o.stack, "stack", "dev", "dev (start one) or external (measure a running stack)")
-	fs.StringVar(&o.apiURL, "api", "", "external: the API's base URL (default http://MEMOCART_HTTP_ADDR)")
+	fs.StringVar(&apis, "api", "", "external: the API's base URL, or several comma-separated (replicas: requests go to each in turn) (default http://MEMOCART_HTTP_ADDR)")
+	fs.StringVar(&o.clusterDir, "cluster", "", "external: the state directory of the `memocart cluster` under load (e.g. .data/cluster), whose processes the CPU split then names")
 	fs.StringVar(&o.key, "key", "", "external: a test-mode API key to use (default: create an enterprise key)")
 	fs.IntVar(&o.conns, "connections", 16, "concurrent connections (and pgbench clients, and concurrent starts)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each read run")
 	fs.IntVar(&o.pairs, "pairs", 3, "service runs, each paired with a reference run")
 	fs.IntVar(&o.create, "create", 300, "orders created (and bare starts) per creation run")
+	fs.IntVar(&o.deliver, "deliver", 300, "orders taken from creation to delivered in the last phase; 0 skips it")
 	fs.StringVar(&sizes, "orders", "1000,10000", "orders in the account for the read runs, comma-separated")
 	fs.StringVar(&waiting, "waiting", "", "memory mode: counts of waiting orders at which to read memory, e.g. 10000,100000")
 	fs.BoolVar(&o.splitWorker, "split-worker", false, "dev: run the worker as its own process (memocart dev -no-worker + memocart worker)")
@@ -119,8 +141,16 @@ func runLoadtest(ctx context.Context, e env, args []string) error {
 			return fmt.Errorf("-waiting: %w", err)
 		}
 	}
-	if o.conns < 1 || o.pairs < 1 || o.create < 1 || o.duration < time.Second {
-		return errors.New("-connections, -pairs and -create must be positive and -duration at least 1s")
+	if o.conns < 1 || o.pairs < 1 || o.create < 1 || o.deliver < 0 || o.duration < time.Second {
+		return errors.New("-connections, -pairs and -create must be positive, -deliver not negative and -duration at least 1s")
+	}
+	if apis != "" {
+		if o.apis, err = parseAPIs(apis); err != nil {
+			return fmt.Errorf("-api: %w", err)
+		}
+	}
+	if o.clusterDir != "" && o.stack != "external" {
+		return errors.New("-cluster needs -stack external")
 	}
 	if !plainIdentifier(o.pgDatabase) {
 		return errors.New("-pgbench-db must be lowercase letters, digits and underscores")
@@ -161,6 +191,20 @@ func plainIdentifier(s string) bool {
 	return s != ""
 }
 
+// parseAPIs parses -api: base URLs, comma-separated.
+func parseAPIs(s string) ([]string, error) {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimRight(strings.TrimSpace(f), "/")
+		u, err := url.Parse(f)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+			return nil, fmt.Errorf("%q is not a base URL (http://host:port)", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 func parseCounts(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -179,12 +223,34 @@ func parseCounts(s string) ([]int, error) {
 // loadStack is the service under load: its addresses and, for -stack dev,
 // the child processes this command started.
 type loadStack struct {
-	api          string
+	apis         []string
 	dbURL        string
 	temporalAddr string
 	dir          string
 	keepDir      bool
 	procs        []*childProc
+	// cluster is, with -cluster, the cluster's processes.
+	cluster []stackPart
+}
+
+// stackPart is a process of the stack whose processor time the tool
+// reads, with its descendants': a child it started, or a component of a
+// `memocart cluster`.
+type stackPart struct {
+	// role names it in the CPU split: dev or worker; api, worker, temporal,
+	// redis or postgres (which takes the place of every Postgres on the
+	// machine).
+	role string
+	pid  int
+}
+
+// parts lists the stack's processes the tool knows.
+func (st *loadStack) parts() []stackPart {
+	out := slices.Clone(st.cluster)
+	for _, p := range st.procs {
+		out = append(out, stackPart{role: p.name, pid: p.cmd.Process.Pid})
+	}
+	return out
 }
 
 type childProc struct {
@@ -196,11 +262,44 @@ type childProc struct {
 }
 
 func externalLoadStack(e env, o loadOptions) (*loadStack, error) {
-	api := o.apiURL
-	if api == "" {
-		api = "http://" + e.cfg.HTTPAddr
+	apis := o.apis
+	if len(apis) == 0 {
+		apis = []string{"http://" + e.cfg.HTTPAddr}
 	}
-	return &loadStack{api: api, dbURL: e.cfg.DatabaseURL, temporalAddr: e.cfg.TemporalAddress}, nil
+	st := &loadStack{apis: apis, dbURL: e.cfg.DatabaseURL, temporalAddr: e.cfg.TemporalAddress}
+	if o.clusterDir != "" {
+		var err error
+		if st.cluster, err = clusterParts(o.clusterDir); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// clusterParts returns the running processes of the cluster whose state
+// directory is dir, by role. The Temporal UI is left out: idle under this
+// load, it counts with the rest.
+func clusterParts(dir string) ([]stackPart, error) {
+	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err != nil {
+		return nil, fmt.Errorf("-cluster: no cluster state in %s: %w", dir, err)
+	}
+	c, err := cluster.New(cluster.Options{StateDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	var parts []stackPart
+	for name, pid := range c.PIDs() {
+		role, _, _ := strings.Cut(name, "-")
+		if name == "temporal-ui" {
+			continue
+		}
+		parts = append(parts, stackPart{role: role, pid: pid})
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("-cluster: nothing of the cluster in %s is running", dir)
+	}
+	slices.SortFunc(parts, func(a, b stackPart) int { return a.pid - b.pid })
+	return parts, nil
 }
 
 // freePort returns a TCP port on 127.0.0.1 nothing listens on right now.
@@ -234,7 +333,7 @@ func startLoadStack(ctx context.Context, e env, o loadOptions, pg loadtest.Pgben
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, err
 	}
-	st.api = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	st.apis = []string{fmt.Sprintf("http://127.0.0.1:%d", httpPort)}
 	st.temporalAddr = fmt.Sprintf("127.0.0.1:%d", temporalPort)
 	self, err := os.Executable()
 	if err != nil {
@@ -291,7 +390,7 @@ func startLoadStack(ctx context.Context, e env, o loadOptions, pg loadtest.Pgben
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	c := loadtest.NewClient(st.api, "", 1)
+	c := loadtest.NewClient(st.apis, "", 1)
 	defer c.Close()
 	if err := st.waitReady(readyCtx, c); err != nil {
 		st.stop(e)
@@ -408,6 +507,10 @@ type loadRun struct {
 	pgURL  string
 	orders []loadtest.Order
 	stamp  string
+	// idle is the processor time per second the service's known processes
+	// use at rest, read before the first run: settle waits until they are
+	// back near it (a Temporal server polls its queues even when idle).
+	idle float64
 }
 
 func (lt *loadRun) run(ctx context.Context) error {
@@ -419,7 +522,7 @@ func (lt *loadRun) run(ctx context.Context) error {
 		}
 	}
 	lt.key = key
-	lt.api = loadtest.NewClient(lt.st.api, key, lt.o.conns)
+	lt.api = loadtest.NewClient(lt.st.apis, key, lt.o.conns)
 	defer lt.api.Close()
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -432,8 +535,22 @@ func (lt *loadRun) run(ctx context.Context) error {
 
 	w := lt.e.stdout
 	fmt.Fprintf(w, "memocart loadtest, %s, %d CPUs, load average %s\n", time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), loadAverage())
-	fmt.Fprintf(w, "stack: %s (API %s, Temporal %s)%s; %d connections\n", lt.o.stack, lt.st.api, lt.st.temporalAddr,
+	fmt.Fprintf(w, "stack: %s (API %s, Temporal %s)%s; %d connections\n", lt.o.stack, strings.Join(lt.st.apis, " and "), lt.st.temporalAddr,
 		map[bool]string{true: ", worker in its own process", false: ""}[lt.o.splitWorker], lt.o.conns)
+	if len(lt.st.apis) > 1 {
+		fmt.Fprintf(w, "requests go to the %d API replicas in turn, one request each\n", len(lt.st.apis))
+	}
+	if len(lt.st.cluster) > 0 {
+		fmt.Fprintf(w, "CPU split over the cluster's processes: %s\n", describeParts(lt.st.cluster))
+	}
+	if len(lt.st.parts()) > 0 {
+		var u cpuUse
+		stop := lt.startCPU()
+		time.Sleep(2 * time.Second)
+		stop(&u)
+		lt.idle = u.serviceTotal() / 2
+		fmt.Fprintf(w, "at rest the service's processes use %.2f cores\n", lt.idle)
+	}
 
 	if len(lt.o.waiting) > 0 {
 		return lt.memory(ctx)
@@ -466,6 +583,11 @@ func (lt *loadRun) run(ctx context.Context) error {
 	}
 	for _, n := range lt.o.sizes {
 		if err := lt.reads(ctx, n); err != nil {
+			return err
+		}
+	}
+	if lt.o.deliver > 0 {
+		if err := lt.delivery(ctx); err != nil {
 			return err
 		}
 	}
@@ -519,8 +641,9 @@ func (lt *loadRun) newOrders(ctx context.Context, n int) (loadtest.Sample, error
 // settle waits after orders were created, so the work they leave behind
 // (the worker's first workflow tasks, the Temporal server's visibility and
 // timer queues) does not spill into the next run: at least -settle, then,
-// for a stack this command started, until its processes use less than a
-// tenth of a core over a second (at most three minutes).
+// for a stack whose processes this command knows (started, or -cluster),
+// until they use less than a tenth of a core over a second more than at
+// rest (at most three minutes).
 func (lt *loadRun) settle(ctx context.Context) {
 	if lt.o.settle <= 0 {
 		return
@@ -531,12 +654,12 @@ func (lt *loadRun) settle(ctx context.Context) {
 	case <-time.After(lt.o.settle):
 	}
 	deadline := time.Now().Add(3 * time.Minute)
-	for len(lt.st.procs) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	for len(lt.st.parts()) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		var u cpuUse
 		stop := lt.startCPU()
 		time.Sleep(time.Second)
 		stop(&u)
-		if u.service < 0.1 {
+		if u.serviceTotal() < lt.idle+quietCPU {
 			return
 		}
 	}
@@ -683,12 +806,11 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 		return err
 	}
 	hper := ceilCPU.per(len(hs.Latencies))
-	fmt.Fprintf(w, "Ceiling: GET /healthz (same HTTP stack, no key, no database) %.0f req/s = %.3f of pgbench -S; GET /v1/orders/{id} is %.2f of it. CPU per request: machine %.0f µs = service %.0f + load generator %.0f + the rest %.0f\n",
-		hs.Rate(), hs.Rate()/loadtest.Median(refs), maxRate/hs.Rate(),
-		hper.machine*1e6, hper.service*1e6, hper.self*1e6, (hper.machine-hper.service-hper.self)*1e6)
+	fmt.Fprintf(w, "Ceiling: GET /healthz (same HTTP stack, no key, no database) %.0f req/s = %.3f of pgbench -S; GET /v1/orders/{id} is %.2f of it. CPU per request: machine %s\n",
+		hs.Rate(), hs.Rate()/loadtest.Median(refs), maxRate/hs.Rate(), lt.split([]cpuUse{hper}))
 
 	half := maxRate / 2
-	open := loadtest.NewClient(lt.st.api, lt.key, 4*lt.o.conns)
+	open := loadtest.NewClient(lt.st.apis, lt.key, 4*lt.o.conns)
 	defer open.Close()
 	stopTrace := lt.trace(ctx, fmt.Sprintf("latency-%d", n))
 	s, err := loadtest.Open(ctx, half, lt.o.duration, 4*lt.o.conns, func(ctx context.Context, _ int) error {
@@ -717,18 +839,173 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	return nil
 }
 
+// delivery takes -deliver orders from creation to delivered: each is
+// created (a cart, then the order) and paid with the sandbox test helper
+// by one of -connections goroutines, which then goes on to the next order,
+// while a tracker follows them all in the app database until delivered.
+// So up to every order is in flight at once. Each waits for the sandbox
+// fulfiller's three steps (MEMOCART_SANDBOX_STEP_DELAY each, checked no
+// more than once a second): below the stack's capacity that wait makes
+// most of an order's time and the number in flight sets the rate; above
+// it, the orders queue for the worker before they are paid, which the
+// split at the paid step shows.
+func (lt *loadRun) delivery(ctx context.Context) error {
+	w := lt.e.stdout
+	n := lt.o.deliver
+	fmt.Fprintf(w, "\nCreation to delivered: %d orders, each created (cart, order) and paid (sandbox test helper) by one of %d connections, then followed in the app database until delivered\n", n, lt.o.conns)
+	tr, err := loadtest.OpenTracker(ctx, lt.st.dbURL)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tr.Close(context.WithoutCancel(ctx)) }()
+	lt.settle(ctx)
+
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	created := make(chan struct{})
+	followed := make(chan error, 1)
+	var cpu cpuUse
+	var retried atomic.Int64
+	// A client does what a 503 asks: the same request again, under the same
+	// Idempotency-Key (an overloaded stack answers it when an order's
+	// workflow could not be started within the request's time).
+	again := func(ctx context.Context, call func() error) error {
+		for attempt := 1; ; attempt++ {
+			err := call()
+			if err == nil || attempt == 5 || !loadtest.Unavailable(err) {
+				return err
+			}
+			retried.Add(1)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+	}
+	stopCPU := lt.startCPU()
+	go func() { followed <- tr.Follow(followCtx, 250*time.Millisecond, time.Minute, created) }()
+	s := loadtest.Count(ctx, lt.o.conns, n, func(ctx context.Context, _ int) error {
+		cart, err := lt.api.CreateCart(ctx)
+		if err != nil {
+			return err
+		}
+		sent := time.Now()
+		var o loadtest.Order
+		orderKey := loadtest.NewIdempotencyKey()
+		if err := again(ctx, func() (err error) { o, err = lt.api.CreateOrderWithKey(ctx, cart, orderKey); return err }); err != nil {
+			return err
+		}
+		tr.Add(o.ID, sent)
+		var outcome string
+		payKey := loadtest.NewIdempotencyKey()
+		if err := again(ctx, func() (err error) { outcome, err = lt.api.Pay(ctx, o.ID, payKey); return err }); err != nil {
+			return err
+		}
+		if outcome != "matched" {
+			return fmt.Errorf("order %s: the test payment's outcome is %q, not matched", o.ID, outcome)
+		}
+		return nil
+	})
+	close(created)
+	if err := s.Err(); err != nil {
+		cancel()
+		<-followed
+		return fmt.Errorf("creating and paying orders: %w", err)
+	}
+	if err := <-followed; err != nil {
+		return fmt.Errorf("following the orders to delivered: %w", err)
+	}
+	stopCPU(&cpu)
+	d, err := loadtest.SummariseDelivery(tr.Journeys())
+	if err != nil {
+		return err
+	}
+	// What a client reads agrees with the database (untimed).
+	js := tr.Journeys()
+	check := loadtest.Count(ctx, lt.o.conns, len(js), func(ctx context.Context, i int) error {
+		id := js[i].ID
+		status, err := lt.api.OrderStatus(ctx, id)
+		if err == nil && status != string(models.OrderDelivered) {
+			err = fmt.Errorf("order %s reads %s through the API", id, status)
+		}
+		return err
+	})
+	if err := check.Err(); err != nil {
+		return err
+	}
+
+	secs := func(x time.Duration) string { return fmt.Sprintf("%.2f s", x.Seconds()) }
+	q := loadtest.Quantile
+	fmt.Fprintf(w, "  created and paid: %d in %s, %.1f orders/s (cart + order + payment per order: p50 %s, p99 %s); %d requests answered 503 and were sent again\n",
+		n, secs(s.Elapsed), s.Rate(), ms(s.Quantile(0.5)), ms(s.Quantile(0.99)), retried.Load())
+	fmt.Fprintf(w, "  delivered: %d in %s from the first POST /v1/orders to the last delivery: %.1f delivered orders/s, %.0f in flight on average\n",
+		d.Orders, secs(d.Span), d.Rate(), d.MeanInFlight())
+	fmt.Fprintf(w, "  each order, POST to delivered: p50 %s, p99 %s, max %s\n", secs(q(d.ToDelivered, 0.5)), secs(q(d.ToDelivered, 0.99)), secs(q(d.ToDelivered, 1)))
+	fmt.Fprintf(w, "    POST to paid (the service: order, payment, workflow): p50 %s, p99 %s\n", secs(q(d.ToPaid, 0.5)), secs(q(d.ToPaid, 0.99)))
+	fmt.Fprintf(w, "    paid to delivered (the sandbox's three steps and the workflow's checks): p50 %s, p99 %s\n", secs(q(d.PaidToDelivered, 0.5)), secs(q(d.PaidToDelivered, 0.99)))
+	fmt.Fprintf(w, "  all %d read delivered through the API afterwards\n", d.Orders)
+	// Where the Temporal server's work goes: the orders' histories, read
+	// (untimed) from up to 200 of them spread over the run.
+	var ids []string
+	for i := 0; i < len(js); i += (len(js) + 199) / 200 {
+		ids = append(ids, models.WorkflowID(js[i].ID))
+	}
+	h, err := loadtest.ReadHistories(ctx, lt.tc, ids, lt.o.conns)
+	if err != nil {
+		return fmt.Errorf("reading the orders' workflow histories: %w", err)
+	}
+	fmt.Fprintf(w, "  workflow history per order (mean of %d): %.1f events: %.1f workflow tasks, %.1f activities, %.1f timers, %.1f signals (one payment; more when an api replica's reconciler sent it again before the workflow had recorded it)\n",
+		h.Workflows, h.Events, h.WorkflowTasks, h.Activities, h.Timers, h.Signals)
+	fmt.Fprintf(w, "CPU per delivered order (machine-wide, whole phase): %s\n", lt.split([]cpuUse{cpu.per(d.Orders)}))
+	return nil
+}
+
 // cpuUse is processor time spent during a run (or per operation of it),
-// in seconds: the whole machine's, the service's processes' (the children
-// this command started; 0 for an external stack) and this process's (the
-// load generator).
-type cpuUse struct{ machine, service, self, postgres float64 }
+// in seconds: the whole machine's, this process's (the load generator),
+// Postgres's (every process named postgres on the machine, or with
+// -cluster the cluster's server alone) and, by role, the service's
+// processes the tool knows (the children it started, or the cluster's
+// components; none for another external stack).
+type cpuUse struct {
+	machine, self, postgres float64
+	service                 map[string]float64
+	// postgresDB splits postgres by database, with -cluster (see
+	// loadtest.PostgresByDatabase).
+	postgresDB map[string]float64
+}
+
+// quietCPU is the processor time per second above their rest under
+// which settle takes the stack's processes for quiet.
+const quietCPU = 0.1
+
+func (u cpuUse) serviceTotal() float64 {
+	var t float64
+	for _, v := range u.service {
+		t += v
+	}
+	return t
+}
+
+// rest is the machine's time outside the parts named.
+func (u cpuUse) rest() float64 { return u.machine - u.serviceTotal() - u.self - u.postgres }
 
 func (u cpuUse) per(n int) cpuUse {
 	if n <= 0 {
 		return cpuUse{}
 	}
 	f := float64(n)
-	return cpuUse{machine: u.machine / f, service: u.service / f, self: u.self / f, postgres: u.postgres / f}
+	out := cpuUse{machine: u.machine / f, self: u.self / f, postgres: u.postgres / f, service: map[string]float64{}}
+	for k, v := range u.service {
+		out.service[k] = v / f
+	}
+	if u.postgresDB != nil {
+		out.postgresDB = map[string]float64{}
+		for k, v := range u.postgresDB {
+			out.postgresDB[k] = v / f
+		}
+	}
+	return out
 }
 
 // cpuOf measures the processor time run takes.
@@ -743,28 +1020,126 @@ func (lt *loadRun) cpuOf(run func()) cpuUse {
 // startCPU starts measuring processor time; the function it returns
 // stores what was spent since into its argument.
 func (lt *loadRun) startCPU() func(*cpuUse) {
-	pids := []int{os.Getpid()}
-	for _, p := range lt.st.procs {
-		pids = append(pids, p.cmd.Process.Pid)
+	parts := lt.st.parts()
+	roots := make([]int, len(parts))
+	for i, p := range parts {
+		roots[i] = p.pid
 	}
-	before, err := loadtest.ReadCPU(pids...)
+	before, err := loadtest.ReadCPU(os.Getpid())
 	if err != nil {
 		return func(*cpuUse) {}
 	}
-	return func(u *cpuUse) { *u = lt.cpuSince(before, pids) }
+	beforeTrees := loadtest.ReadTrees(roots...)
+	return func(u *cpuUse) {
+		after, err := loadtest.ReadCPU(os.Getpid())
+		if err != nil {
+			*u = cpuUse{}
+			return
+		}
+		afterTrees := loadtest.ReadTrees(roots...)
+		d := after.Since(before)
+		*u = cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()], postgres: d.Postgres, service: map[string]float64{}}
+		for _, p := range parts {
+			t := afterTrees[p.pid].Total - beforeTrees[p.pid].Total
+			if p.role == "postgres" {
+				u.postgres = t
+				u.postgresDB = loadtest.PostgresByDatabase(beforeTrees[p.pid], afterTrees[p.pid])
+				continue
+			}
+			u.service[p.role] += t
+		}
+	}
 }
 
-func (lt *loadRun) cpuSince(before loadtest.CPU, pids []int) cpuUse {
-	after, err := loadtest.ReadCPU(pids...)
-	if err != nil {
-		return cpuUse{}
+// roles lists the service's roles in the order the CPU split prints them.
+func (lt *loadRun) roles() []string {
+	order := map[string]int{"dev": 0, "api": 1, "worker": 2, "temporal": 3, "redis": 4}
+	var out []string
+	for _, p := range lt.st.parts() {
+		if p.role != "postgres" && !slices.Contains(out, p.role) {
+			out = append(out, p.role)
+		}
 	}
-	d := after.Since(before)
-	u := cpuUse{machine: d.Busy, self: d.Procs[os.Getpid()], postgres: d.Postgres}
-	for _, pid := range pids[1:] {
-		u.service += d.Procs[pid]
+	slices.SortStableFunc(out, func(a, b string) int { return order[a] - order[b] })
+	return out
+}
+
+// describeParts says which processes the CPU split reads, e.g.
+// "api 2 processes, worker 2, temporal 1, postgres 1 (with its backends)".
+func describeParts(parts []stackPart) string {
+	count := map[string]int{}
+	var roles []string
+	for _, p := range parts {
+		if count[p.role] == 0 {
+			roles = append(roles, p.role)
+		}
+		count[p.role]++
 	}
-	return u
+	var b strings.Builder
+	for i, r := range roles {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s ×%d", r, count[r])
+	}
+	b.WriteString(" (each with its children: Postgres's backends)")
+	return b.String()
+}
+
+// split formats a per-operation cpuUse (median of us for each part) as
+// "machine M µs = api A + ... + load generator L + Postgres P + the rest R".
+func (lt *loadRun) split(us []cpuUse) string {
+	med := func(f func(cpuUse) float64) float64 {
+		xs := make([]float64, len(us))
+		for i, u := range us {
+			xs[i] = f(u)
+		}
+		return loadtest.Median(xs) * 1e6
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.0f µs =", med(func(u cpuUse) float64 { return u.machine }))
+	roles := lt.roles()
+	if len(lt.st.cluster) == 0 && len(roles) > 0 {
+		fmt.Fprintf(&b, " service %.0f", med(cpuUse.serviceTotal))
+		if len(roles) > 1 {
+			b.WriteString(" (")
+			for i, r := range roles {
+				if i > 0 {
+					b.WriteString(" + ")
+				}
+				fmt.Fprintf(&b, "%s %.0f", r, med(func(u cpuUse) float64 { return u.service[r] }))
+			}
+			b.WriteString(")")
+		}
+		b.WriteString(" +")
+	} else {
+		for _, r := range roles {
+			fmt.Fprintf(&b, " %s %.0f +", r, med(func(u cpuUse) float64 { return u.service[r] }))
+		}
+	}
+	rest := "the rest (kernel, other processes)"
+	if len(roles) == 0 {
+		rest = "the rest (the service, kernel, other processes)"
+	}
+	fmt.Fprintf(&b, " load generator %.0f + Postgres %.0f", med(func(u cpuUse) float64 { return u.self }), med(func(u cpuUse) float64 { return u.postgres }))
+	if len(us) > 0 && len(us[0].postgresDB) > 0 {
+		dbs := slices.Sorted(maps.Keys(us[0].postgresDB))
+		vals := map[string]float64{}
+		for _, db := range dbs {
+			vals[db] = med(func(u cpuUse) float64 { return u.postgresDB[db] })
+		}
+		slices.SortStableFunc(dbs, func(a, b string) int { return cmp.Compare(vals[b], vals[a]) })
+		b.WriteString(" (")
+		for i, db := range dbs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %.0f", db, vals[db])
+		}
+		b.WriteString(")")
+	}
+	fmt.Fprintf(&b, " + %s %.0f", rest, med(cpuUse.rest))
+	return b.String()
 }
 
 // printCPU prints the median processor time per operation of the
@@ -779,18 +1154,12 @@ func (lt *loadRun) printCPU(refName string, ref []cpuUse, svcName string, svc []
 	}
 	machine := func(u cpuUse) float64 { return u.machine }
 	postgres := func(u cpuUse) float64 { return u.postgres }
-	fmt.Fprintf(lt.e.stdout, "CPU per operation (machine-wide, median): %s %.0f µs (Postgres %.0f); %s %.0f µs", refName, med(ref, machine), med(ref, postgres), svcName, med(svc, machine))
-	fmt.Fprint(lt.e.stdout, " =")
-	if len(lt.st.procs) > 0 {
-		fmt.Fprintf(lt.e.stdout, " service %.0f +", med(svc, func(u cpuUse) float64 { return u.service }))
+	var temporal string
+	if slices.Contains(lt.roles(), "temporal") {
+		temporal = fmt.Sprintf("Temporal %.0f, ", med(ref, func(u cpuUse) float64 { return u.service["temporal"] }))
 	}
-	rest := "the rest (kernel, other processes)"
-	if len(lt.st.procs) == 0 {
-		rest = "the rest (the service, kernel, other processes)"
-	}
-	fmt.Fprintf(lt.e.stdout, " load generator %.0f + Postgres %.0f + %s %.0f\n",
-		med(svc, func(u cpuUse) float64 { return u.self }), med(svc, postgres), rest,
-		med(svc, func(u cpuUse) float64 { return u.machine - u.service - u.self - u.postgres }))
+	fmt.Fprintf(lt.e.stdout, "CPU per operation (machine-wide, median): %s %.0f µs (%sPostgres %.0f); %s %s\n",
+		refName, med(ref, machine), temporal, med(ref, postgres), svcName, lt.split(svc))
 }
 
 // memory creates waiting orders up to each -waiting count and prints each

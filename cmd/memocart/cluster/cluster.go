@@ -469,6 +469,19 @@ func (c *Cluster) Names() []string {
 	return names
 }
 
+// PIDs returns the pid of each component running now, by name
+// (postgres, redis, temporal, api-1, worker-2, ...): the processes a
+// measurement of the cluster reads the processor time of.
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, name := range c.Names() {
+		if rec, ok := readPID(c.pidPath(name)); ok {
+			out[name] = rec.pid
+		}
+	}
+	return out
+}
+
 func (c *Cluster) component(name string) (component, error) {
 	for _, comp := range c.components() {
 		if comp.name == name {

@@ -127,4 +127,5 @@ func TestNewKeepsTheRunningClustersPorts(t *testing.T) {
 	defer func() { _ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); <-reaped }()
 	_, err = New(Options{StateDir: dir, PortBase: 31000})
 	assert.ErrorContains(t, err, "running on port base 30000")
+	assert.Equal(t, map[string]int{"redis": cmd.Process.Pid}, c.PIDs(), "only the running components, by name")
 }

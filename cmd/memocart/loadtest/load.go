@@ -41,14 +41,18 @@ func (s Sample) Rate() float64 {
 
 // Quantile returns the q-quantile (0..1) of the successful calls'
 // latencies, nearest rank; 0 when there were none.
-func (s Sample) Quantile(q float64) time.Duration {
-	n := len(s.Latencies)
+func (s Sample) Quantile(q float64) time.Duration { return Quantile(s.Latencies, q) }
+
+// Quantile returns the q-quantile (0..1) of sorted durations, nearest
+// rank; 0 when there are none.
+func Quantile(sorted []time.Duration, q float64) time.Duration {
+	n := len(sorted)
 	if n == 0 {
 		return 0
 	}
 	i := int(q*float64(n)+0.5) - 1
 	i = max(0, min(n-1, i))
-	return s.Latencies[i]
+	return sorted[i]
 }
 
 // Err summarises the failures, nil when there were none.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
@@ -158,13 +160,19 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{"order":{"id":"ord_1","number":"12345678901"}}`))
 		case "/v1/orders/ord_1":
-			_, _ = w.Write([]byte(`{"order":{}}`))
+			_, _ = w.Write([]byte(`{"order":{"status":"shipped"}}`))
+		case "/v1/test_helpers/orders/ord_1/payments":
+			gotIdem = r.Header.Get("Idempotency-Key")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"payment":{"outcome":"matched"}}`))
+		case "/v1/orders/busy":
+			http.Error(w, `{"error":{"code":"service_unavailable"}}`, http.StatusServiceUnavailable)
 		default:
 			http.Error(w, `{"error":{"code":"not_found"}}`, http.StatusNotFound)
 		}
 	}))
 	defer srv.Close()
-	c := NewClient(srv.URL, "mc_test_k", 2)
+	c := NewClient([]string{srv.URL + "/"}, "mc_test_k", 2)
 	defer c.Close()
 	cart, err := c.CreateCart(t.Context())
 	require.NoError(t, err)
@@ -176,8 +184,149 @@ func TestClientSpeaksTheAPI(t *testing.T) {
 	assert.Equal(t, Order{ID: "ord_1", Number: "12345678901"}, o)
 	assert.Len(t, gotIdem, 32, "a fresh idempotency key per order")
 	require.NoError(t, c.GetOrder(t.Context(), "ord_1"))
+	status, err := c.OrderStatus(t.Context(), "ord_1")
+	require.NoError(t, err)
+	assert.Equal(t, "shipped", status)
+	outcome, err := c.Pay(t.Context(), "ord_1", "pay-key")
+	require.NoError(t, err)
+	assert.Equal(t, "matched", outcome)
+	assert.Equal(t, "pay-key", gotIdem, "the payment is sent under its key")
 	err = c.GetOrder(t.Context(), "ord_2")
 	require.ErrorContains(t, err, "404")
+	require.ErrorContains(t, err, srv.URL+"/v1/orders/ord_2", "the error names the replica")
+	assert.False(t, Unavailable(err))
+	err = c.GetOrder(t.Context(), "busy")
+	assert.True(t, Unavailable(err), "a 503 is the API's retry-the-same-request")
+	assert.False(t, Unavailable(errors.New("503")))
+}
+
+// TestClientSpreadsRequestsOverReplicas: with several base URLs each
+// request goes to the next replica in turn, whichever goroutine sends it;
+// with one, every request goes there.
+func TestClientSpreadsRequestsOverReplicas(t *testing.T) {
+	var hits [3]atomic.Int64
+	var srvs []string
+	var mu sync.Mutex
+	var seq []int
+	for i := range hits {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits[i].Add(1)
+			mu.Lock()
+			seq = append(seq, i)
+			mu.Unlock()
+			_, _ = w.Write([]byte(`{}`))
+		}))
+		defer srv.Close()
+		srvs = append(srvs, srv.URL)
+	}
+
+	two := NewClient(srvs[:2], "k", 4)
+	defer two.Close()
+	require.NoError(t, two.WaitReady(t.Context()))
+	assert.EqualValues(t, 1, hits[0].Load(), "WaitReady asks every replica")
+	assert.EqualValues(t, 1, hits[1].Load())
+	for range 6 {
+		require.NoError(t, two.Health(t.Context()))
+	}
+	mu.Lock()
+	assert.Equal(t, []int{0, 1, 0, 1, 0, 1, 0, 1}, seq, "one request each, in turn")
+	mu.Unlock()
+	s := Count(t.Context(), 8, 100, func(ctx context.Context, _ int) error { return two.Health(ctx) })
+	require.NoError(t, s.Err())
+	assert.EqualValues(t, 54, hits[0].Load(), "an even split from concurrent callers")
+	assert.EqualValues(t, 54, hits[1].Load())
+
+	one := NewClient(srvs[2:], "k", 4)
+	defer one.Close()
+	for range 5 {
+		require.NoError(t, one.Health(t.Context()))
+	}
+	assert.EqualValues(t, 5, hits[2].Load())
+	assert.EqualValues(t, 108, hits[0].Load()+hits[1].Load(), "the other replicas saw none of them")
+}
+
+func TestSummariseDelivery(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	js := []Journey{
+		// Sent, paid, delivered: 6.5 s, 7 s and 9 s from POST to delivered.
+		{ID: "a", Sent: at(0), Paid: at(300), Ended: at(6500), Status: models.OrderDelivered},
+		{ID: "b", Sent: at(500), Paid: at(1000), Ended: at(7500), Status: models.OrderDelivered},
+		{ID: "c", Sent: at(1000), Paid: at(1500), Ended: at(10000), Status: models.OrderDelivered},
+	}
+	d, err := SummariseDelivery(js)
+	require.NoError(t, err)
+	assert.Equal(t, 3, d.Orders)
+	assert.Equal(t, 10*time.Second, d.Span, "first POST to last delivery")
+	assert.InDelta(t, 0.3, d.Rate(), 1e-9)
+	assert.Equal(t, []time.Duration{6500 * time.Millisecond, 7 * time.Second, 9 * time.Second}, d.ToDelivered, "sorted")
+	assert.Equal(t, 7*time.Second, Quantile(d.ToDelivered, 0.5))
+	assert.Equal(t, 9*time.Second, Quantile(d.ToDelivered, 0.99))
+	assert.Equal(t, []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}, d.ToPaid)
+	assert.Equal(t, []time.Duration{6200 * time.Millisecond, 6500 * time.Millisecond, 8500 * time.Millisecond}, d.PaidToDelivered)
+	// 22.5 s of order time over a 10 s span: 2.25 orders in flight.
+	assert.InDelta(t, 2.25, d.MeanInFlight(), 1e-9)
+	assert.InDelta(t, d.Rate()*(22.5/3), d.MeanInFlight(), 1e-9, "Little's law")
+
+	js[1].Status = models.OrderFailed
+	_, err = SummariseDelivery(js)
+	require.ErrorContains(t, err, "1 of 3 orders did not end delivered, e.g. b failed")
+	js[1] = Journey{ID: "b", Sent: at(500)}
+	_, err = SummariseDelivery(js)
+	require.ErrorContains(t, err, "b not ended")
+	_, err = SummariseDelivery(nil)
+	require.Error(t, err)
+	assert.Zero(t, Delivery{}.Rate())
+	assert.Zero(t, Delivery{}.MeanInFlight())
+}
+
+// TestReadTreesCountsChildren: a process tree's time includes its
+// children's, the live ones' and, once reaped, the finished ones'.
+func TestReadTreesCountsChildren(t *testing.T) {
+	self := os.Getpid()
+	before := ReadTrees(self, -1)
+	// A child that burns a fraction of a second of CPU and exits; Run
+	// reaps it.
+	cmd := exec.Command("sh", "-c", `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`)
+	require.NoError(t, cmd.Run())
+	child := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	require.Greater(t, child, 0.05, "the child burned some CPU")
+	after := ReadTrees(self, -1)
+	own, err := ReadCPU(self)
+	require.NoError(t, err)
+	// The tree grew by at least the child's time (tick rounding: 20 ms).
+	assert.GreaterOrEqual(t, after[self].Total-before[self].Total+0.02, child)
+	assert.Greater(t, after[self].Total, own.Procs[self], "the tree holds more than the process's own time")
+	assert.Zero(t, after[-1].Total, "a process that cannot be read counts as zero")
+
+	// A live child is listed with its own time and command line.
+	sleeper := exec.Command("sleep", "30")
+	require.NoError(t, sleeper.Start())
+	defer func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() }()
+	require.Eventually(t, func() bool {
+		return ReadTrees(self)[self].Title[sleeper.Process.Pid] == "sleep 30"
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestPostgresByDatabase(t *testing.T) {
+	titles := map[int]string{
+		10: "postgres: checkpointer",
+		11: "postgres: postgres temporal 127.0.0.1(40000) idle",
+		12: "postgres: postgres temporal 127.0.0.1(40002) idle in transaction",
+		13: "postgres: postgres memocart 127.0.0.1(40004) SELECT",
+		14: "postgres: autovacuum worker memocart",
+		15: "postgres: postgres memocart [local] idle",
+	}
+	before := Tree{Total: 10, Own: map[int]float64{10: 1, 11: 2, 12: 3, 13: 1}, Title: titles}
+	// In between: 11 and 12 spent 1 s each, 13 spent 0.5 s, 14 and 15
+	// were born and spent 0.25 s each, a backend that exited spent some in
+	// the parent's reaped time, the checkpointer 0.5 s: 4.5 s in all.
+	after := Tree{Total: 14.5, Own: map[int]float64{10: 1.5, 11: 3, 12: 4, 13: 1.5, 14: 0.25, 15: 0.25}, Title: titles}
+	got := PostgresByDatabase(before, after)
+	assert.InDelta(t, 2.0, got["temporal"], 1e-9)
+	assert.InDelta(t, 0.75, got["memocart"], 1e-9, "a backend, born in between, counts whole")
+	assert.InDelta(t, 1.75, got["other"], 1e-9, "the checkpointer, the autovacuum worker and the ended backend")
+	assert.Len(t, got, 3)
 }
 
 func TestReadCPUCountsThisProcess(t *testing.T) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
@@ -57,4 +59,59 @@ func Terminate(ctx context.Context, c client.Client, conc int, ids []string) err
 		return err
 	})
 	return s.Err()
+}
+
+// History is what order workflows' histories hold, as means per workflow
+// over the workflows read: where the Temporal server's work per order
+// goes (each event is written by the server to its store, and most
+// trigger a task for the worker).
+type History struct {
+	Workflows                                          int
+	Events, Signals, WorkflowTasks, Activities, Timers float64
+}
+
+// ReadHistories reads the histories of the workflows ids, conc at a time,
+// and returns the means.
+func ReadHistories(ctx context.Context, c client.Client, ids []string, conc int) (History, error) {
+	var mu sync.Mutex
+	var sum History
+	s := Count(ctx, conc, len(ids), func(ctx context.Context, i int) error {
+		var h History
+		it := c.GetWorkflowHistory(ctx, ids[i], "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return err
+			}
+			h.Events++
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+				h.Signals++
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				h.WorkflowTasks++
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				h.Activities++
+			case enumspb.EVENT_TYPE_TIMER_STARTED:
+				h.Timers++
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		sum.Workflows++
+		sum.Events += h.Events
+		sum.Signals += h.Signals
+		sum.WorkflowTasks += h.WorkflowTasks
+		sum.Activities += h.Activities
+		sum.Timers += h.Timers
+		return nil
+	})
+	if err := s.Err(); err != nil {
+		return History{}, err
+	}
+	if sum.Workflows == 0 {
+		return History{}, errors.New("loadtest: no histories read")
+	}
+	n := float64(sum.Workflows)
+	return History{Workflows: sum.Workflows, Events: sum.Events / n, Signals: sum.Signals / n,
+		WorkflowTasks: sum.WorkflowTasks / n, Activities: sum.Activities / n, Timers: sum.Timers / n}, nil
 }
