@@ -37,7 +37,8 @@ type Store interface {
 	// unknown StartingAfter is models.ErrOrderNotFound.
 	ListOrders(ctx context.Context, q models.OrderListQuery) ([]models.Order, bool, error)
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
-	MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error
+	// MarkWorkflowsStarted records that the orders' workflows exist.
+	MarkWorkflowsStarted(ctx context.Context, orderIDs []string, at time.Time) error
 	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
 	StellarCursor(ctx context.Context, network, account string) (string, error)
 	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
@@ -90,6 +91,11 @@ type Config struct {
 	// an API key (DefaultKeyCacheTTL): the bound on how long a revoked key
 	// keeps working. Negative turns the cache off.
 	KeyCacheTTL time.Duration
+	// StartMarkDelay is how long the record that a new order's workflow
+	// started may wait to share one write with other orders'
+	// (DefaultStartMarkDelay in `memocart api`); zero writes it before the
+	// POST answers.
+	StartMarkDelay time.Duration
 	// WebhookTestLoopback lets test keys register webhook endpoints on
 	// loopback addresses (localhost): a developer's machine. Live keys
 	// never may (models.WebhookPolicyFor).
@@ -175,6 +181,16 @@ type Server struct {
 	// and starting its workflow: returning an error simulates the process
 	// dying at the worst moment.
 	afterOrderCommit func(models.Order) error
+	// marks batches new orders' started marks (Config.StartMarkDelay).
+	marks *startMarks
+}
+
+// FlushStartMarks writes the started marks still waiting for their batch;
+// call it once the HTTP server has stopped.
+func (s *Server) FlushStartMarks() {
+	if s.marks != nil {
+		s.marks.wait()
+	}
 }
 
 // NewServer builds the API.
@@ -210,6 +226,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 		deps.Endpoints, _ = deps.Store.(WebhookStore)
 	}
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
+	if cfg.StartMarkDelay > 0 {
+		s.marks = &startMarks{delay: cfg.StartMarkDelay, write: deps.Store.MarkWorkflowsStarted, now: deps.Now, log: deps.Logger}
+	}
 	s.engine = s.routes()
 	return s
 }

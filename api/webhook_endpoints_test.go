@@ -283,6 +283,30 @@ func TestWebhookEndpointValidation(t *testing.T) {
 // API with an endpoint listening: the event recorded with the order holds
 // exactly what GET /v1/orders/{id} answers, and is a WebhookEvent as the
 // OpenAPI document describes it.
+// An order whose creation recorded no event (no endpoint, or none
+// subscribed to order.created) is not looked up for events to dispatch.
+func TestOrderWithoutEventsIsNotDispatched(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, ev := newWebhookEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		cartID, _ := e.newCart(t, key)
+		decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "order.paid"))
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		cartID, _ = e.newCart(t, key)
+		decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		dispatched, _ := ev.calls()
+		assert.Empty(t, dispatched, "neither order recorded an event")
+
+		_, r = createEndpoint(t, e, key, endpointReq("https://hooks.example.com/y", "order.created"))
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		cartID, _ = e.newCart(t, key)
+		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		dispatched, _ = ev.calls()
+		assert.Equal(t, []string{o.ID}, dispatched, "an order.created subscriber: the event is dispatched")
+	})
+}
+
 func TestWebhookEventBodyIsTheOrderAsGETReturnsIt(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, ev := newWebhookEnv(t, dialect)

@@ -233,6 +233,10 @@ type OrderRequest struct {
 	Build func(cart Cart) (Order, error)
 	// NewNumber mints an order number; called again on the rare collision.
 	NewNumber func() (string, error)
+	// EventsRecorded, if set, is told after the commit how many webhook
+	// events the new order's transaction recorded: none when no endpoint
+	// of the account subscribes, and then nothing needs dispatching.
+	EventsRecorded func(n int)
 }
 
 // DefaultPaymentWindow is how long a payer has to pay a new order.

@@ -511,6 +511,9 @@ type loadRun struct {
 	// use at rest, read before the first run: settle waits until they are
 	// back near it (a Temporal server polls its queues even when idle).
 	idle float64
+	// rest is what each process used per second at rest, read with idle:
+	// drained subtracts it.
+	rest cpuUse
 }
 
 func (lt *loadRun) run(ctx context.Context) error {
@@ -549,6 +552,7 @@ func (lt *loadRun) run(ctx context.Context) error {
 		time.Sleep(2 * time.Second)
 		stop(&u)
 		lt.idle = u.serviceTotal() / 2
+		lt.rest = u.per(2)
 		fmt.Fprintf(w, "at rest the service's processes use %.2f cores\n", lt.idle)
 	}
 
@@ -669,9 +673,9 @@ func (lt *loadRun) creation(ctx context.Context) error {
 	w := lt.e.stdout
 	fmt.Fprintf(w, "\nOrder creation: %d per run, %d at a time\n", lt.o.create, lt.o.conns)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "pair\tbare StartWorkflow/s\tPOST /v1/orders/s\tratio\tPOST p50\tPOST p99\t\n")
-	var refs, svcs, ratios []float64
-	var refPer, svcPer []cpuUse
+	fmt.Fprintf(tw, "pair\tbare StartWorkflow/s\tstart + first task/s\tPOST /v1/orders/s\tratio\tratio to start + first task\tPOST p50\tPOST p99\t\n")
+	var refs, tasks, svcs, ratios, taskRatios []float64
+	var refPer, taskPer, svcPer []cpuUse
 	for pair := range lt.o.pairs {
 		carts := make([]string, lt.o.create)
 		cs := loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
@@ -683,57 +687,70 @@ func (lt *loadRun) creation(ctx context.Context) error {
 			return fmt.Errorf("creating carts: %w", err)
 		}
 		lt.settle(ctx)
-		var ref, svc loadtest.Sample
-		var refIDs []string
-		var refCPU, svcCPU cpuUse
+		var ref, task, svc loadtest.Sample
+		var refIDs, taskIDs []string
+		var refCPU, taskCPU, svcCPU cpuUse
+		// The bare starts go to a queue no worker polls; the second
+		// reference's to the service's own queue, where its workers run
+		// each workflow's first task as they do an order's.
+		// Each run's processor time is counted until the stack is quiet
+		// again (drained): the work an operation causes after its call
+		// returns (the first workflow task, visibility) is its own.
 		runRef := func() {
-			refCPU = lt.cpuOf(func() {
-				ref, refIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02d", lt.stamp, pair), lt.o.conns, lt.o.create)
+			refCPU = lt.drained(ctx, func() {
+				ref, refIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02d", lt.stamp, pair), loadtest.ReferenceTaskQueue, lt.o.conns, lt.o.create)
+			})
+		}
+		runTask := func() {
+			taskCPU = lt.drained(ctx, func() {
+				task, taskIDs = loadtest.BareStarts(ctx, lt.tc, fmt.Sprintf("%s%02dt", lt.stamp, pair), lt.e.cfg.TemporalTaskQueue, lt.o.conns, lt.o.create)
 			})
 		}
 		var mu sync.Mutex
 		runSvc := func() {
 			stopProfile := lt.profile(ctx, pair == 0, "create")
-			defer stopProfile()
-			defer lt.startCPU()(&svcCPU)
-			svc = loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
-				o, err := lt.api.CreateOrder(ctx, carts[i])
-				if err == nil {
-					mu.Lock()
-					lt.orders = append(lt.orders, o)
-					mu.Unlock()
-				}
-				return err
+			svcCPU = lt.drained(ctx, func() {
+				defer stopProfile()
+				svc = loadtest.Count(ctx, lt.o.conns, lt.o.create, func(ctx context.Context, i int) error {
+					o, err := lt.api.CreateOrder(ctx, carts[i])
+					if err == nil {
+						mu.Lock()
+						lt.orders = append(lt.orders, o)
+						mu.Unlock()
+					}
+					return err
+				})
 			})
 		}
-		if pair%2 == 0 {
-			runRef()
-			lt.settle(ctx)
-			runSvc()
-		} else {
-			runSvc()
-			lt.settle(ctx)
-			runRef()
+		// Each pair runs the three in another order, so none always runs
+		// first (or last) in a window.
+		runs := []func(){runRef, runSvc, runTask}
+		for k := range runs {
+			runs[(k+pair)%len(runs)]()
 		}
-		if err := errors.Join(ref.Err(), svc.Err()); err != nil {
+		if err := errors.Join(ref.Err(), task.Err(), svc.Err()); err != nil {
 			return err
 		}
-		if err := loadtest.Terminate(ctx, lt.tc, lt.o.conns, refIDs); err != nil {
+		if err := loadtest.Terminate(ctx, lt.tc, lt.o.conns, append(refIDs, taskIDs...)); err != nil {
 			return fmt.Errorf("terminating reference workflows: %w", err)
 		}
 		lt.settle(ctx)
-		refs, svcs = append(refs, ref.Rate()), append(svcs, svc.Rate())
+		refs, tasks, svcs = append(refs, ref.Rate()), append(tasks, task.Rate()), append(svcs, svc.Rate())
 		ratios = append(ratios, svc.Rate()/ref.Rate())
+		taskRatios = append(taskRatios, svc.Rate()/task.Rate())
 		refPer = append(refPer, refCPU.per(len(ref.Latencies)))
+		taskPer = append(taskPer, taskCPU.per(len(task.Latencies)))
 		svcPer = append(svcPer, svcCPU.per(len(svc.Latencies)))
-		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", pair+1, ref.Rate(), svc.Rate(), svc.Rate()/ref.Rate(),
-			ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\t\n", pair+1, ref.Rate(), task.Rate(), svc.Rate(),
+			svc.Rate()/ref.Rate(), svc.Rate()/task.Rate(), ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
 	}
-	fmt.Fprintf(tw, "median\t%.1f\t%.1f\t%.2f\t\t\t\n", loadtest.Median(refs), loadtest.Median(svcs), loadtest.Median(ratios))
+	fmt.Fprintf(tw, "median\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t\t\t\n", loadtest.Median(refs), loadtest.Median(tasks), loadtest.Median(svcs),
+		loadtest.Median(ratios), loadtest.Median(taskRatios))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	lt.printCPU("bare start", refPer, "POST", svcPer)
+	fmt.Fprintf(w, "start + first task: %s\n", lt.split(taskPer))
 	return nil
 }
 
@@ -1008,6 +1025,23 @@ func (u cpuUse) per(n int) cpuUse {
 	return out
 }
 
+// less subtracts rate (processor time per second) over seconds, from the
+// machine, Postgres and each process.
+func (u cpuUse) less(rate cpuUse, seconds float64) cpuUse {
+	out := cpuUse{machine: u.machine - rate.machine*seconds, self: u.self, postgres: u.postgres - rate.postgres*seconds,
+		service: map[string]float64{}}
+	for k, v := range u.service {
+		out.service[k] = v - rate.service[k]*seconds
+	}
+	if u.postgresDB != nil {
+		out.postgresDB = map[string]float64{}
+		for k, v := range u.postgresDB {
+			out.postgresDB[k] = v - rate.postgresDB[k]*seconds
+		}
+	}
+	return out
+}
+
 // cpuOf measures the processor time run takes.
 func (lt *loadRun) cpuOf(run func()) cpuUse {
 	var u cpuUse
@@ -1015,6 +1049,18 @@ func (lt *loadRun) cpuOf(run func()) cpuUse {
 	run()
 	stop(&u)
 	return u
+}
+
+// drained measures the processor time run takes and what the stack then
+// spends until it is quiet again (settle), less what its processes use at
+// rest over that time.
+func (lt *loadRun) drained(ctx context.Context, run func()) cpuUse {
+	began := time.Now()
+	u := lt.cpuOf(func() {
+		run()
+		lt.settle(ctx)
+	})
+	return u.less(lt.rest, time.Since(began).Seconds())
 }
 
 // startCPU starts measuring processor time; the function it returns

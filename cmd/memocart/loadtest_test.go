@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/cmd/memocart/loadtest"
+	"github.com/memocart/memocart/models"
 )
 
 // TestLoadtestAgainstTheDevStack runs `memocart loadtest -stack external`,
@@ -47,6 +48,18 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 			assert.Positive(t, v, "row %q", r[0])
 		}
 	}
+	// Creation has both references: bare starts, and starts whose first
+	// task the stack's worker runs; a ratio to each.
+	withTask := regexp.MustCompile(`(?m)^\s+(1|2|median)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)`).FindAllStringSubmatch(got, 3)
+	require.Len(t, withTask, 3, "creation: two pairs and a median, five figures each")
+	for _, r := range withTask {
+		for _, f := range r[2:] {
+			v, err := strconv.ParseFloat(f, 64)
+			require.NoError(t, err)
+			assert.Positive(t, v, "creation row %q", r[0])
+		}
+	}
+	assert.Regexp(t, `start \+ first task: [1-9][0-9]* µs = load generator`, got)
 	assert.Contains(t, got, "GET /v1/orders/{id}: 12 orders in the account")
 	assert.Regexp(t, `served [0-9]+ req/s; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms; 0 errors`, got)
 	assert.Regexp(t, `pgbench -S at half its maximum rate, [0-9]+ TPS offered for 1s .*\n  served [1-9][0-9]* TPS; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms`, got)
@@ -79,17 +92,20 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 	}
 	assert.Regexp(t, `CPU per delivered order \(machine-wide, whole phase\): [1-9][0-9]* µs = load generator`, got)
 
-	// The reference starts (two runs of four) were terminated: none is
-	// left running. Visibility catches up asynchronously.
-	count := func(status string) int64 {
-		res, err := s.client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{
-			Query: "TaskQueue = '" + loadtest.ReferenceTaskQueue + "' AND ExecutionStatus = '" + status + "'",
-		})
+	// The reference starts (two runs of four of each kind) were
+	// terminated: none is left running, on the reference queue or among
+	// the service's orders. Visibility catches up asynchronously.
+	count := func(query string) int64 {
+		res, err := s.client.CountWorkflow(context.Background(), &workflowservice.CountWorkflowExecutionsRequest{Query: query})
 		require.NoError(t, err)
 		return res.GetCount()
 	}
-	require.Eventually(t, func() bool { return count("Terminated") == 8 }, 15*time.Second, 200*time.Millisecond)
-	assert.Zero(t, count("Running"))
+	bare := "TaskQueue = '" + loadtest.ReferenceTaskQueue + "' AND ExecutionStatus = "
+	require.Eventually(t, func() bool { return count(bare+"'Terminated'") == 8 }, 15*time.Second, 200*time.Millisecond)
+	assert.Zero(t, count(bare+"'Running'"))
+	withWorker := "TaskQueue = 'memocart-orders' AND WorkflowId STARTS_WITH '" + models.WorkflowID("ord_loadref") + "' AND ExecutionStatus = "
+	require.Eventually(t, func() bool { return count(withWorker+"'Terminated'") == 8 }, 15*time.Second, 200*time.Millisecond)
+	assert.Zero(t, count(withWorker+"'Running'"))
 }
 
 func TestLoadtestFlags(t *testing.T) {

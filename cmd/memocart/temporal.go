@@ -286,6 +286,7 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			NoPurchasing:   noPurchasing(e.cfg),
 			RequestTimeout: e.cfg.RequestTimeout,
 			KeyCacheTTL:    e.cfg.KeyCacheTTL,
+			StartMarkDelay: api.DefaultStartMarkDelay,
 
 			PublicRateLimit: e.cfg.PublicRateLimit,
 			TrustedProxies:  e.cfg.TrustedProxies,
@@ -305,7 +306,9 @@ func newAPIStack(e env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 func (s *apiStack) run(ctx context.Context, e env, ready chan<- string) error {
 	go func() { _ = s.sandbox.Watch(ctx, s.matcher.Handle) }()
 	go s.reconcile(ctx, e)
-	return api.Serve(ctx, e.cfg.HTTPAddr, s.server.Handler(), e.log, ready)
+	err := api.Serve(ctx, e.cfg.HTTPAddr, s.server.Handler(), e.log, ready)
+	s.server.FlushStartMarks()
+	return err
 }
 
 // reconcile periodically re-drives the hand-offs a crash can interrupt: an

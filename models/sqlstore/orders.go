@@ -163,6 +163,7 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 	var (
 		out     models.Order
 		created bool
+		events  int
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if req.IdempotencyKey != "" {
@@ -238,7 +239,7 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 		if err := tx.Model(&cartRow{}).Where("id = ?", cart.ID).Update("status", string(models.CartOrdered)).Error; err != nil {
 			return err
 		}
-		if err := s.recordEvents(tx, o.AccountID, o.Mode, o.ID, eventSpec{typ: models.EventOrderCreated, key: o.ID, at: o.CreatedAt}); err != nil {
+		if events, err = s.recordEvents(tx, o.AccountID, o.Mode, o.ID, eventSpec{typ: models.EventOrderCreated, key: o.ID, at: o.CreatedAt}); err != nil {
 			return err
 		}
 		out, created = row.toModel([]orderStepRow{{OrderID: o.ID, Name: string(models.OrderCreated), ReachedAt: o.CreatedAt}}, cart.Items), true
@@ -250,6 +251,9 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 			return models.Order{}, false, err
 		}
 		return models.Order{}, false, fmt.Errorf("creating order: %w", err)
+	}
+	if created && req.EventsRecorded != nil {
+		req.EventsRecorded(events)
 	}
 	return out, created, nil
 }
@@ -347,10 +351,14 @@ func (s *Store) Order(ctx context.Context, id string) (models.Order, error) {
 	return orderTx(db, row)
 }
 
-// MarkWorkflowStarted records that the order's workflow exists.
-func (s *Store) MarkWorkflowStarted(ctx context.Context, orderID string, at time.Time) error {
+// MarkWorkflowsStarted records that the orders' workflows exist, in one
+// statement. An order already marked keeps its first mark.
+func (s *Store) MarkWorkflowsStarted(ctx context.Context, orderIDs []string, at time.Time) error {
+	if len(orderIDs) == 0 {
+		return nil
+	}
 	err := s.db.WithContext(ctx).Model(&orderRow{}).
-		Where("id = ? AND workflow_started_at IS NULL", orderID).
+		Where("id IN ? AND workflow_started_at IS NULL", orderIDs).
 		Update("workflow_started_at", at.UTC()).Error
 	if err != nil {
 		return fmt.Errorf("marking workflow started: %w", err)
@@ -427,7 +435,8 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 				return err
 			}
 		}
-		return s.recordEvents(tx, row.AccountID, models.Mode(row.Mode), orderID, transitionEvents(orderID, row.AmountReceived, t, eff)...)
+		_, err := s.recordEvents(tx, row.AccountID, models.Mode(row.Mode), orderID, transitionEvents(orderID, row.AmountReceived, t, eff)...)
+		return err
 	})
 	if err != nil {
 		var me *models.Error

@@ -290,12 +290,12 @@ type eventSpec struct {
 // subscribes to is not stored: endpoints created later do not receive
 // earlier events anyway. Each event's id is derived from its fact, and a
 // second write of the same fact (a retried activity) changes nothing.
-func (s *Store) recordEvents(tx *gorm.DB, accountID string, mode models.Mode, orderID string, specs ...eventSpec) error {
+func (s *Store) recordEvents(tx *gorm.DB, accountID string, mode models.Mode, orderID string, specs ...eventSpec) (int, error) {
 	wanted, err := subscribedSpecs(tx, accountID, mode, specs)
 	if err != nil || len(wanted) == 0 {
-		return err
+		return 0, err
 	}
-	return s.writeEvents(tx, accountID, mode, orderID, wanted)
+	return len(wanted), s.writeEvents(tx, accountID, mode, orderID, wanted)
 }
 
 // subscribedSpecs keeps the specs that at least one active endpoint of the

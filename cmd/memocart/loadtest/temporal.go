@@ -23,9 +23,15 @@ const ReferenceTaskQueue = "memocart-loadtest-reference"
 // BareStarts is the reference for order creation: n StartWorkflow calls,
 // conc at a time, with the options and input an order's start uses (the
 // order workflow's type, id scheme, search attributes and summaries), on
-// ReferenceTaskQueue. run names the batch so ids never repeat. It returns
-// the sample and the workflow ids to Terminate afterwards.
-func BareStarts(ctx context.Context, c client.Client, run string, conc, n int) (Sample, []string) {
+// taskQueue. run names the batch so ids never repeat. It returns the
+// sample and the workflow ids to Terminate afterwards.
+//
+// On ReferenceTaskQueue no worker runs the workflows: the reference is the
+// start alone. On the service's own task queue its workers run each
+// workflow's first task (the payment deadline's timer; the input's order
+// exists nowhere else, and the deadline is an hour away), so the reference
+// is a start plus the first task every order runs.
+func BareStarts(ctx context.Context, c client.Client, run, taskQueue string, conc, n int) (Sample, []string) {
 	ids := make([]string, n)
 	deadline := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	s := Count(ctx, conc, n, func(ctx context.Context, i int) error {
@@ -40,7 +46,7 @@ func BareStarts(ctx context.Context, c client.Client, run string, conc, n int) (
 			SearchAttributesSet: true,
 		}
 		ids[i] = models.WorkflowID(in.OrderID)
-		opts := workflows.StartOptions(in, ReferenceTaskQueue)
+		opts := workflows.StartOptions(in, taskQueue)
 		_, err := c.ExecuteWorkflow(ctx, opts, workflows.OrderWorkflowName, in)
 		return err
 	})
