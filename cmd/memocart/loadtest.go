@@ -511,9 +511,6 @@ type loadRun struct {
 	// use at rest, read before the first run: settle waits until they are
 	// back near it (a Temporal server polls its queues even when idle).
 	idle float64
-	// rest is what each process used per second at rest, read with idle:
-	// drained subtracts it.
-	rest cpuUse
 }
 
 func (lt *loadRun) run(ctx context.Context) error {
@@ -552,7 +549,6 @@ func (lt *loadRun) run(ctx context.Context) error {
 		time.Sleep(2 * time.Second)
 		stop(&u)
 		lt.idle = u.serviceTotal() / 2
-		lt.rest = u.per(2)
 		fmt.Fprintf(w, "at rest the service's processes use %.2f cores\n", lt.idle)
 	}
 
@@ -1025,23 +1021,6 @@ func (u cpuUse) per(n int) cpuUse {
 	return out
 }
 
-// less subtracts rate (processor time per second) over seconds, from the
-// machine, Postgres and each process.
-func (u cpuUse) less(rate cpuUse, seconds float64) cpuUse {
-	out := cpuUse{machine: u.machine - rate.machine*seconds, self: u.self, postgres: u.postgres - rate.postgres*seconds,
-		service: map[string]float64{}}
-	for k, v := range u.service {
-		out.service[k] = v - rate.service[k]*seconds
-	}
-	if u.postgresDB != nil {
-		out.postgresDB = map[string]float64{}
-		for k, v := range u.postgresDB {
-			out.postgresDB[k] = v - rate.postgresDB[k]*seconds
-		}
-	}
-	return out
-}
-
 // cpuOf measures the processor time run takes.
 func (lt *loadRun) cpuOf(run func()) cpuUse {
 	var u cpuUse
@@ -1052,15 +1031,15 @@ func (lt *loadRun) cpuOf(run func()) cpuUse {
 }
 
 // drained measures the processor time run takes and what the stack then
-// spends until it is quiet again (settle), less what its processes use at
-// rest over that time.
+// spends until it is quiet again (settle). What the processes use at rest
+// over the wait is in it (a few hundredths of a core on a quiet stack):
+// subtracting a rest read at one moment gave nonsense when that moment
+// was not quiet.
 func (lt *loadRun) drained(ctx context.Context, run func()) cpuUse {
-	began := time.Now()
-	u := lt.cpuOf(func() {
+	return lt.cpuOf(func() {
 		run()
 		lt.settle(ctx)
 	})
-	return u.less(lt.rest, time.Since(began).Seconds())
 }
 
 // startCPU starts measuring processor time; the function it returns
