@@ -136,6 +136,11 @@ func cartWithItems(db *gorm.DB, row cartRow) (models.Cart, error) {
 	if err := db.Where("cart_id = ?", row.ID).Order("position").Find(&items).Error; err != nil {
 		return models.Cart{}, fmt.Errorf("reading cart items: %w", err)
 	}
+	return row.toModel(items), nil
+}
+
+// toModel is the cart of row with its items.
+func (row cartRow) toModel(items []cartItemRow) models.Cart {
 	c := models.Cart{
 		ID: row.ID, AccountID: row.AccountID, Mode: models.Mode(row.Mode), Status: models.CartStatus(row.Status),
 		ShipToCountry: row.ShipToCountry, ShipToPostalCode: row.ShipToPostalCode,
@@ -148,5 +153,5 @@ func cartWithItems(db *gorm.DB, row cartRow) (models.Cart, error) {
 	for _, it := range items {
 		c.Items = append(c.Items, it.toModel())
 	}
-	return c, nil
+	return c
 }

@@ -311,6 +311,12 @@ func subscribedSpecs(tx *gorm.DB, accountID string, mode models.Mode, specs []ev
 	if err != nil {
 		return nil, fmt.Errorf("reading webhook subscriptions: %w", err)
 	}
+	return wantedSpecs(subs, specs), nil
+}
+
+// wantedSpecs keeps the specs that at least one of the endpoints'
+// subscriptions (enabled_events) includes.
+func wantedSpecs(subs []string, specs []eventSpec) []eventSpec {
 	var wanted []eventSpec
 	for _, sp := range specs {
 		for _, sub := range subs {
@@ -321,7 +327,7 @@ func subscribedSpecs(tx *gorm.DB, accountID string, mode models.Mode, specs []ev
 			}
 		}
 	}
-	return wanted, nil
+	return wanted
 }
 
 // writeEvents renders and stores wanted events about one order.
