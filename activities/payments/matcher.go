@@ -34,7 +34,14 @@ type Store interface {
 	// (refund due); false when the order's workflow had already recorded
 	// it, and nothing changed.
 	MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) (bool, error)
-	PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
+	// ClaimPaymentRedeliveries claims up to limit matched payments created
+	// before createdBefore that their workflow has not recorded and whose
+	// next redelivery is due at now; each claim raises the payment's count
+	// of redeliveries to n and puts its next one off by wait(n).
+	ClaimPaymentRedeliveries(ctx context.Context, createdBefore, now time.Time, wait func(n int) time.Duration, limit int) ([]models.Payment, error)
+	// ReleasePaymentRedelivery undoes a claim whose signal was not
+	// delivered: the payment is due again at once.
+	ReleasePaymentRedelivery(ctx context.Context, paymentID string) error
 	PaymentsToMatch(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error)
 	AttachUnmatched(ctx context.Context, paymentID, orderNumber string) (models.Payment, error)
 }
@@ -169,7 +176,11 @@ func (m *Matcher) deliver(ctx context.Context, p models.Payment) (models.Payment
 //     reached a workflow in the instant it completed.
 //
 // The workflow counts each payment id once, so delivering twice is
-// harmless; a closed workflow turns the payment late, due back.
+// harmless; a closed workflow turns the payment late, due back. Each
+// payment is signalled again by one replica at a time, and less often the
+// longer its workflow takes to record it (redeliveryWait): a workflow that
+// is behind (a backlog of workflow tasks) is not sent a signal per replica
+// per round, each of which would add to its history and its backlog.
 func (m *Matcher) Redeliver(ctx context.Context, grace time.Duration) (int, error) {
 	cutoff := m.now().Add(-grace)
 	toMatch, err := m.store.PaymentsToMatch(ctx, cutoff, 100)
@@ -183,15 +194,39 @@ func (m *Matcher) Redeliver(ctx context.Context, grace time.Duration) (int, erro
 		}
 		n++
 	}
-	ps, err := m.store.PaymentsAwaitingSignal(ctx, cutoff, 100)
+	ps, err := m.store.ClaimPaymentRedeliveries(ctx, cutoff, m.now(), redeliveryWait(grace), 100)
 	if err != nil {
 		return n, err
 	}
-	for _, p := range ps {
+	for i, p := range ps {
 		if _, err := m.told(m.deliver(ctx, p)); err != nil {
+			// Not delivered (Temporal or the database unavailable): this
+			// payment and the rest of the batch are due again next round,
+			// so an outage does not stretch the waits meant for a
+			// workflow that is behind.
+			for _, q := range ps[i:] {
+				if rerr := m.store.ReleasePaymentRedelivery(ctx, q.ID); rerr != nil {
+					m.log.WarnContext(ctx, "releasing a payment's redelivery; it waits for its next turn", slog.String("payment_id", q.ID), slog.Any("error", rerr))
+				}
+			}
 			return n, err
 		}
 		n++
 	}
 	return n, nil
+}
+
+// MaxRedeliveryWait bounds the wait between two redeliveries of a payment.
+const MaxRedeliveryWait = 2 * time.Minute
+
+// redeliveryWait is the wait after a payment's n-th redelivery: grace,
+// doubling with each one, at most MaxRedeliveryWait.
+func redeliveryWait(grace time.Duration) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		w := grace
+		for i := 1; i < n && w < MaxRedeliveryWait; i++ {
+			w *= 2
+		}
+		return min(w, MaxRedeliveryWait)
+	}
 }

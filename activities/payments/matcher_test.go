@@ -21,10 +21,14 @@ type fakeStore struct {
 	acked     map[string]bool   // recorded by the workflow
 	orders    map[string]string // number -> order id (test mode)
 	failSave  error
+	// redeliveries and redeliverAfter: each payment's claims by Redeliver.
+	redeliveries   map[string]int
+	redeliverAfter map[string]time.Time
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, unmatched: map[string]bool{}, acked: map[string]bool{}, orders: map[string]string{}}
+	return &fakeStore{payments: map[string]models.Payment{}, late: map[string]bool{}, unmatched: map[string]bool{}, acked: map[string]bool{}, orders: map[string]string{},
+		redeliveries: map[string]int{}, redeliverAfter: map[string]time.Time{}}
 }
 
 func (f *fakeStore) SaveMatch(_ context.Context, p models.Payment, orderID string) error {
@@ -83,14 +87,22 @@ func (f *fakeStore) MarkPaymentLate(_ context.Context, paymentID string, _ time.
 	return true, nil
 }
 
-func (f *fakeStore) PaymentsAwaitingSignal(context.Context, time.Time, int) ([]models.Payment, error) {
+func (f *fakeStore) ClaimPaymentRedeliveries(_ context.Context, _, now time.Time, wait func(int) time.Duration, _ int) ([]models.Payment, error) {
 	var out []models.Payment
 	for _, p := range f.payments {
-		if p.OrderID != "" && !f.late[p.ID] && !f.acked[p.ID] {
+		if p.OrderID != "" && !f.late[p.ID] && !f.acked[p.ID] && !now.Before(f.redeliverAfter[p.ID]) {
+			f.redeliveries[p.ID]++
+			f.redeliverAfter[p.ID] = now.Add(wait(f.redeliveries[p.ID]))
 			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+func (f *fakeStore) ReleasePaymentRedelivery(_ context.Context, id string) error {
+	f.redeliveries[id]--
+	delete(f.redeliverAfter, id)
+	return nil
 }
 
 // fakeSignaler records signals and can answer closed or fail.
@@ -308,4 +320,71 @@ func TestMatcherTellsOutcomes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
 	assert.Equal(t, []models.PaymentOutcome{models.PaymentOutcomeMatched, models.PaymentOutcomeUnmatched, models.PaymentOutcomeLate, models.PaymentOutcomeLate}, told)
+}
+
+// A payment its workflow does not record is signalled again less and less
+// often, not once per round: a workflow that is behind is not flooded.
+func TestMatcherRedeliveryBacksOff(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{}
+	m := NewMatcher(st, sig, nil)
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	m.now = func() time.Time { return now }
+	_, err := m.Handle(context.Background(), payment("p1", validNumber))
+	require.NoError(t, err)
+	require.Len(t, sig.signals, 1)
+
+	const grace = 30 * time.Second
+	// Rounds every 10 s for 10 minutes, the workflow never recording it.
+	var at []time.Duration
+	start := now
+	for range 60 {
+		now = now.Add(10 * time.Second)
+		before := len(sig.signals)
+		_, err := m.Redeliver(context.Background(), grace)
+		require.NoError(t, err)
+		if len(sig.signals) > before {
+			at = append(at, now.Sub(start))
+		}
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(at); i++ {
+		gaps = append(gaps, at[i]-at[i-1])
+	}
+	assert.Equal(t, []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second, 120 * time.Second, 120 * time.Second, 120 * time.Second}, gaps,
+		"again after 30 s, 60 s, then every 2 minutes (MaxRedeliveryWait)")
+
+	st.acked["p1"] = true
+	now = now.Add(time.Hour)
+	before := len(sig.signals)
+	_, err = m.Redeliver(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Len(t, sig.signals, before, "a recorded payment is not signalled again")
+}
+
+// A redelivery that could not be signalled (Temporal down) is due again at
+// the next round: an outage does not stretch the waits.
+func TestMatcherRedeliveryRetriesAFailedSignalNextRound(t *testing.T) {
+	st := newFakeStore()
+	st.orders[validNumber] = "ord_1"
+	sig := &fakeSignaler{err: errors.New("temporal unavailable")}
+	m := NewMatcher(st, sig, nil)
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	m.now = func() time.Time { return now }
+	_, err := m.Handle(context.Background(), payment("p1", validNumber))
+	require.Error(t, err)
+
+	for range 5 {
+		now = now.Add(10 * time.Second)
+		_, err := m.Redeliver(context.Background(), 30*time.Second)
+		require.Error(t, err, "Temporal is still down")
+	}
+	assert.Zero(t, st.redeliveries["p1"], "failed redeliveries do not count")
+	sig.err = nil
+	now = now.Add(10 * time.Second)
+	n, err := m.Redeliver(context.Background(), 30*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "delivered at the first round after the outage")
+	assert.Equal(t, []string{"ord_1/p1"}, sig.signals)
 }

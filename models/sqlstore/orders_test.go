@@ -209,11 +209,12 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		assert.ErrorIs(t, err, models.ErrOrderNotFound, "a test order is never matched by a live payment")
 
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
-		waiting, err := st.PaymentsAwaitingSignal(ctx, time.Now().Add(time.Minute), 10)
+		noWait := func(int) time.Duration { return 0 }
+		waiting, err := st.ClaimPaymentRedeliveries(ctx, time.Now().Add(time.Minute), time.Now(), noWait, 10)
 		require.NoError(t, err)
 		require.Len(t, waiting, 1)
 		require.NoError(t, st.RecordPayment(ctx, o.ID, p), "the workflow's write acknowledges it")
-		waiting, err = st.PaymentsAwaitingSignal(ctx, time.Now().Add(time.Minute), 10)
+		waiting, err = st.ClaimPaymentRedeliveries(ctx, time.Now().Add(time.Minute), time.Now(), noWait, 10)
 		require.NoError(t, err)
 		assert.Empty(t, waiting)
 

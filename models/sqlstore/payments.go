@@ -244,21 +244,56 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 	return late, err
 }
 
-// PaymentsAwaitingSignal returns matched payments whose workflow has not
-// acknowledged them, oldest first, for the reconciler.
-func (s *Store) PaymentsAwaitingSignal(ctx context.Context, createdBefore time.Time, limit int) ([]models.Payment, error) {
-	var rows []paymentRow
-	err := s.db.WithContext(ctx).Where("order_id IS NOT NULL AND signaled_at IS NULL AND created_at < ?", createdBefore.UTC()).
+// ClaimPaymentRedeliveries returns up to limit matched payments created
+// before createdBefore whose workflow has not recorded them and whose next
+// redelivery is due at now, oldest first, each claimed for the caller to
+// signal again: its count of redeliveries is raised to n and its next one
+// put off until now+wait(n), with a compare-and-set on the count, so of
+// several replicas claiming at once each payment goes to one.
+func (s *Store) ClaimPaymentRedeliveries(ctx context.Context, createdBefore, now time.Time, wait func(n int) time.Duration, limit int) ([]models.Payment, error) {
+	db := s.db.WithContext(ctx)
+	now = now.UTC()
+	var rows []redeliveryRow
+	err := db.Where("order_id IS NOT NULL AND signaled_at IS NULL AND created_at < ? AND (redeliver_after IS NULL OR redeliver_after <= ?)",
+		createdBefore.UTC(), now).
 		Order("created_at").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing payments awaiting signal: %w", err)
 	}
-	out := make([]models.Payment, len(rows))
-	for i, r := range rows {
-		out[i] = r.toModel()
+	var out []models.Payment
+	for _, r := range rows {
+		n := r.Redeliveries + 1
+		res := db.Model(&paymentRow{}).Where("id = ? AND redeliveries = ? AND signaled_at IS NULL", r.Payment.ID, r.Redeliveries).
+			Updates(map[string]any{"redeliveries": n, "redeliver_after": now.Add(wait(n))})
+		if res.Error != nil {
+			return out, fmt.Errorf("claiming the redelivery of payment %s: %w", r.Payment.ID, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			out = append(out, r.Payment.toModel())
+		}
 	}
 	return out, nil
 }
+
+// ReleasePaymentRedelivery undoes a claim of ClaimPaymentRedeliveries whose
+// signal was not delivered (Temporal unavailable): the payment is due again
+// at once, and its count is back where it was.
+func (s *Store) ReleasePaymentRedelivery(ctx context.Context, paymentID string) error {
+	err := s.db.WithContext(ctx).Model(&paymentRow{}).Where("id = ? AND signaled_at IS NULL AND redeliveries > 0", paymentID).
+		Updates(map[string]any{"redeliveries": gorm.Expr("redeliveries - 1"), "redeliver_after": nil}).Error
+	if err != nil {
+		return fmt.Errorf("releasing the redelivery of payment %s: %w", paymentID, err)
+	}
+	return nil
+}
+
+// redeliveryRow is a payment with its count of redeliveries.
+type redeliveryRow struct {
+	Payment      paymentRow `gorm:"embedded"`
+	Redeliveries int
+}
+
+func (redeliveryRow) TableName() string { return "payments" }
 
 // RecordPayment is the workflow's write of a payment it took in: it stores
 // the payment if it is new (an operator's manual payment reaches the

@@ -250,3 +250,68 @@ func paymentStatus(t *testing.T, st *sqlstore.Store, id string) string {
 	t.Fatalf("payment %s not stored", id)
 	return ""
 }
+
+// A matched payment its workflow has not recorded is claimed for
+// redelivery by one caller at a time, and not again until its wait has
+// passed; a recorded one is never claimed.
+func TestPaymentRedeliveryIsClaimedOnceAndWaits(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_r")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
+		require.NoError(t, err)
+		p := models.Payment{ID: "sandbox:r1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5"), Memo: o.Number, ReceivedAt: t0}
+		_, err = st.SavePayment(ctx, p)
+		require.NoError(t, err)
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
+
+		var waits []int
+		wait := func(n int) time.Duration { waits = append(waits, n); return time.Duration(n) * time.Minute }
+		now := time.Now().Add(time.Minute)
+		cutoff := now
+
+		// Two replicas interleave: B claims after A has read the payment
+		// and before A writes its claim (A's wait is asked in between).
+		perMinute := func(n int) time.Duration { return time.Duration(n) * time.Minute }
+		var byB []models.Payment
+		byA, err := st.ClaimPaymentRedeliveries(ctx, cutoff, now, func(n int) time.Duration {
+			if byB == nil {
+				var err error
+				byB, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now, perMinute, 10)
+				require.NoError(t, err)
+			}
+			return perMinute(n)
+		}, 10)
+		require.NoError(t, err)
+		assert.Len(t, byB, 1, "B claims it")
+		assert.Empty(t, byA, "A's claim finds it taken")
+
+		ps, err := st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(59*time.Second), wait, 10)
+		require.NoError(t, err)
+		assert.Empty(t, ps, "not due before its wait (1 minute after the first)")
+		ps, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(time.Minute), wait, 10)
+		require.NoError(t, err)
+		require.Len(t, ps, 1, "due once its wait has passed")
+		assert.Equal(t, p.ID, ps[0].ID)
+		assert.Equal(t, o.ID, ps[0].OrderID)
+		assert.Equal(t, []int{2}, waits, "the second claim waits wait(2)")
+		ps, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(3*time.Minute-time.Second), wait, 10)
+		require.NoError(t, err)
+		assert.Empty(t, ps, "not due before 2 more minutes")
+
+		// A redelivery that could not be signalled is released: due at
+		// once, and its count back where it was.
+		require.NoError(t, st.ReleasePaymentRedelivery(ctx, p.ID))
+		ps, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(time.Minute+time.Second), wait, 10)
+		require.NoError(t, err)
+		require.Len(t, ps, 1, "due again at once after a release")
+		assert.Equal(t, []int{2, 2}, waits, "claimed again as the second redelivery")
+
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p), "the workflow records it")
+		ps, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(time.Hour), wait, 10)
+		require.NoError(t, err)
+		assert.Empty(t, ps, "a recorded payment is never claimed")
+	})
+}
