@@ -120,8 +120,10 @@ func (s *Store) pipelinedCreate(ctx context.Context, pc *pgx.Conn, req models.Or
 	}, err)
 	if err != nil {
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" {
-			// The number is the only unique value not decided under the
-			// cart's lock, as in the general transaction.
+			// The number (the one unique value not decided under the
+			// cart's lock) or, in a race the Idempotency-Key middleware
+			// keeps out, the key: the retry decides, as in the general
+			// transaction.
 			err = errNumberTaken
 		}
 		return models.Order{}, s.rollback(ctx, pc, err)
