@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -431,6 +432,7 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 		name      string
 		slowStore bool // every store call lasts 3 beats
 		fulfiller func(b *beatCounter) *fakeFulfiller
+		slowSend  bool // the webhook endpoint answers after 3 beats
 		run       func(env *testsuite.TestActivityEnvironment) error
 	}{
 		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
@@ -469,6 +471,14 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 		// store options.
 		{name: "WebhookTargets", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
 			_, err := env.ExecuteActivity(a.WebhookTargets, "evt_1")
+			return err
+		}},
+		{name: "DeliverWebhook, slow endpoint", slowSend: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.DeliverWebhook, DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"})
+			return err
+		}},
+		{name: "DeliverWebhook, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
+			_, err := env.ExecuteActivity(a.DeliverWebhook, DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"})
 			return err
 		}},
 		{name: "DisableWebhookEndpoint", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
@@ -515,10 +525,15 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			if tt.fulfiller != nil {
 				ff = tt.fulfiller(&beats)
 			}
+			sender := holdingSender{}
+			if tt.slowSend {
+				sender.hold = slow(&beats)
+			}
 			acts := &Activities{
 				Store:           store,
 				Refunds:         store,
 				Webhooks:        holdingWebhookStore{hold: store.hold},
+				Sender:          sender,
 				Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: ff},
 				heartbeatEvery:  10 * time.Millisecond,
 				recordHeartbeat: beats.record,
@@ -529,6 +544,20 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			assert.Equal(t, after, beats.n.Load(), "no heartbeats once the activity returned")
 		})
 	}
+}
+
+// holdingSender runs hold, when set, before an endpoint answers 204.
+type holdingSender struct {
+	hold func(ctx context.Context) error
+}
+
+func (s holdingSender) Send(ctx context.Context, _ models.Mode, _ string, _ http.Header, _ []byte) (int, error) {
+	if s.hold != nil {
+		if err := s.hold(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return http.StatusNoContent, nil
 }
 
 // holdingWebhookStore runs hold, when set, in every call, and answers

@@ -100,8 +100,11 @@ func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]stri
 // time, to the endpoint's URL. It records the attempt (once per attempt
 // number, so a retried write changes nothing) and fails, retryably,
 // unless the endpoint answered 2xx. A deleted or disabled endpoint, or a
-// missing event, fails it for good.
+// missing event, fails it for good. It beats for as long as it runs, so
+// an attempt lost with its worker is retried after the heartbeat timeout,
+// not after the whole attempt's.
 func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
+	defer a.heartbeat(ctx)()
 	ev, ep, err := a.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID)
 	if err != nil {
 		return temporalError(err)

@@ -107,7 +107,10 @@ func WebhookEvent(ctx workflow.Context, in WebhookEventInput) (WebhookEventResul
 	futures := make([]workflow.Future, len(targets))
 	for i, endpointID := range targets {
 		opts := workflow.ActivityOptions{
-			StartToCloseTimeout:    deliveryAttemptTimeout,
+			StartToCloseTimeout: deliveryAttemptTimeout,
+			// An attempt lost with its worker is retried after this, not
+			// after deliveryAttemptTimeout.
+			HeartbeatTimeout:       activityHeartbeat,
 			ScheduleToCloseTimeout: retry.Expiration,
 			RetryPolicy: &temporal.RetryPolicy{
 				InitialInterval:    retry.InitialInterval,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/models"
+	mcworker "github.com/memocart/memocart/worker"
 	"github.com/memocart/memocart/workflows"
 )
 
@@ -178,6 +179,7 @@ type webhookHarness struct {
 	sender *scriptedSender
 	mu     sync.Mutex
 	starts map[string][]time.Time // DeliverWebhook attempt starts per endpoint, on the suite's clock
+	infos  []*activity.Info       // every DeliverWebhook attempt's
 }
 
 func newWebhookHarness(t *testing.T, scripts map[string][]int) *webhookHarness {
@@ -211,6 +213,7 @@ func newWebhookHarness(t *testing.T, scripts map[string][]int) *webhookHarness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.starts[in.EndpointID] = append(h.starts[in.EndpointID], env.Now())
+		h.infos = append(h.infos, info)
 	})
 	return h
 }
@@ -423,4 +426,18 @@ func TestWebhookRetryNext(t *testing.T) {
 	assert.Equal(t, 256*time.Minute, r.Next(10))
 	assert.Equal(t, 6*time.Hour, r.Next(11))
 	assert.Equal(t, 6*time.Hour, r.Next(500))
+}
+
+// Each delivery attempt has a heartbeat timeout under its attempt timeout:
+// an attempt lost with its worker is retried within seconds.
+func TestWebhookDeliveryAttemptsHeartbeat(t *testing.T) {
+	h := newWebhookHarness(t, map[string][]int{"https://a.example.com/hook": {500, 200}, "https://b.example.com/hook": {204}})
+	h.run(workflows.WebhookEventWorkflowID(eventID), workflows.WebhookEventInput{EventID: eventID})
+	require.Len(t, h.infos, 3)
+	for _, info := range h.infos {
+		assert.Positive(t, info.HeartbeatTimeout, "no heartbeat timeout")
+		assert.LessOrEqual(t, info.HeartbeatTimeout, 15*time.Second)
+		assert.GreaterOrEqual(t, info.HeartbeatTimeout, 3*mcworker.HeartbeatSendInterval, "a live attempt's beats must have time to reach the server")
+		assert.Greater(t, info.StartToCloseTimeout, info.HeartbeatTimeout, "the heartbeat timeout must come first")
+	}
 }
