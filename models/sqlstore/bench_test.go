@@ -29,24 +29,11 @@ func BenchmarkOrderForAccount(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d := decimal.RequireFromString
-			if err := st.CreateCart(ctx, models.Cart{
-				ID: "crt_bench", AccountID: acct.ID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
-				Quote: models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
-				Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon,
-					ProductID: "B000000001", Title: "x", ImageURL: "y", Quantity: 1, UnitPrice: d("10.00"), LineTotal: d("10.00")}},
-				CreatedAt: t0, ExpiresAt: t0.Add(30 * time.Minute),
-			}); err != nil {
-				b.Fatal(err)
-			}
-			o, _, err := st.CreateOrder(ctx, orderRequest(acct.ID, "crt_bench", "", "h"))
-			if err != nil {
-				b.Fatal(err)
-			}
+			number := benchOrder(b, st, acct.ID, 0)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := st.OrderForAccount(ctx, acct.ID, models.ModeTest, o.Number); err != nil {
+				if _, err := st.OrderForAccount(ctx, acct.ID, models.ModeTest, number); err != nil {
 					b.Fatal(err)
 				}
 			}
