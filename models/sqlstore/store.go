@@ -55,11 +55,16 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg := &gorm.Config{
-		Logger:                 newGormLogger(log),
-		TranslateError:         true,
-		SkipDefaultTransaction: true, // every multi-row write here opens its own transaction
-		NowFunc:                func() time.Time { return time.Now().UTC() },
+	// Each attempt to open gets its own config: gorm.Open keeps the pool
+	// it opened in the config and closes it when the open fails, so a
+	// retry with the same config would find a closed pool.
+	config := func() *gorm.Config {
+		return &gorm.Config{
+			Logger:                 newGormLogger(log),
+			TranslateError:         true,
+			SkipDefaultTransaction: true, // every multi-row write here opens its own transaction
+			NowFunc:                func() time.Time { return time.Now().UTC() },
+		}
 	}
 	var (
 		dialector gorm.Dialector
@@ -78,19 +83,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		}
 		dialector, dialect = sqliteDialector{dsn: sqliteDSN(path)}, DialectSQLite
 	}
-	db, err := gorm.Open(dialector, cfg)
-	// Switching a new SQLite file to WAL takes an exclusive lock and, when
-	// another process is doing the same, answers SQLITE_BUSY at once
-	// without waiting busy_timeout: retry the open briefly (processes
-	// starting together: dev and `memocart keys`, replicas migrating).
-	for attempt := 1; err != nil && dialect == DialectSQLite && sqliteBusy(err) && attempt < 20; attempt++ {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
-		}
-		db, err = gorm.Open(dialector, cfg)
-	}
+	db, err := openRetryingBusy(ctx, dialector, dialect, config)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s database: %w", dialect, err)
 	}
@@ -122,6 +115,24 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("connecting to %s database: %w", dialect, err)
 	}
 	return &Store{db: db, dialect: dialect}, nil
+}
+
+// openRetryingBusy opens the database. Switching a new SQLite file to WAL
+// takes an exclusive lock and, when another process is doing the same,
+// answers SQLITE_BUSY at once without waiting busy_timeout: the open is
+// retried briefly (processes starting together: dev and `memocart keys`,
+// replicas migrating), each attempt with a config of its own.
+func openRetryingBusy(ctx context.Context, dialector gorm.Dialector, dialect string, config func() *gorm.Config) (*gorm.DB, error) {
+	db, err := gorm.Open(dialector, config())
+	for attempt := 1; err != nil && dialect == DialectSQLite && sqliteBusy(err) && attempt < 20; attempt++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
+		}
+		db, err = gorm.Open(dialector, config())
+	}
+	return db, err
 }
 
 // PostgresMaxConns is the most connections a process keeps to Postgres.
