@@ -2,8 +2,9 @@ package sqlstore
 
 import (
 	"context"
-
-	"github.com/memocart/memocart/models"
+	"database/sql"
+	"fmt"
+	"strings"
 )
 
 // MigrateUpTo applies the migrations up to and including version, so a
@@ -33,31 +34,54 @@ func (s *Store) SetStoredWebhookSecret(ctx context.Context, id, stored string) e
 	return s.db.WithContext(ctx).Model(&webhookEndpointRow{}).Where("id = ?", id).Update("secret", stored).Error
 }
 
-// CreateOrderPipelined is the pipelined creation path alone (Postgres), for
-// tests that check which cases it takes and what it leaves behind.
-func (s *Store) CreateOrderPipelined(ctx context.Context, req models.OrderRequest) (models.Order, error) {
-	return s.createOrderPipelined(ctx, req)
-}
+// ErrNumberTaken is what an attempt to create an order answers when its
+// minted number was taken.
+var ErrNumberTaken = errNumberTaken
 
-// CreateOrderGeneral is the general creation transaction alone.
-func (s *Store) CreateOrderGeneral(ctx context.Context, req models.OrderRequest) (models.Order, bool, error) {
-	return s.createOrderGeneral(ctx, req)
-}
+// SQLDB is the store's connection pool, for tests that read the catalog.
+func (s *Store) SQLDB() (*sql.DB, error) { return s.db.DB() }
 
-// Errors of the pipelined path.
-var (
-	ErrNotCommon   = errNotCommon
-	ErrNumberTaken = errNumberTaken
-)
-
-// OpenTransactions counts the sessions of this store's database that are
-// idle inside a transaction (Postgres): a path that left one open holds
-// its locks until the connection closes.
+// OpenTransactions counts the transactions left open on this store's
+// database: an open one holds its locks until its connection closes. On
+// Postgres it counts the sessions idle in a transaction. On SQLite it is 1
+// when a new connection cannot take the write lock at once: every
+// transaction of the store begins IMMEDIATE, so an open one holds it.
 func (s *Store) OpenTransactions(ctx context.Context) (int, error) {
+	if s.dialect == DialectSQLite {
+		return s.sqliteWriteLockHeld(ctx)
+	}
 	var n int
 	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM pg_stat_activity
 		WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&n).Error
 	return n, err
+}
+
+func (s *Store) sqliteWriteLockHeld(ctx context.Context) (int, error) {
+	d, ok := s.db.Dialector.(sqliteDialector)
+	if !ok {
+		return 0, fmt.Errorf("not a SQLite store: %T", s.db.Dialector)
+	}
+	path, _, _ := strings.Cut(strings.TrimPrefix(d.dsn, "file:"), "?")
+	// busy_timeout 0: a held lock answers SQLITE_BUSY now instead of
+	// being waited for.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if sqliteBusy(err) {
+			return 1, nil
+		}
+		return 0, err
+	}
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	return 0, err
 }
 
 // BackendPIDs lists the server processes of this store's database

@@ -2,7 +2,10 @@ package sqlstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -335,5 +338,198 @@ func TestClientReadMatchesActivityRead(t *testing.T) {
 		require.Len(t, got.Items, 2)
 		assert.Equal(t, "B000000002", got.Items[0].ProductID, "items keep their order")
 		assert.Equal(t, "10.0061", got.Items[0].UnitPrice.String())
+	})
+}
+
+// nothingLeftOpen fails the test if a call left a transaction open on the
+// store's database (it would hold its locks until its connection closed)
+// or a connection checked out of the pool. A transaction whose context was
+// cancelled is ended by database/sql in the background, so the check
+// waits a little for that.
+func nothingLeftOpen(t *testing.T, st *sqlstore.Store) {
+	t.Helper()
+	sqlDB, err := st.SQLDB()
+	require.NoError(t, err)
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Zero(c, sqlDB.Stats().InUse, "connections still checked out of the pool")
+		n, err := st.OpenTransactions(context.Background())
+		require.NoError(c, err)
+		assert.Zero(c, n, "transactions left open")
+	}, 5*time.Second, 20*time.Millisecond)
+}
+
+// sameOrder compares orders field by field, amounts by value: an amount's
+// scale follows where it was read from (the request, or a numeric column).
+func sameOrder(t *testing.T, want, got models.Order, msg string) {
+	t.Helper()
+	w, err := json.Marshal(want)
+	require.NoError(t, err)
+	g, err := json.Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(w), string(g), msg)
+}
+
+// The order CreateOrder returns is the one it stored, as every read and
+// every replay returns it: the API answers the POST with it.
+func TestCreateOrderReturnsWhatItStored(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_1")
+		req := orderRequest(a.ID, "crt_1", "key-1", "h")
+		build := req.Build
+		req.Build = func(c models.Cart) (models.Order, error) {
+			o, err := build(c)
+			o.Metadata = map[string]string{"ref": "r-1"}
+			return o, err
+		}
+
+		created, ok, err := st.CreateOrder(ctx, req)
+		require.NoError(t, err)
+		require.True(t, ok)
+		nothingLeftOpen(t, st)
+		assert.Equal(t, created.Number, created.PaymentMemo, "the memo is the order number")
+		assert.Equal(t, []models.OrderStatus{models.OrderCreated}, slices.Collect(maps.Keys(created.Steps)))
+
+		read, err := st.Order(ctx, created.ID)
+		require.NoError(t, err)
+		sameOrder(t, read, created, "as read back")
+		replay, ok, err := st.CreateOrder(ctx, req)
+		require.NoError(t, err)
+		require.False(t, ok)
+		sameOrder(t, read, replay, "as replayed")
+	})
+}
+
+// Every request CreateOrder refuses or answers with an existing order
+// ends its transaction and gives its connection back: an open one would
+// hold the cart's lock (Postgres) or the database's write lock (SQLite).
+// On Postgres the connection goes back to the pool rather than being
+// replaced, which would cost a backend start and cold caches.
+func TestCreateOrderRefusalsLeaveNothingOpen(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		b, err := st.EnsureAccount(ctx, "b", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_1")
+		seedCart(t, st, a.ID, "crt_2")
+		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
+		require.NoError(t, err)
+
+		var pids []int
+		if st.Dialect() == sqlstore.DialectPostgres {
+			pids, err = st.BackendPIDs(ctx)
+			require.NoError(t, err)
+		}
+		late := orderRequest(a.ID, "crt_2", "", "h")
+		late.Now = t0.Add(31 * time.Minute)
+		for _, c := range []struct {
+			name string
+			req  models.OrderRequest
+			want models.Code // "" for the existing order
+		}{
+			{"a replay of the cart's order", orderRequest(a.ID, "crt_1", "", "h1"), ""},
+			{"a replay of the key's order", orderRequest(a.ID, "crt_1", "key-1", "h1"), ""},
+			{"another request for the cart", orderRequest(a.ID, "crt_1", "", "other"), models.CodeCartAlreadyOrdered},
+			{"another request under the key", orderRequest(a.ID, "crt_2", "key-1", "h2"), models.CodeIdempotencyMismatch},
+			{"another account's cart", orderRequest(b.ID, "crt_2", "", "h"), models.CodeCartNotFound},
+			{"no such cart", orderRequest(a.ID, "crt_none", "", "h"), models.CodeCartNotFound},
+			{"the cart expired", late, models.CodeCartNotFound},
+		} {
+			o, created, err := st.CreateOrder(ctx, c.req)
+			assert.False(t, created, c.name)
+			if c.want == "" {
+				assert.NoError(t, err, c.name)
+				assert.Equal(t, first.ID, o.ID, c.name)
+			} else {
+				assert.Equal(t, c.want, models.CodeOf(err), "%s: %v", c.name, err)
+			}
+			nothingLeftOpen(t, st)
+		}
+		if pids != nil {
+			after, err := st.BackendPIDs(ctx)
+			require.NoError(t, err)
+			assert.Subset(t, pids, after, "no connection was replaced")
+		}
+		cart, err := st.Cart(ctx, a.ID, models.ModeTest, "crt_2")
+		require.NoError(t, err)
+		assert.Equal(t, models.CartReady, cart.Status, "no refusal wrote")
+	})
+}
+
+// A taken order number rolls the attempt back and CreateOrder mints
+// another; when every number it mints is taken it gives up after a few
+// attempts, having written nothing.
+func TestCreateOrderRetriesATakenNumber(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_1")
+		seedCart(t, st, a.ID, "crt_2")
+		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "", "h"))
+		require.NoError(t, err)
+
+		calls := 0
+		taken := orderRequest(a.ID, "crt_2", "", "h")
+		taken.NewNumber = func() (string, error) { calls++; return first.Number, nil }
+		_, created, err := st.CreateOrder(ctx, taken)
+		assert.ErrorIs(t, err, sqlstore.ErrNumberTaken)
+		assert.False(t, created)
+		assert.Greater(t, calls, 1, "a taken number is minted again")
+		nothingLeftOpen(t, st)
+		cart, err := st.Cart(ctx, a.ID, models.ModeTest, "crt_2")
+		require.NoError(t, err)
+		assert.Equal(t, models.CartReady, cart.Status, "nothing was written")
+
+		calls = 0
+		next := orderRequest(a.ID, "crt_2", "", "h")
+		fresh := next.NewNumber
+		next.NewNumber = func() (string, error) {
+			calls++
+			if calls == 1 {
+				return first.Number, nil
+			}
+			return fresh()
+		}
+		o, created, err := st.CreateOrder(ctx, next)
+		require.NoError(t, err)
+		assert.True(t, created)
+		assert.NotEqual(t, first.Number, o.Number)
+		assert.Equal(t, 2, calls, "one number taken, one minted again")
+		nothingLeftOpen(t, st)
+	})
+}
+
+// A request cancelled while its transaction holds the cart writes
+// nothing, leaves nothing open, and the cart can still be ordered.
+func TestCreateOrderCancelledMidwayWritesNothing(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		a, err := st.EnsureAccount(context.Background(), "a", t0)
+		require.NoError(t, err)
+		seedCart(t, st, a.ID, "crt_1")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req := orderRequest(a.ID, "crt_1", "", "h")
+		build := req.Build
+		req.Build = func(c models.Cart) (models.Order, error) {
+			cancel() // the cart is locked and read: the client goes away now
+			return build(c)
+		}
+		_, created, err := st.CreateOrder(ctx, req)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.False(t, created)
+		nothingLeftOpen(t, st)
+
+		cart, err := st.Cart(context.Background(), a.ID, models.ModeTest, "crt_1")
+		require.NoError(t, err)
+		assert.Equal(t, models.CartReady, cart.Status, "nothing was written")
+		_, created, err = st.CreateOrder(context.Background(), orderRequest(a.ID, "crt_1", "", "h"))
+		require.NoError(t, err)
+		assert.True(t, created, "the retry creates the order")
 	})
 }
