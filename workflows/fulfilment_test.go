@@ -1,0 +1,147 @@
+package workflows_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+func TestOrderSourcingFailed(t *testing.T) {
+	h := newHarness(t)
+	h.ff.placeErr = fmt.Errorf("fake marketplace: B0ABC12345: %w",
+		models.Errorf(models.CodeSourcingFailed, "The product was withdrawn by the seller."))
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run() // the workflow ends Failed, carrying the order's result
+
+	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due"}, writes)
+	assert.Contains(t, transitions[len(transitions)-1].Reason, "withdrawn by the seller")
+	assert.Equal(t, []string{"place:1"}, h.ff.Calls(), "placed once (non-retryable), never checked")
+}
+
+// TestOrderProviderSignalChecksAtOnce: a webhook's hint makes the workflow
+// check the provider right away instead of at the next scheduled check,
+// and a burst of duplicate hints costs one check.
+func TestOrderProviderSignalChecksAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.ff.schedule = models.PollSchedule{First: time.Hour, Pending: time.Hour, Ordered: time.Hour, Shipped: time.Hour}
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	var checkedAt []time.Time
+	h.ff.onCheck = func(int) { checkedAt = append(checkedAt, h.env.Now().UTC()) }
+	for _, at := range []time.Duration{10 * time.Minute, 20 * time.Minute} {
+		hint := workflows.FulfilmentSignal{EventID: "evt_" + at.String(), Ref: "REF-" + orderID + "-1"}
+		h.env.RegisterDelayedCallback(func() {
+			// The same event delivered three times.
+			for range 3 {
+				h.env.SignalWorkflow(workflows.SignalFulfilmentUpdated, hint)
+			}
+		}, at)
+	}
+	// A late repeat of the first event wakes nothing.
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(workflows.SignalFulfilmentUpdated, workflows.FulfilmentSignal{EventID: "evt_10m0s"})
+	}, 50*time.Minute)
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	require.Len(t, checkedAt, 4, "two hinted checks and two scheduled ones: %v", checkedAt)
+	assert.Equal(t, t0.Add(10*time.Minute), checkedAt[0], "checked when the first hint came, not an hour after placing")
+	assert.Equal(t, t0.Add(20*time.Minute), checkedAt[1], "duplicates of the first hint cost no extra check")
+	assert.Equal(t, t0.Add(80*time.Minute), checkedAt[2], "then back to the schedule")
+}
+
+// TestOrderRetryableFailureIsPlacedAgain: the retailer failed the purchase
+// for a passing reason (rate limited), nothing was bought: the order is
+// placed again under a new attempt, and goes on.
+func TestOrderRetryableFailureIsPlacedAgain(t *testing.T) {
+	h := newHarness(t)
+	h.ff.script = append([]models.Fulfilment{{Stage: models.FulfilmentFailed, FailureCode: "retailer_rate_limited", Retryable: true}}, journey()...)
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	calls := h.ff.Calls()
+	require.GreaterOrEqual(t, len(calls), 3)
+	assert.Equal(t, []string{"place:1", "check:REF-" + orderID + "-1", "place:2"}, calls[:3])
+	for _, c := range calls[3:] {
+		assert.Equal(t, "check:REF-"+orderID+"-2", c, "later checks follow the new placement")
+	}
+	_, _, writes := h.store.snapshot()
+	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
+}
+
+// TestOrderRetryableFailureGivesUp: placing again is bounded; the last
+// failure fails the order with the provider's reason and the money due back.
+func TestOrderRetryableFailureGivesUp(t *testing.T) {
+	h := newHarness(t)
+	h.ff.script = []models.Fulfilment{{Stage: models.FulfilmentFailed, FailureCode: "retailer_rate_limited", Retryable: true}}
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
+	places := 0
+	for _, c := range h.ff.Calls() {
+		if strings.HasPrefix(c, "place:") {
+			places++
+		}
+	}
+	assert.Equal(t, 3, places)
+	transitions, _, _ := h.store.snapshot()
+	assert.Equal(t, models.FulfilmentFailureReason("retailer_rate_limited"), transitions[len(transitions)-1].Reason)
+}
+
+// TestOrderFailsAfterShipping: a parcel the carrier cannot deliver fails
+// the order after it shipped, with a reason a client can read.
+func TestOrderFailsAfterShipping(t *testing.T) {
+	h := newHarness(t)
+	j := journey()
+	h.ff.script = append(j[:3:3], models.Fulfilment{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{parcel(shipment, models.ParcelUndeliverable)}})
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:ordered/confirmed",
+		"transition:shipped/confirmed", "transition:failed/refund_due"}, writes)
+	assert.Equal(t, models.FulfilmentFailureReason("undeliverable"), transitions[len(transitions)-1].Reason)
+}
+
+// TestOrderJumpsStepsAndFollowsTheEstimate: a check that finds the order
+// bought and shipped at once records both steps; a new estimated delivery
+// date while in transit is written without a change of status.
+func TestOrderJumpsStepsAndFollowsTheEstimate(t *testing.T) {
+	h := newHarness(t)
+	later := shipment
+	later.EstimatedDelivery = "2026-03-19"
+	h.ff.script = []models.Fulfilment{
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{parcel(shipment, models.ParcelInTransit)}},
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{parcel(shipment, models.ParcelInTransit)}},
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{parcel(later, models.ParcelInTransit)}},
+		{Stage: models.FulfilmentPlaced, Parcels: []models.Parcel{parcel(later, models.ParcelDelivered)}},
+	}
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:ordered/confirmed",
+		"transition:shipped/confirmed", "transition:shipped/confirmed", "transition:delivered/confirmed"}, writes)
+	assert.Nil(t, transitions[1].Shipment, "no shipment when ordered")
+	assert.Equal(t, shipment, *transitions[2].Shipment)
+	assert.Equal(t, later, *transitions[3].Shipment, "the new estimate is written")
+	assert.Equal(t, later, *transitions[4].Shipment)
+}

@@ -1,0 +1,163 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/models"
+)
+
+// PaymentSignal is one incoming payment matched to the order by its memo.
+// PaymentID is unique per source and network; the workflow counts each id
+// once, so the matcher may deliver a payment more than once.
+type PaymentSignal struct {
+	PaymentID  string
+	Asset      string
+	Amount     decimal.Decimal
+	ReceivedAt time.Time
+	Memo       string
+	Sender     string
+}
+
+// awaitPayment waits until the order is paid, an operator cancels it, or
+// the deadline passes, and moves it to paid or cancelled.
+func (o *order) awaitPayment(ctx workflow.Context) error {
+	settled := func() bool { return o.cancelReq != nil || o.tally.Paid() }
+	if wait := o.in.PaymentDeadline.Sub(workflow.Now(ctx)); wait > 0 {
+		_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+			Timeout:      wait,
+			TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
+		}, settled)
+		if err != nil {
+			return err
+		}
+	}
+	// Signals delivered together with the deadline, or before a run that
+	// started already past it, have not reached the coroutines yet. They
+	// arrived in time as far as the workflow can tell, so they count.
+	o.acceptBuffered()
+	status, unpaidClose, reason, cancellation := paymentOutcome(o.cancelReq, o.tally.Paid())
+	o.set(ctx, status, unpaidClose, reason)
+	o.cancellation = cancellation
+	o.logger.Info("Payment wait over", "Status", o.status, "PaymentStatus", o.paymentStatus(),
+		"AmountReceived", o.tally.Received.String(), "Reason", reason)
+	return nil
+}
+
+// acceptPayment takes in a payment signal: deduplicates it, credits it if
+// it is in the order's asset, and queues it to be recorded. It never
+// blocks, so the main coroutine may call it too.
+func (o *order) acceptPayment(p PaymentSignal) {
+	logger := log.With(o.logger, "PaymentID", p.PaymentID, "Asset", p.Asset, "Amount", p.Amount.String())
+	switch {
+	case p.PaymentID == "":
+		logger.Warn("Payment signal without an id ignored")
+		return
+	case o.seen[p.PaymentID]:
+		logger.Info("Duplicate payment signal ignored")
+		return
+	case !p.Amount.IsPositive():
+		logger.Warn("Payment signal with a non-positive amount ignored")
+		return
+	}
+	o.seen[p.PaymentID] = true
+	if o.refunded || o.refunding {
+		// The refund covered what the order had: this one is due back on
+		// its own.
+		o.late[p.PaymentID] = true
+		logger.Warn("Payment after the refund was recorded; recorded as late, due back")
+	} else if credits(p, o.in.PaymentAsset) {
+		o.tally.Add(p.PaymentID, p.Amount)
+		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.tally.Received.String())
+	} else {
+		o.strays++
+		logger.Warn("Payment in another asset recorded, not credited; it is due back", "OrderAsset", o.in.PaymentAsset)
+	}
+	o.toRecord = append(o.toRecord, models.Payment{
+		ID:         p.PaymentID,
+		Mode:       o.in.Mode,
+		Asset:      p.Asset,
+		Amount:     p.Amount,
+		Memo:       p.Memo,
+		Sender:     p.Sender,
+		ReceivedAt: p.ReceivedAt,
+		OrderID:    o.in.OrderID,
+	})
+}
+
+// acceptBuffered takes in every signal already delivered but not yet
+// received by the coroutines.
+func (o *order) acceptBuffered() {
+	for {
+		var p PaymentSignal
+		if !o.payments.ReceiveAsync(&p) {
+			break
+		}
+		o.acceptPayment(p)
+	}
+	for {
+		var c CancelSignal
+		if !o.cancels.ReceiveAsync(&c) {
+			break
+		}
+		o.acceptCancel(c)
+	}
+}
+
+// recordPayments records taken-in payments in the order they arrived, then
+// writes the order's new state (partial, overpaid, refund_due). It runs for
+// the whole life of the workflow.
+func (o *order) recordPayments(ctx workflow.Context) {
+	var a *activities.Activities
+	for {
+		_ = workflow.Await(ctx, func() bool { return len(o.toRecord) > 0 })
+		o.recording = true
+		for len(o.toRecord) > 0 {
+			p := o.toRecord[0]
+			o.toRecord = o.toRecord[1:]
+			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
+			var fut workflow.Future
+			if o.late[p.ID] {
+				// One that arrived while the refund is being written is
+				// recorded after it, so the order's payment status ends
+				// refund_due (this payment is due back), never refunded.
+				_ = workflow.Await(ctx, func() bool { return !o.refunding || o.refunded })
+				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
+				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx))
+			} else {
+				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordPayment, o.in.OrderID, p)
+			}
+			if err := fut.Get(ctx, nil); err != nil {
+				o.logger.Error("Recording a payment failed", "PaymentID", p.ID, "Error", err)
+			}
+		}
+		if err := o.sync(ctx); err != nil {
+			o.logger.Error("Recording the payment status failed", "Error", err)
+		}
+		o.recording = false
+	}
+}
+
+// idle reports whether every payment taken in has been recorded.
+func (o *order) idle() bool { return len(o.toRecord) == 0 && !o.recording }
+
+// settle takes in the signals still buffered and waits until every payment
+// is recorded, until nothing is left: a signal lost here would be money
+// nobody knows about.
+func (o *order) settle(ctx workflow.Context) error {
+	for {
+		o.acceptBuffered()
+		if err := workflow.Await(ctx, o.idle); err != nil {
+			return err
+		}
+		// Nothing yields between this check and the workflow's return.
+		if o.payments.Len() == 0 && o.cancels.Len() == 0 && o.idle() {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/models"
+)
+
+// order is the state of one Order run. Its fields are touched by the main
+// coroutine and the signal coroutines; workflow coroutines never run in
+// parallel, so no locking is needed except to keep database writes in
+// order (writeMu).
+type order struct {
+	in     OrderInput
+	logger log.Logger
+	// bg is never cancelled: bookkeeping (database writes, payment
+	// records) must complete even when the workflow is cancelled.
+	bg workflow.Context
+
+	status models.OrderStatus
+	// unpaidClose is the payment status a cancelled order shows when it
+	// received nothing: expired (deadline) or cancelled (operator).
+	unpaidClose models.PaymentStatus
+	reason      string
+	// cancellation is why a cancelled order was cancelled, for clients.
+	cancellation models.CancellationReason
+	at           time.Time // workflow time the current status was reached: the step's timestamp
+	tally        models.PaymentTally
+	seen         map[string]bool // every payment id taken in, credited or not; looked up, never iterated
+	strays       int             // payments recorded but not credited: wrong asset
+	shipment     models.Shipment
+	cancelReq    *CancelSignal
+
+	payments, cancels workflow.ReceiveChannel
+	updates           workflow.ReceiveChannel // FulfilmentSignal hints
+	hints             map[string]bool         // event ids of hints taken; looked up, never iterated
+	toRecord          []models.Payment        // taken in, not yet recorded
+	recording         bool
+
+	// refunded: an operator's refund of the money received is recorded;
+	// payments taken in after it are late, never credited.
+	refunded  bool
+	refunding bool            // a refund is being written: payments are late already
+	late      map[string]bool // ids of toRecord payments to record as late
+	note      string          // shown in the current details (setDetails)
+
+	writeMu workflow.Mutex
+	written models.Transition // last state written, initially what the API wrote
+	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
+}
+
+// move advances the order along an allowed transition and writes it.
+func (o *order) move(ctx workflow.Context, to models.OrderStatus, reason string) error {
+	if !models.CanTransition(o.status, to) {
+		// A bug in the workflow's code, not in the order: fail the workflow
+		// task so it can be fixed and the run replayed.
+		panic(fmt.Sprintf("order workflow: transition %s → %s not allowed", o.status, to))
+	}
+	o.set(ctx, to, o.unpaidClose, reason)
+	return o.sync(o.bg)
+}
+
+// set changes the order's status in memory; sync writes it.
+func (o *order) set(ctx workflow.Context, status models.OrderStatus, unpaidClose models.PaymentStatus, reason string) {
+	o.status, o.unpaidClose, o.reason, o.at = status, unpaidClose, reason, workflow.Now(ctx)
+}
+
+// sync writes the order's current state, if it changed since the last
+// write, and mirrors it in the search attributes. Writes are serialised so
+// they reach the database in the order the workflow decided them.
+func (o *order) sync(ctx workflow.Context) error {
+	if err := o.writeMu.Lock(ctx); err != nil {
+		return err
+	}
+	defer o.writeMu.Unlock()
+
+	t := o.transition()
+	if sameTransition(o.written, t) {
+		return nil
+	}
+	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.attrs {
+		if err := workflow.UpsertTypedSearchAttributes(ctx,
+			SearchAttrOrderStatus.ValueSet(attrs[0]),
+			SearchAttrPaymentStatus.ValueSet(attrs[1]),
+		); err != nil {
+			return err
+		}
+		o.attrs = attrs
+	}
+	var a *activities.Activities
+	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
+	if err := workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)),
+		a.RecordTransition, o.in.OrderID, t).Get(ctx, nil); err != nil {
+		return err
+	}
+	o.written = t
+	o.showDetails()
+	return nil
+}
+
+// transition is the order's current state as a database write.
+func (o *order) transition() models.Transition {
+	t := models.Transition{
+		Status:         o.status,
+		PaymentStatus:  o.paymentStatus(),
+		At:             o.at,
+		AmountReceived: o.tally.Received,
+		Reason:         o.reason,
+	}
+	if o.status == models.OrderCancelled {
+		t.Cancellation = o.cancellation
+	}
+	if o.shipment != (models.Shipment{}) {
+		s := o.shipment
+		t.Shipment = &s
+	}
+	return t
+}
+
+// paymentStatus is the order's payment status, derived from its state
+// (paymentStatusOf) as the database records it.
+func (o *order) paymentStatus() models.PaymentStatus {
+	ps := paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
+	if o.refunded && ps == models.PaymentRefundDue {
+		// As the database records it (MarkOrderRefunded).
+		return models.PaymentRefunded
+	}
+	return ps
+}
