@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/memocart/memocart/activities/amazon/creatorstest"
+	"github.com/memocart/memocart/activities/ebay/browsetest"
+	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/activities/zinc/zinctest"
+	"github.com/memocart/memocart/cmd/internal/app"
+	"github.com/memocart/memocart/models"
+)
+
+// devLiveServers are the providers' test servers that `devstack dev` runs
+// with MEMOCART_DEV_LIVE=testservers, so a person can walk the live path
+// (preview, cart, order, Stellar payment, purchase, delivery) on one
+// machine with no credentials.
+type devLiveServers struct {
+	creators *creatorstest.Server
+	browse   *browsetest.Server
+	zinc     *zinctest.Server
+	horizon  *horizontest.Server
+}
+
+// testHookLiveServers, set only by this package's end-to-end tests before
+// run starts, replaces the servers dev would start with the test's own, so
+// the test can drive their clocks and inject failures.
+var testHookLiveServers *devLiveServers
+
+// devLiveAccount is the Stellar account live payments go to with the test
+// servers: a well-formed id that holds nobody's money.
+var devLiveAccount = horizontest.AccountID("memocart-dev-live")
+
+// devZincKey and devZincWebhookSecret are what dev configures Zinc's test
+// server and the service with.
+const (
+	devZincKey           = "zn_test_memocartdevlive"
+	devZincWebhookSecret = "whsec_memocartdevlive"
+)
+
+// startDevLive starts the test servers (or takes the test's) and points
+// live mode at them. The returned stop closes what it started.
+func startDevLive(e *app.Env) (*devLiveServers, func(), error) {
+	srv, stop := testHookLiveServers, func() {}
+	if srv == nil {
+		srv = &devLiveServers{
+			creators: creatorstest.New(),
+			browse:   browsetest.New(),
+			zinc:     zinctest.New(zinctest.WithAPIKey(devZincKey), zinctest.WithTimings(zinctest.DevTimings), zinctest.WithRealClock()),
+			horizon:  horizontest.New(devLiveAccount),
+		}
+		stop = func() {
+			srv.creators.Close()
+			srv.browse.Close()
+			srv.zinc.Close()
+			srv.horizon.Close()
+		}
+	}
+	c := &e.Cfg
+	id, secret := srv.creators.Credentials()
+	c.AmazonAPIURL, c.AmazonTokenURL = srv.creators.URL, srv.creators.TokenURL()
+	c.AmazonCredentials = map[string]app.AmazonCredential{}
+	for _, group := range []string{"NA", "EU", "FE"} {
+		c.AmazonCredentials[group] = app.AmazonCredential{ClientID: id, ClientSecret: secret, PartnerTag: "memocartdev-20"}
+	}
+	c.EbayAPIURL = srv.browse.URL
+	c.EbayClientID, c.EbayClientSecret = srv.browse.Credentials()
+	c.ZincAPIURL, c.ZincAPIKey, c.ZincWebhookSecret = srv.zinc.URL, devZincKey, devZincWebhookSecret
+	if e.Getenv("MEMOCART_ZINC_POLL_SCHEDULE") == "" {
+		c.ZincPoll = models.PollSchedule{First: 3 * time.Second, Pending: 3 * time.Second, Ordered: 3 * time.Second, Shipped: 3 * time.Second}
+	}
+	// Payments go to the Horizon test server, unless the receiving side
+	// is configured explicitly (the end-to-end tests pick their own).
+	if e.Getenv("MEMOCART_STELLAR_ACCOUNT") == "" {
+		c.StellarNetwork, c.StellarAccount, c.StellarHorizonURL = models.StellarTestnet, devLiveAccount, srv.horizon.URL
+		if e.Getenv("MEMOCART_STELLAR_USDC_ISSUER") == "" {
+			c.USDCIssuer = models.DefaultUSDCIssuer(models.StellarTestnet)
+		}
+	}
+	srv.horizon.SetUSDCIssuer(c.USDCIssuer)
+	e.Live = e.Live.WithAmazon(srv.creators.Client())
+	return srv, stop, nil
+}
+
+// listening tells the servers where the API listens: Zinc's test server
+// delivers its webhooks there.
+func (s *devLiveServers) listening(addr string) {
+	s.zinc.SetWebhook("http://"+addr+"/webhooks/zinc", devZincWebhookSecret)
+}
+
+// banner is what dev prints about the live path.
+func (s *devLiveServers) banner(api, liveKey string) string {
+	return fmt.Sprintf(`
+Live mode runs against test servers (MEMOCART_DEV_LIVE=testservers):
+  Amazon Creators API: %[1]s   eBay Browse API: %[2]s
+  Zinc:                %[3]s   Horizon (testnet): %[4]s
+  Live API key:        %[5]s
+
+Pay a live order (amount and memo from the order):
+  curl -s -X POST %[4]s%[6]s -d '{"asset":"USDC","amount":"<payment_amount>","memo":"<payment_memo>"}'
+`, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey, horizontest.ControlPaymentsPath)
+}

@@ -1,0 +1,19 @@
+// Command devstack is Memocart's developer and lab tooling: every command of
+// the memocart binary plus dev (the whole stack in one process on an embedded
+// Temporal server), loadtest, cluster and chaos. It is its own module so the
+// service never depends on the Temporal server it embeds.
+package main
+
+import "github.com/memocart/memocart/cmd/internal/app"
+
+func main() { app.Main("devstack", commands()...) }
+
+// commands are the tools this binary adds to the service's commands.
+func commands() []app.Command {
+	return []app.Command{
+		{Name: "dev", Summary: "run everything in one process for development: embedded stack, API, worker, a printed test key", Run: runDev, LogFormat: "text"},
+		{Name: "loadtest", Summary: "measure the service against pgbench and bare Temporal starts on the same servers (loadtest --help)", Run: runLoadtest, LogFormat: "text"},
+		{Name: "cluster", Summary: "the production topology on this machine without Docker: up, down, status... (cluster --help)", Run: runCluster, LogFormat: "text"},
+		{Name: "chaos", Summary: "orders through a cluster of its own while its processes are killed; checks that none is lost (chaos --help)", Run: runChaos, LogFormat: "text"},
+	}
+}

@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/memocart/memocart/activities/payments"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/workflows"
+)
+
+const paymentsUsage = `Usage:
+  memocart payments list [--json]
+      Payments that matched no order, money due back (late payments, wrong
+      assets, underpaid or failed orders, overpayments) and open alerts.
+  memocart payments attach PAYMENT_ID ORDER_NUMBER
+      Attach an unmatched payment to an order (the payer got the memo wrong);
+      the order's workflow counts it like any matched payment.
+  memocart payments mark-refunded --tx HASH (--payment PAYMENT_ID | --order ORDER_NUMBER)
+      Record a refund an operator sent outside the service. A cancelled or
+      failed order's refund goes through its workflow while it is open
+      (it waits up to 90 days for it), which records it and closes.
+  memocart payments clear-alert KIND
+      Mark an alert (e.g. stellar_before_history) as handled.
+
+Works on the database of MEMOCART_DATABASE_URL (or the dev SQLite file, which it
+never creates); attach also signals the order's workflow on the Temporal cluster
+of MEMOCART_TEMPORAL_ADDRESS, after the database has accepted the attachment,
+and mark-refunded --order asks an open order workflow to record the refund.`
+
+// runPayments is `memocart payments`.
+func runPayments(ctx context.Context, e Env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(e.Stderr, paymentsUsage)
+		if len(args) == 0 {
+			return errors.New("payments needs a subcommand: list, attach, mark-refunded or clear-alert")
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "list", "attach", "mark-refunded", "clear-alert":
+	default:
+		fmt.Fprintln(e.Stderr, paymentsUsage)
+		return fmt.Errorf("unknown payments subcommand %q", args[0])
+	}
+	if err := requireExistingDatabase(e); err != nil {
+		return err
+	}
+	st, err := OpenStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := requireMigrated(ctx, st); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "list":
+		return paymentsList(ctx, e, st, args[1:])
+	case "attach":
+		return paymentsAttach(ctx, e, st, args[1:])
+	case "mark-refunded":
+		return paymentsMarkRefunded(ctx, e, st, args[1:])
+	default: // clear-alert
+		return paymentsClearAlert(ctx, e, st, args[1:])
+	}
+}
+
+func paymentsClearAlert(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {
+	if len(args) != 1 {
+		return errors.New("clear-alert takes exactly one KIND")
+	}
+	err := st.ClearAlert(ctx, args[0], time.Now())
+	if errors.Is(err, sqlstore.ErrNoOpenAlert) {
+		open, lerr := st.OpenAlerts(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		kinds := make([]string, len(open))
+		for i, a := range open {
+			kinds[i] = a.Kind
+		}
+		return fmt.Errorf("no open alert %q (open: %s)", args[0], dash(strings.Join(kinds, ", ")))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "alert %s cleared\n", args[0])
+	return nil
+}
+
+// paymentsOut is payments list --json.
+type paymentsOut struct {
+	Counts     map[string]int64 `json:"counts"`
+	Alerts     []alertOut       `json:"alerts"`
+	Unmatched  []paymentOut     `json:"unmatched"`
+	RefundsDue []refundOut      `json:"refunds_due"`
+}
+
+type alertOut struct {
+	Kind   string    `json:"kind"`
+	Count  int       `json:"count"`
+	LastAt time.Time `json:"last_at"`
+	Detail string    `json:"detail"`
+}
+
+// paymentOut carries amounts as decimal strings, as the API does.
+type paymentOut struct {
+	ID         string    `json:"id"`
+	Mode       string    `json:"mode"`
+	Amount     string    `json:"amount"`
+	Asset      string    `json:"asset"`
+	Memo       string    `json:"memo"`
+	MemoType   string    `json:"memo_type"`
+	Sender     string    `json:"sender"`
+	TxHash     string    `json:"tx_hash"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+type refundOut struct {
+	OrderNumber string   `json:"order_number"`
+	PaymentID   string   `json:"payment_id"`
+	Amount      string   `json:"amount"`
+	Asset       string   `json:"asset"`
+	To          []string `json:"to"`
+	Reason      string   `json:"reason"`
+}
+
+func paymentsList(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {
+	fs := flag.NewFlagSet("payments list", flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object: counts, alerts, unmatched, refunds_due")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	alerts, err := st.OpenAlerts(ctx)
+	if err != nil {
+		return err
+	}
+	unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
+	if err != nil {
+		return err
+	}
+	refunds, err := st.RefundsDue(ctx)
+	if err != nil {
+		return err
+	}
+	counts, err := st.PaymentCounts(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		out := paymentsOut{Counts: counts, Alerts: []alertOut{}, Unmatched: []paymentOut{}, RefundsDue: []refundOut{}}
+		for _, a := range alerts {
+			out.Alerts = append(out.Alerts, alertOut{Kind: a.Kind, Count: a.Count, LastAt: a.LastAt.UTC(), Detail: a.Detail})
+		}
+		for _, p := range unmatched {
+			out.Unmatched = append(out.Unmatched, paymentOut{ID: p.ID, Mode: string(p.Mode), Amount: p.Amount.String(), Asset: p.Asset,
+				Memo: p.Memo, MemoType: p.MemoType, Sender: p.Sender, TxHash: p.TxHash, ReceivedAt: p.ReceivedAt.UTC()})
+		}
+		for _, r := range refunds {
+			out.RefundsDue = append(out.RefundsDue, refundOut{OrderNumber: r.OrderNumber, PaymentID: r.PaymentID,
+				Amount: r.Amount.String(), Asset: r.Asset, To: r.Senders, Reason: r.Reason})
+		}
+		return printJSON(e, out)
+	}
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "PAYMENTS: %d matched, %d unmatched, %d late, %d refund_due, %d refunded, %d not yet matched\n\n",
+		counts[sqlstore.PaymentMatched], counts[sqlstore.PaymentUnmatched], counts[sqlstore.PaymentLate],
+		counts[sqlstore.PaymentRefundDue], counts[sqlstore.PaymentRefunded], counts[sqlstore.PaymentReceived])
+	if len(alerts) > 0 {
+		fmt.Fprintln(tw, "OPEN ALERTS\nKIND\tCOUNT\tLAST\tDETAIL")
+		for _, a := range alerts {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", a.Kind, a.Count, a.LastAt.Format(time.RFC3339), a.Detail)
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintf(tw, "UNMATCHED PAYMENTS (%d)\nPAYMENT\tMODE\tAMOUNT\tMEMO\tSENDER\tTX\tRECEIVED\n", len(unmatched))
+	for _, p := range unmatched {
+		memo := p.Memo
+		if p.MemoType != "" && p.MemoType != "text" {
+			memo = p.MemoType + ":" + memo
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", p.ID, p.Mode, p.Amount, p.Asset, memo, p.Sender, p.TxHash, p.ReceivedAt.Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "\nREFUNDS DUE (%d)\nORDER\tPAYMENT\tAMOUNT\tTO\tREASON\n", len(refunds))
+	for _, r := range refunds {
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", dash(r.OrderNumber), dash(r.PaymentID), r.Amount, r.Asset, dash(strings.Join(r.Senders, ",")), r.Reason)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func paymentsAttach(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {
+	if len(args) != 2 {
+		return errors.New("attach takes PAYMENT_ID ORDER_NUMBER")
+	}
+	number, ok := models.NormalizeOrderNumber(args[1])
+	if !ok {
+		return fmt.Errorf("%q is not a valid order number", args[1])
+	}
+	// A lazy client: the database decides first (unknown payment, one
+	// already matched, unknown order), and Temporal is contacted only to
+	// signal an attachment the database accepted.
+	opts, err := TemporalOptions(e, e.Cfg.TemporalAddress)
+	if err != nil {
+		return err
+	}
+	tc, err := client.NewLazyClient(opts)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	m := payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
+	outcome, err := m.Attach(sigCtx, args[0], number)
+	if errors.Is(err, payments.ErrSignal) {
+		return fmt.Errorf("payment %s is attached to order %s, but its workflow could not be told (%w); "+
+			"memocart api re-drives it every MEMOCART_RECONCILE_INTERVAL once Temporal answers", args[0], number, err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.Stdout, "payment %s attached to order %s: %s\n", args[0], number, outcome)
+	return nil
+}
+
+func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {
+	fs := flag.NewFlagSet("payments mark-refunded", flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	tx := fs.String("tx", "", "hash of the refund transaction")
+	paymentID := fs.String("payment", "", "a late or wrong-asset payment sent back whole")
+	order := fs.String("order", "", "an order whose received money (or excess) was sent back")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tx == "" || (*paymentID == "") == (*order == "") {
+		return errors.New("mark-refunded needs --tx and exactly one of --payment or --order")
+	}
+	now := time.Now()
+	if *paymentID != "" {
+		if err := st.MarkPaymentRefunded(ctx, *paymentID, *tx, now); err != nil {
+			return fmt.Errorf("payment %s: %w", *paymentID, err)
+		}
+		fmt.Fprintf(e.Stdout, "payment %s marked refunded in %s\n", *paymentID, *tx)
+		return nil
+	}
+	number, ok := models.NormalizeOrderNumber(*order)
+	if !ok {
+		return fmt.Errorf("%q is not a valid order number", *order)
+	}
+	o, err := st.OrderByNumber(ctx, number)
+	if err != nil {
+		return fmt.Errorf("order %s: %w", number, err)
+	}
+	// A cancelled or failed order that received money keeps its workflow
+	// open until its refund is recorded: the workflow writes it, so that
+	// no payment it credits can slip between the refund and the order's
+	// close, and then shows PaymentStatus=refunded in the Temporal UI.
+	if o.PaymentStatus == models.PaymentRefundDue && o.AmountReceived.IsPositive() {
+		recorded, err := refundThroughWorkflow(ctx, e, o, *tx)
+		if err != nil {
+			return fmt.Errorf("order %s: %w", number, err)
+		}
+		if recorded {
+			fmt.Fprintf(e.Stdout, "order %s marked refunded in %s (%s %s); its workflow recorded it and closes\n",
+				number, *tx, o.AmountReceived, o.PaymentAsset)
+			return nil
+		}
+	}
+	if err := st.MarkOrderRefunded(ctx, number, *tx, now); err != nil {
+		return fmt.Errorf("order %s: %w", number, err)
+	}
+	fmt.Fprintf(e.Stdout, "order %s marked refunded in %s\n", number, *tx)
+	return nil
+}
+
+// refundThroughWorkflow hands an order's refund to its workflow if the
+// workflow is still open. It reports false when the workflow has closed
+// (the refund wait ran out, or the order closed before workflows waited
+// for refunds): the database alone then takes the refund.
+func refundThroughWorkflow(ctx context.Context, e Env, o models.Order, tx string) (bool, error) {
+	opts, err := TemporalOptions(e, e.Cfg.TemporalAddress)
+	if err != nil {
+		return false, err
+	}
+	tc, err := client.NewLazyClient(opts)
+	if err != nil {
+		return false, err
+	}
+	defer tc.Close()
+	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err = workflows.NewClient(tc, e.Cfg.TemporalTaskQueue).RecordRefund(upCtx, o.ID,
+		workflows.RefundRequest{TxHash: tx, Amount: o.AmountReceived, RecordedBy: "memocart payments mark-refunded"})
+	switch {
+	case errors.Is(err, models.ErrOrderClosed):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("its workflow did not record the refund, nothing was written (%w); "+
+			"check memocart payments list and run the command again", err)
+	}
+	return true, nil
+}

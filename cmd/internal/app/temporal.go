@@ -1,0 +1,356 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc/codes"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/activities/payments"
+	"github.com/memocart/memocart/activities/rates"
+	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/activities/stellar"
+	"github.com/memocart/memocart/activities/webhooks"
+	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+	memoworker "github.com/memocart/memocart/worker"
+	"github.com/memocart/memocart/workflows"
+)
+
+// TemporalOptions are the client options of every connection to the
+// configured cluster: namespace, logger and MEMOCART_TEMPORAL_TLS*/_API_KEY.
+func TemporalOptions(e Env, hostPort string) (client.Options, error) {
+	opts := client.Options{
+		HostPort:  hostPort,
+		Namespace: e.Cfg.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(e.Log.With(slog.String("component", "temporal-sdk"))),
+	}
+	if err := e.Cfg.TemporalSecurity.apply(&opts); err != nil {
+		return client.Options{}, err
+	}
+	// Metrics, tracing and the log propagator (telemetry.go).
+	if err := e.Tel.TemporalOptions(&opts); err != nil {
+		return client.Options{}, err
+	}
+	return opts, nil
+}
+
+// DialTemporal connects to the Temporal frontend, retrying for a while so
+// containers started together do not crash-loop while Temporal boots. A
+// refusal of the credentials is not retried: waiting does not fix a wrong
+// API key or an unknown client certificate.
+func DialTemporal(ctx context.Context, e Env, hostPort string) (client.Client, error) {
+	opts, err := TemporalOptions(e, hostPort)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(dialRetryFor)
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		switch serviceerror.ToStatus(err).Code() {
+		case codes.Unauthenticated, codes.PermissionDenied:
+			return nil, fmt.Errorf("the Temporal frontend at %s refused the credentials (MEMOCART_TEMPORAL_API_KEY, MEMOCART_TEMPORAL_TLS_CERT_FILE): %w", hostPort, err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to Temporal at %s: %w", hostPort, err)
+		}
+		e.Log.Warn("Temporal not reachable yet; retrying", slog.String("address", hostPort), slog.Any("error", err))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// dialRetryFor is how long DialTemporal keeps trying an unreachable
+// frontend; tests shorten it.
+var dialRetryFor = 60 * time.Second
+
+// newActivities wires the workflow's side effects: the store and one
+// fulfiller per mode, the sandbox for test mode and Zinc for live mode when
+// it is configured (without it the API refuses live orders).
+func newActivities(e Env, st *sqlstore.Store) (*activities.Activities, error) {
+	fulfillers := map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(e.Cfg.SandboxStepDelay)}
+	f, err := liveFulfiller(e.Cfg, e.Live, e.Log)
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		fulfillers[models.ModeLive] = f
+	}
+	return &activities.Activities{
+		Store: st, Refunds: st, Fulfillers: fulfillers,
+		Webhooks: st,
+		Sender:   webhooks.NewSender(webhooks.Config{TestLoopback: e.Cfg.WebhookTestLoopback}),
+	}, nil
+}
+
+// newOutbox is the dispatcher of webhook events to their workflows.
+func newOutbox(e Env, c client.Client, st *sqlstore.Store) *workflows.Outbox {
+	return workflows.NewOutbox(c, e.Cfg.TemporalTaskQueue, st, TestHooks.WebhookRetry)
+}
+
+// paymentSetups is where payers pay, per mode: the sandbox placeholder in
+// test mode; the configured Stellar account in live mode, if any.
+func paymentSetups(cfg Config) map[models.Mode]api.PaymentSetup {
+	out := map[models.Mode]api.PaymentSetup{
+		// The sandbox shows testnet's USDC issuer so wallets' links look real.
+		models.ModeTest: {Address: cfg.SandboxPayTo, Network: "sandbox", USDCIssuer: models.DefaultUSDCIssuer(models.StellarTestnet)},
+	}
+	if cfg.StellarAccount != "" {
+		live := api.PaymentSetup{Address: cfg.StellarAccount, Network: string(cfg.StellarNetwork), USDCIssuer: cfg.USDCIssuer, Watched: true}
+		if cfg.StellarNetwork != models.StellarPubnet {
+			live.NetworkPassphrase = cfg.StellarNetwork.Passphrase()
+		}
+		out[models.ModeLive] = live
+	}
+	return out
+}
+
+// rateProviders quotes XLM: a fixed rate in test mode (offline), the
+// configured spot price endpoint in live mode, cached briefly so a burst
+// of orders makes one request, never served stale.
+func rateProviders(cfg Config) map[models.Mode]api.RateProvider {
+	return map[models.Mode]api.RateProvider{
+		models.ModeTest: rates.NewFixed(cfg.SandboxXLMRate, nil),
+		models.ModeLive: rates.NewCached(rates.NewCoinbase(cfg.XLMRateURL, nil, nil), cfg.RateMaxAge/2, nil),
+	}
+}
+
+// storeAlerter raises watcher alerts where operators look: the alerts
+// table (memocart payments) and the error log.
+type storeAlerter struct {
+	st  *sqlstore.Store
+	log *slog.Logger
+}
+
+func (a storeAlerter) Alert(ctx context.Context, kind, detail string) {
+	a.log.ErrorContext(ctx, "ALERT: operator action needed", slog.String("alert", kind), slog.String("detail", detail))
+	if err := a.st.RaiseAlert(ctx, kind, detail, time.Now()); err != nil {
+		a.log.ErrorContext(ctx, "recording alert", slog.Any("error", err))
+	}
+}
+
+// RunWorkerLoop runs the Temporal worker until ctx ends: order workflows,
+// and the Stellar payment watcher when live payments are configured.
+func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Store) error {
+	acts, err := newActivities(e, st)
+	if err != nil {
+		return err
+	}
+	acts.Events = newOutbox(e, c, st)
+	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
+	var watch *workflows.WatcherInput
+	if e.Cfg.StellarAccount != "" {
+		in := workflows.WatcherInput{Network: string(e.Cfg.StellarNetwork), Account: e.Cfg.StellarAccount}
+		matcher := payments.NewMatcher(st, orders, e.Log)
+		e.Tel.observeMatcher(matcher)
+		w, err := stellar.NewWatcher(stellar.Config{
+			HorizonURL: e.Cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.Cfg.USDCIssuer,
+			HandleConcurrency: 16,
+			Observer:          e.Tel.stellarObserver(in.Network),
+		}, &http.Client{}, st, matcher.Handle, storeAlerter{st: st, log: e.Log}, e.Log.With(slog.String("component", "stellar-watcher")))
+		if err != nil {
+			return fmt.Errorf("configuring the Stellar watcher: %w", err)
+		}
+		acts.Watchers = map[string]activities.PaymentWatcher{in.Network + "/" + in.Account: w}
+		watch = &in
+	}
+	w, err := startWorker(ctx, e.Log, dialRetryFor, func() starter {
+		return memoworker.New(c, e.Cfg.TemporalTaskQueue, acts, memoworker.Tuning{
+			StickyCacheSize:            e.Cfg.WorkerStickyCacheSize,
+			MaxConcurrentWorkflowTasks: e.Cfg.WorkerMaxWorkflowTasks,
+			MaxConcurrentActivities:    e.Cfg.WorkerMaxActivities,
+		})
+	})
+	if err != nil {
+		return err
+	}
+	e.Log.Info("worker polling", slog.String("task_queue", e.Cfg.TemporalTaskQueue), slog.String("namespace", e.Cfg.TemporalNamespace))
+	if watch != nil {
+		if err := orders.EnsureWatcher(ctx, *watch); err != nil {
+			w.Stop()
+			return fmt.Errorf("starting the Stellar watcher workflow: %w", err)
+		}
+		e.Log.Info("stellar watcher ensured", slog.String("workflow_id", workflows.WatcherWorkflowID(watch.Network, watch.Account)),
+			slog.String("horizon", e.Cfg.StellarHorizonURL))
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// starter is the part of a Temporal worker startWorker drives.
+type starter interface {
+	Start() error
+	Stop()
+}
+
+// startWorker starts a worker built by build, retrying for up to retryFor
+// while Temporal is unreachable: the client's dial succeeded, but the
+// server can die before the worker's own start-up calls (make chaos saw a
+// worker exit when Temporal was killed in that instant, leaving a replica
+// down until something restarted it). Each attempt builds a new worker,
+// since one whose Start failed is not started again. Other errors (an
+// unknown namespace, a bad option) are returned at once.
+func startWorker(ctx context.Context, log *slog.Logger, retryFor time.Duration, build func() starter) (starter, error) {
+	deadline := time.Now().Add(retryFor)
+	for {
+		w := build()
+		err := w.Start()
+		if err == nil {
+			return w, nil
+		}
+		// serviceerror.ToStatus reads the code of the SDK's service errors
+		// as well as of plain gRPC ones.
+		switch serviceerror.ToStatus(err).Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+		default:
+			return nil, fmt.Errorf("starting worker: %w", err)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("starting worker: Temporal unreachable for %s: %w", retryFor, err)
+		}
+		log.Warn("worker could not start, Temporal unreachable; retrying", slog.Any("error", err))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// TestHooks reach inside a running process for the end-to-end tests
+// (cmd/devstack). They are set before Run starts and never in production.
+var TestHooks struct {
+	// AfterOrderCommit runs between an order's commit and its workflow
+	// start: an error there is a crash between the two.
+	AfterOrderCommit func(models.Order) error
+	// SpanExporter turns traces on and receives every span, synchronously.
+	SpanExporter sdktrace.SpanExporter
+	// WebhookRetry replaces the webhook deliveries' retry policy.
+	WebhookRetry *workflows.WebhookRetry
+}
+
+// APIStack is the API and what it drives: the sandbox payment source with
+// its matcher, and the reconciler.
+type APIStack struct {
+	server  *api.Server
+	matcher *payments.Matcher
+	sandbox *sandbox.PaymentSource
+	outbox  *workflows.Outbox
+}
+
+func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Client) (*APIStack, error) {
+	live, err := liveCatalog(e.Cfg, e.Live, e.Log)
+	if err != nil {
+		return nil, err
+	}
+	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
+	matcher := payments.NewMatcher(st, orders, e.Log)
+	e.Tel.observeMatcher(matcher)
+	src := sandbox.NewPaymentSource()
+	outbox := newOutbox(e, c, st)
+	deps := api.Deps{
+		Store:        st,
+		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
+		Webhooks:     liveWebhooks(e.Cfg),
+		Limiter:      limiter,
+		Workflows:    orders,
+		Rates:        rateProviders(e.Cfg),
+		TestPayments: src,
+		Logger:       e.Log,
+
+		Events:   outbox,
+		Resolver: net.DefaultResolver,
+
+		Readiness: []api.ReadinessCheck{temporalCheck(c)},
+	}
+	e.Tel.observeAPI(&deps)
+	srv := api.NewServer(
+		api.Config{
+			KeyPrefix: e.Cfg.KeyPrefix, CartTTL: e.Cfg.CartTTL, PaymentWindow: e.Cfg.PaymentWindow,
+			Pricing: e.Cfg.Pricing, PublicURL: e.Cfg.PublicURL,
+			Payments:       paymentSetups(e.Cfg),
+			RateMaxAge:     e.Cfg.RateMaxAge,
+			NoPurchasing:   noPurchasing(e.Cfg),
+			RequestTimeout: e.Cfg.RequestTimeout,
+			KeyCacheTTL:    e.Cfg.KeyCacheTTL,
+			StartMarkDelay: api.DefaultStartMarkDelay,
+
+			PublicRateLimit: e.Cfg.PublicRateLimit,
+			TrustedProxies:  e.Cfg.TrustedProxies,
+
+			WebhookTestLoopback: e.Cfg.WebhookTestLoopback,
+		},
+		deps,
+	)
+	if TestHooks.AfterOrderCommit != nil {
+		srv.SetAfterOrderCommit(TestHooks.AfterOrderCommit)
+	}
+	return &APIStack{server: srv, matcher: matcher, sandbox: src, outbox: outbox}, nil
+}
+
+// run serves HTTP and runs the payment source and the reconciler until ctx
+// ends.
+func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
+	go func() { _ = s.sandbox.Watch(ctx, s.matcher.Handle) }()
+	go s.reconcile(ctx, e)
+	err := api.Serve(ctx, e.Cfg.HTTPAddr, s.server.Handler(), e.Log, ready)
+	s.server.FlushStartMarks()
+	return err
+}
+
+// reconcile periodically re-drives the hand-offs a crash can interrupt: an
+// order committed but its workflow not started, a payment matched but not
+// yet handed to its workflow, and a webhook event recorded but its delivery
+// workflow not started. All are idempotent, so every replica may run this.
+// It also purges a bounded batch of expired Idempotency-Key records.
+func (s *APIStack) reconcile(ctx context.Context, e Env) {
+	// A hand-off younger than grace may still be in flight.
+	grace := 3 * e.Cfg.ReconcileEvery
+	t := time.NewTicker(e.Cfg.ReconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := s.server.ReconcileOrders(ctx, grace); err != nil {
+			e.Log.Warn("reconciling orders", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Info("reconciled orders", slog.Int("started", n))
+		}
+		if n, err := s.matcher.Redeliver(ctx, grace); err != nil {
+			e.Log.Warn("redelivering payments", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Info("redelivered payments", slog.Int("payments", n))
+		}
+		if n, err := s.server.PurgeIdempotencyKeys(ctx); err != nil {
+			e.Log.Warn("purging expired idempotency keys", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Debug("purged expired idempotency keys", slog.Int("keys", n))
+		}
+		if n, err := s.outbox.Sweep(ctx, grace); err != nil {
+			e.Log.Warn("dispatching webhook events", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Info("dispatched stranded webhook events", slog.Int("events", n))
+		}
+	}
+}
