@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -51,7 +52,8 @@ Flags:`)
 		}
 		defer stopLive()
 	}
-	e.Log.Info("starting dev stack", slog.String("config", e.Cfg.Masked(e.Getenv)))
+	// Only what the environment sets: the defaults are in `devstack --help`.
+	e.Log.Info("starting dev stack", slog.String("config", cmp.Or(e.Cfg.Overrides(e.Getenv), "defaults")))
 	e, stopTel, err := app.StartTelemetry(ctx, e, "dev")
 	if err != nil {
 		return err
@@ -139,7 +141,7 @@ Flags:`)
 		liveBanner := ""
 		if live != nil {
 			live.listening(addr)
-			liveBanner = live.banner("http://"+addr, liveKey)
+			liveBanner = live.banner(liveKey)
 		}
 		fmt.Fprintf(e.Stdout, `
 Memocart dev is running.

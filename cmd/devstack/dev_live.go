@@ -90,14 +90,15 @@ func (s *devLiveServers) listening(addr string) {
 }
 
 // banner is what dev prints about the live path.
-func (s *devLiveServers) banner(api, liveKey string) string {
+func (s *devLiveServers) banner(liveKey string) string {
 	return fmt.Sprintf(`
 Live mode runs against test servers (MEMOCART_DEV_LIVE=testservers):
   Amazon Creators API: %[1]s   eBay Browse API: %[2]s
   Zinc:                %[3]s   Horizon (testnet): %[4]s
   Live API key:        %[5]s
 
-Pay a live order (amount and memo from the order):
-  curl -s -X POST %[4]s%[6]s -d '{"asset":"USDC","amount":"<payment_amount>","memo":"<payment_memo>"}'
-`, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey, horizontest.ControlPaymentsPath)
+Walk the live path (docs/production.md, "Walk the live path on one machine"):
+  export LIVE=%[5]s
+  export HORIZON=%[4]s
+`, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey)
 }

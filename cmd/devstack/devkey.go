@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/memocart/memocart/cmd/internal/app"
@@ -14,8 +17,10 @@ import (
 // devAccount owns the key dev prints.
 const devAccount = "dev"
 
-// ensureDevKey stores the key from MEMOCART_DEV_API_KEY, or a fresh random
-// one, as a test-mode Pro key of the dev account, and returns its secret.
+// ensureDevKey stores the key from MEMOCART_DEV_API_KEY, or else the one
+// kept in the data directory (made on the first start), as a test-mode Pro
+// key of the dev account, and returns its secret. Keeping it means a restart
+// prints the key the developer already exported.
 func ensureDevKey(ctx context.Context, e app.Env, st *sqlstore.Store) (string, error) {
 	secret := e.Cfg.DevAPIKey
 	if secret != "" {
@@ -25,7 +30,7 @@ func ensureDevKey(ctx context.Context, e app.Env, st *sqlstore.Store) (string, e
 		}
 	} else {
 		var err error
-		if secret, err = models.NewAPIKeySecret(e.Cfg.KeyPrefix, models.ModeTest, rand.Reader); err != nil {
+		if secret, err = keptSecret(filepath.Join(e.Cfg.DataDir, "dev-api-key"), e.Cfg.KeyPrefix, models.ModeTest); err != nil {
 			return "", err
 		}
 	}
@@ -44,10 +49,11 @@ func ensureDevKey(ctx context.Context, e app.Env, st *sqlstore.Store) (string, e
 	return secret, nil
 }
 
-// newDevLiveKey stores a fresh live-mode Pro key of the dev account, for
-// walking the live path against the test servers, and returns its secret.
+// newDevLiveKey stores the live-mode Pro key of the dev account kept in the
+// data directory (made on the first start), for walking the live path
+// against the test servers, and returns its secret.
 func newDevLiveKey(ctx context.Context, e app.Env, st *sqlstore.Store) (string, error) {
-	secret, err := models.NewAPIKeySecret(e.Cfg.KeyPrefix, models.ModeLive, rand.Reader)
+	secret, err := keptSecret(filepath.Join(e.Cfg.DataDir, "dev-live-api-key"), e.Cfg.KeyPrefix, models.ModeLive)
 	if err != nil {
 		return "", err
 	}
@@ -58,4 +64,24 @@ func newDevLiveKey(ctx context.Context, e app.Env, st *sqlstore.Store) (string, 
 	}
 	_, err = st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: models.ModeLive, Tier: models.TierPro, CreatedAt: now})
 	return secret, err
+}
+
+// keptSecret returns the API key secret of the given mode kept in path, or
+// makes one and keeps it there (readable by its owner only). A file that
+// does not hold a well-formed key of that mode is replaced.
+func keptSecret(path, prefix string, mode models.Mode) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		secret := strings.TrimSpace(string(b))
+		if m, err := models.ParseAPIKey(prefix, secret); err == nil && m == mode {
+			return secret, nil
+		}
+	}
+	secret, err := models.NewAPIKeySecret(prefix, mode, rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	return secret, os.WriteFile(path, []byte(secret+"\n"), 0o600)
 }

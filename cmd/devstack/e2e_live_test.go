@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -659,44 +658,22 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 }
 
-// TestE2EDevLiveTestservers walks the README's live section: `devstack dev`
-// with MEMOCART_DEV_LIVE=testservers runs every provider's test server
-// itself; with the printed live key a person previews, orders, pays on the
-// Horizon test server over HTTP, and reads delivered, with nothing but
-// what dev printed.
+// TestE2EDevLiveTestservers runs the live walk of docs/production.md as a
+// reader would: `devstack dev` with MEMOCART_DEV_LIVE=testservers runs every
+// provider's test server itself; with nothing but the export lines its
+// banner printed, the doc's commands preview, order, pay on the Horizon test
+// server over HTTP, and poll the order to delivered.
 func TestE2EDevLiveTestservers(t *testing.T) {
+	needWalkTools(t)
+	blocks := docBlocks(t, "../../docs/production.md", "\n### Walk the live path on one machine")
+	require.Len(t, blocks, 2, "make run, then the walk")
+
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_DEV_LIVE": "testservers"})
-	out := s.out.String()
-	liveKey := regexp.MustCompile(`Live API key:\s+(\S+)`).FindStringSubmatch(out)
-	horizon := regexp.MustCompile(`Horizon \(testnet\):\s+(\S+)`).FindStringSubmatch(out)
-	require.NotNil(t, liveKey, out)
-	require.NotNil(t, horizon, out)
-	key := liveKey[1]
-
-	code, b := s.do(key, "POST", "/v1/products/preview", map[string]any{"url": "https://www.ebay.com/itm/123456789012"})
-	require.Equal(t, http.StatusOK, code, b)
-	cart := s.newCart(key, "https://www.amazon.com/dp/B0DEVLIVE1")
-	// Live orders wait for the payment watcher's first start; a client
-	// retries the same request (503 says so).
-	var o map[string]any
-	require.Eventually(t, func() bool {
-		code, b := s.do(key, "POST", "/v1/orders", orderBody(cart))
-		o = obj(b, "order")
-		return code == http.StatusCreated
-	}, 60*time.Second, 200*time.Millisecond)
-
-	body := `{"asset":"USDC","amount":"` + str(o, "payment_amount") + `","memo":"` + str(o, "payment_memo") + `"}`
-	resp, err := http.Post(horizon[1]+horizontest.ControlPaymentsPath, "application/json", strings.NewReader(body))
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-
-	final, seen := s.waitStatus(key, str(o, "number"), "delivered")
-	assert.Equal(t, "confirmed", str(final, "payment_status"))
-	assert.Equal(t, "ups", str(obj(final, "tracking"), "carrier"))
-	assert.NotEmpty(t, str(obj(final, "tracking"), "tracking_number"))
-	assert.NotEmpty(t, str(obj(final, "tracking"), "estimated_delivery"))
-	assert.Equal(t, "created", seen[0])
+	out := string(runWalk(t, walkScript(t, s.out.String(), blocks, "API", "LIVE", "HORIZON"), 3*time.Minute))
+	assert.Contains(t, out, "\ndelivered\n", "the poll loop saw delivered")
+	assert.Regexp(t, `"carrier":"ups"`, out, "the tracking of the delivered order")
+	assert.Regexp(t, `"tracking_number":"[^"]+"`, out)
+	assert.Regexp(t, `"estimated_delivery":"[^"]+"`, out)
 }
 
 // TestE2ELiveWorkerKilledBetweenPlacingAndRecording kills the whole stack

@@ -14,57 +14,23 @@ import (
 )
 
 // TestReadmeWalkthrough runs the README's walkthrough as a newcomer would:
-// every sh block of its section, in order, in one bash, against `memocart
+// every sh block of its section, in order, in one bash, against `devstack
 // dev`, with the two variables set exactly as dev's banner prints them. Only
 // `make run` is left out (the test started dev itself). Run twice, it must
 // create two orders (a fresh idempotency key each time) and reach
 // delivered both times, so the README cannot drift from the product.
 func TestReadmeWalkthrough(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq", "openssl"} {
-		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "the walkthrough needs %s (README says so)", tool)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	blocks := walkthroughBlocks(t, string(readme))
+	needWalkTools(t)
+	blocks := docBlocks(t, "../../README.md", "\n## Walkthrough")
+	require.GreaterOrEqual(t, len(blocks), 6, "setup, preview, cart, order, pay, poll")
 
 	s := startDev(t, "sqlite", nil)
-	// The banner's own lines, as a newcomer copies them.
-	exports := regexp.MustCompile(`(?m)^\s+(export (API|KEY)=\S+)$`).FindAllStringSubmatch(s.out.String(), -1)
-	require.Len(t, exports, 2, "the banner prints export API=... and export KEY=...:\n%s", s.out.String())
-	banner := map[string]string{}
-	for _, m := range exports {
-		banner[m[2]] = m[1]
-	}
-
-	var script strings.Builder
-	script.WriteString("set -euo pipefail\n")
-	seen := map[string]bool{}
-	for _, b := range blocks {
-		for _, line := range strings.Split(b, "\n") {
-			trimmed := strings.TrimSpace(line)
-			switch {
-			case trimmed == "make run" || strings.HasPrefix(trimmed, "make run "):
-				continue
-			case strings.HasPrefix(trimmed, "export API="), strings.HasPrefix(trimmed, "export KEY="):
-				name := trimmed[len("export ") : len("export ")+3]
-				seen[name] = true
-				line = banner[name]
-			}
-			script.WriteString(line + "\n")
-		}
-	}
-	require.True(t, seen["API"] && seen["KEY"], "the walkthrough sets API and KEY as the banner does")
-	script.WriteString(`printf '\nORDER=%s\n' "$ORDER"` + "\n")
+	script := walkScript(t, s.out.String(), blocks, "API", "KEY")
+	script += `printf '\nORDER=%s\n' "$ORDER"` + "\n"
 
 	numbers := map[string]bool{}
 	for run := 1; run <= 2; run++ {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-		out, err := cmd.CombinedOutput()
-		cancel()
-		require.NoError(t, err, "run %d of the walkthrough:\n%s\nscript:\n%s", run, out, script.String())
+		out := runWalk(t, script, 2*time.Minute)
 		m := regexp.MustCompile(`(?m)^ORDER=(\d+)$`).FindSubmatch(out)
 		require.NotNil(t, m, "%s", out)
 		number := string(m[1])
@@ -76,20 +42,88 @@ func TestReadmeWalkthrough(t *testing.T) {
 	assert.Len(t, numbers, 2, "each run created its own order")
 }
 
-// walkthroughBlocks returns the sh code blocks of the README's walkthrough
-// section, in order.
-func walkthroughBlocks(t *testing.T, readme string) []string {
+func needWalkTools(t *testing.T) {
 	t.Helper()
-	start := strings.Index(readme, "\n## Walkthrough")
-	require.GreaterOrEqual(t, start, 0, "README has a Walkthrough section")
-	section := readme[start+1:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
+	for _, tool := range []string{"bash", "curl", "jq", "openssl"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the walkthroughs need %s (README says so)", tool)
 	}
+}
+
+// docBlocks returns the sh code blocks of the section of a document that
+// starts at heading, up to the next heading of the same or a higher level
+// outside a code block, in order.
+func docBlocks(t *testing.T, path, heading string) []string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	require.NoError(t, err)
+	start := strings.Index(string(doc), heading)
+	require.GreaterOrEqual(t, start, 0, "%s has the section %q", path, strings.TrimSpace(heading))
+	lines := strings.Split(string(doc)[start+1:], "\n")
+	depth := strings.Index(lines[0], " ")
 	var blocks []string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
-		blocks = append(blocks, m[1])
+	var block *strings.Builder
+	for _, line := range lines[1:] {
+		switch {
+		case block == nil && line == "```sh":
+			block = &strings.Builder{}
+		case block != nil && line == "```":
+			blocks = append(blocks, block.String())
+			block = nil
+		case block != nil:
+			block.WriteString(line + "\n")
+		case strings.HasPrefix(line, "#"):
+			if d := strings.Index(line, " "); d > 0 && d <= depth && strings.Trim(line[:d], "#") == "" {
+				return blocks
+			}
+		}
 	}
-	require.GreaterOrEqual(t, len(blocks), 6, "setup, preview, cart, order, pay, poll")
 	return blocks
+}
+
+// walkScript joins the blocks into one bash script as a reader runs them:
+// `make run` lines left out (the test started dev), and each `export NAME=`
+// line of the given names replaced by the one dev's banner printed.
+func walkScript(t *testing.T, banner string, blocks []string, names ...string) string {
+	t.Helper()
+	printed := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+(export ([A-Z]+)=\S+)$`).FindAllStringSubmatch(banner, -1) {
+		printed[m[2]] = m[1]
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		for _, line := range strings.Split(b, "\n") {
+			trimmed := strings.TrimSpace(line)
+			if trimmed == "make run" || strings.HasPrefix(trimmed, "make run ") || strings.HasSuffix(trimmed, " make run") {
+				continue
+			}
+			for _, name := range names {
+				if strings.HasPrefix(trimmed, "export "+name+"=") {
+					require.Contains(t, printed, name, "the banner prints export %s=...:\n%s", name, banner)
+					seen[name] = true
+					line = printed[name]
+				}
+			}
+			script.WriteString(line + "\n")
+		}
+	}
+	for _, name := range names {
+		require.True(t, seen[name], "the walkthrough sets %s as the banner does", name)
+	}
+	return script.String()
+}
+
+// runWalk runs a walkthrough script in a clean environment and returns its
+// output; it fails the test when the script fails.
+func runWalk(t *testing.T, script string, timeout time.Duration) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the walkthrough:\n%s\nscript:\n%s", out, script)
+	return out
 }

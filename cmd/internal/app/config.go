@@ -611,10 +611,19 @@ func (c Config) databaseDSN() string {
 
 // Masked renders the configuration for the start-up log with secrets
 // hidden: URLs keep their host, keys keep their display prefix.
-func (c Config) Masked(getenv func(string) string) string {
+func (c Config) Masked(getenv func(string) string) string { return masked(getenv, true) }
+
+// Overrides is Masked for the variables the environment sets only: what
+// makes this process differ from the defaults.
+func (c Config) Overrides(getenv func(string) string) string { return masked(getenv, false) }
+
+func masked(getenv func(string) string, withDefaults bool) string {
 	var b strings.Builder
 	for _, v := range envVars {
 		val := getenv(v.name)
+		if val == "" && !withDefaults {
+			continue
+		}
 		if val == "" {
 			val = v.def
 		}
