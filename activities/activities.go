@@ -216,7 +216,7 @@ func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (model
 
 // SourceOrder, ShipOrder and DeliverOrder are the activities of Order
 // workflows started before fulfilment moved to PlaceOrder and CheckOrder
-// (workflow version fulfilByPolling). They stay registered so such runs
+// (workflow version fulfil-by-polling). They stay registered so such runs
 // finish; each blocks, polling the fulfiller, until its step is reached,
 // and heartbeats all along, the waits between checks included.
 
