@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -20,24 +19,19 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/shopspring/decimal"
 
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 )
 
-// OrderWorkflows starts the Temporal workflow that carries an order.
-// StartOrder must be idempotent: starting an order's workflow again is a
-// no-op, so retries and the reconciler can call it freely.
+// OrderWorkflows drives the Temporal workflow that carries each order: the
+// order use cases' part (checkout.OrderWorkflows), and the buying
+// provider's hints.
 type OrderWorkflows interface {
-	StartOrder(ctx context.Context, o models.Order) error
+	checkout.OrderWorkflows
 	// FulfilmentUpdated hands a buying provider's hint to the order's
 	// workflow, which then checks the order with the provider. It returns
 	// models.ErrOrderClosed when the workflow has finished.
 	FulfilmentUpdated(ctx context.Context, orderID string, ev models.FulfilmentEvent) error
-	// CancelOrder has the order's workflow cancel it for its customer and
-	// returns once the cancellation is written (an order already cancelled
-	// is no error). It returns an error of code
-	// models.CodeOrderNotCancellable when the order is paid or beyond, and
-	// models.ErrOrderClosed when the workflow has finished.
-	CancelOrder(ctx context.Context, orderID, note string) error
 }
 
 // TestPayments is the sandbox chain the test helpers pay through.
@@ -120,9 +114,8 @@ func (r orderRequest) validate() (normalizedOrder, models.Asset, error) {
 	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr, Metadata: r.Metadata}, asset, nil
 }
 
-// createOrder is POST /v1/orders. The order row is committed first, then
-// its workflow is started; if the process dies in between, the reconciler
-// (or the client's retry, which returns the same order) starts it.
+// createOrder is POST /v1/orders (checkout.CreateOrder): 201 with the new
+// order, or 200 with the cart's order made by an earlier request.
 func (s *Server) createOrder(c *gin.Context) {
 	ctx := c.Request.Context()
 	key := mustKey(c)
@@ -136,164 +129,46 @@ func (s *Server) createOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	if !models.ValidID("crt", norm.CartID) {
-		// No cart has an id of this shape: no need to ask the database.
-		abort(c, models.ErrCartNotFound)
-		return
-	}
-	setup, ok := s.cfg.Payments[key.Mode]
-	if !ok || setup.Address == "" {
-		abort(c, models.Errorf(models.CodeLiveUnavailable, "Live payments are not configured on this deployment"))
-		return
-	}
-	if why, ok := s.cfg.NoPurchasing[key.Mode]; ok {
-		abort(c, models.Errorf(models.CodeLiveUnavailable, "%s", why))
-		return
-	}
-	if setup.Watched {
-		cursor, err := s.deps.Store.StellarCursor(ctx, setup.Network, setup.Address)
-		if err != nil {
-			abort(c, err)
-			return
-		}
-		if cursor == "" {
-			abort(c, models.Errorf(models.CodeLiveUnavailable, "Live payments are starting up; retry in a minute"))
-			return
-		}
-	}
-	now := s.deps.Now().UTC().Truncate(time.Second)
-	// An asset not quoted 1:1 needs a fresh rate, fetched before the
-	// transaction (no I/O under the cart's lock) and locked on the order.
-	// A failure only matters if a new order is built: a replay of an
-	// existing order must succeed while the rate source is down.
-	var (
-		rate    *models.Rate
-		rateErr error
-		events  = -1 // unknown until the store says
-	)
-	if asset.Code == "XLM" {
-		r, err := s.freshRate(ctx, key.Mode, asset.Code, now)
-		rate, rateErr = &r, err
-	}
-	order, created, err := s.deps.Store.CreateOrder(ctx, models.OrderRequest{
-		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID,
-		IdempotencyKey: idempotencyKeyOf(c), RequestHash: norm.hash(), Now: now,
-		Build: func(cart models.Cart) (models.Order, error) {
-			if rateErr != nil {
-				return models.Order{}, rateErr
-			}
-			id, err := models.NewID("ord", rand.Reader)
-			if err != nil {
-				return models.Order{}, err
-			}
-			return models.BuildOrder(cart, models.OrderTerms{
-				ID: id, AccountID: key.AccountID, Mode: key.Mode, Email: norm.Email, Asset: asset, Address: norm.Address,
-				Metadata: norm.Metadata,
-				PayTo:    setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
-				Now: now, Window: s.cfg.PaymentWindow,
-			})
-		},
-		NewNumber:      func() (string, error) { return models.NewOrderNumber(rand.Reader) },
-		EventsRecorded: func(n int) { events = n },
+	placed, err := s.checkout.CreateOrder(ctx, checkout.NewOrder{
+		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID, Email: norm.Email, Asset: asset,
+		Address: norm.Address, Metadata: norm.Metadata,
+		IdempotencyKey: idempotencyKeyOf(c), RequestHash: norm.hash(),
 	})
+	var notStarted *checkout.NotStartedError
+	if errors.As(err, &notStarted) {
+		loggerFrom(c).ErrorContext(ctx, "starting order workflow; the reconciler will retry",
+			slog.String("order_id", notStarted.OrderID), slog.Any("error", notStarted.Err))
+		abort(c, models.Errorf(models.CodeUnavailable, "The order was saved but could not be started yet; retry the same request"))
+		return
+	}
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	if s.afterOrderCommit != nil {
-		if err := s.afterOrderCommit(order); err != nil {
-			abort(c, err)
-			return
-		}
-	}
-	if order.WorkflowStartedAt == nil {
-		if err := s.startOrder(ctx, order); err != nil {
-			loggerFrom(c).ErrorContext(ctx, "starting order workflow; the reconciler will retry",
-				slog.String("order_id", order.ID), slog.Any("error", err))
-			abort(c, models.Errorf(models.CodeUnavailable, "The order was saved but could not be started yet; retry the same request"))
-			return
-		}
-	}
-	if created && events != 0 {
-		// No subscribed endpoint, no event: one read saved per order.
-		s.dispatchOrderEvents(ctx, loggerFrom(c), order.ID)
+	if placed.Dispatch {
+		s.dispatchOrderEvents(ctx, loggerFrom(c), placed.Order.ID)
 	}
 	status := http.StatusCreated
-	if !created {
+	if !placed.Created {
 		// The cart's order already existed: a retry of the request that
 		// made it, with or without an Idempotency-Key (whose own replays
 		// are answered before this handler runs, with the first status).
 		status = http.StatusOK
 		c.Header(headerIdempotentReplayed, "true")
 	}
-	c.PureJSON(status, gin.H{"order": s.newCreatedOrderJSON(order)})
+	c.PureJSON(status, gin.H{"order": s.newCreatedOrderJSON(placed.Order)})
 }
 
 // SetAfterOrderCommit installs f to run between committing an order and
-// starting its workflow. Tests use it to make the process "die" at exactly
-// that point; production never sets it.
-func (s *Server) SetAfterOrderCommit(f func(models.Order) error) { s.afterOrderCommit = f }
-
-// freshRate returns a rate for base in USD no older than RateMaxAge, or
-// rate_unavailable: quoting on a stale or missing rate would guess.
-func (s *Server) freshRate(ctx context.Context, mode models.Mode, base string, now time.Time) (models.Rate, error) {
-	p, ok := s.deps.Rates[mode]
-	if !ok || p == nil {
-		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
-	}
-	r, err := p.Rate(ctx, base, "USD")
-	if err != nil {
-		s.deps.Logger.WarnContext(ctx, "exchange rate unavailable", slog.String("asset", base), slog.Any("error", err))
-		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
-	}
-	if !r.FreshAt(now, s.cfg.RateMaxAge) {
-		s.deps.Logger.WarnContext(ctx, "exchange rate too old", slog.String("asset", base), slog.Time("at", r.At))
-		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
-	}
-	return r, nil
-}
-
-// startOrder starts a new order's workflow for its POST; the mark that it
-// exists joins the next batch (Config.StartMarkDelay), or is written now.
-func (s *Server) startOrder(ctx context.Context, o models.Order) error {
-	if s.marks == nil {
-		return s.startWorkflow(ctx, o)
-	}
-	if err := s.deps.Workflows.StartOrder(ctx, o); err != nil {
-		return err
-	}
-	s.marks.add(o.ID)
-	return nil
-}
-
-// startWorkflow starts the order's workflow and marks it started.
-func (s *Server) startWorkflow(ctx context.Context, o models.Order) error {
-	if err := s.deps.Workflows.StartOrder(ctx, o); err != nil {
-		return err
-	}
-	return s.deps.Store.MarkWorkflowsStarted(ctx, []string{o.ID}, s.deps.Now())
-}
+// starting its workflow (checkout.Service.SetAfterOrderCommit). Tests use
+// it to make the process "die" at exactly that point; production never
+// sets it.
+func (s *Server) SetAfterOrderCommit(f func(models.Order) error) { s.checkout.SetAfterOrderCommit(f) }
 
 // ReconcileOrders starts the workflows of orders committed more than grace
-// ago whose workflow is not known to exist. Safe to run in every replica:
-// starting a workflow twice is refused by Temporal and treated as success.
+// ago whose workflow is not known to exist (checkout.ReconcileOrders).
 func (s *Server) ReconcileOrders(ctx context.Context, grace time.Duration) (int, error) {
-	orders, err := s.deps.Store.OrdersAwaitingWorkflow(ctx, s.deps.Now().Add(-grace), 100)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	var errs []error
-	for _, o := range orders {
-		// One order that keeps failing must not hold back the others.
-		if err := s.startWorkflow(ctx, o); err != nil {
-			errs = append(errs, fmt.Errorf("order %s: %w", o.ID, err))
-			continue
-		}
-		s.deps.Logger.InfoContext(ctx, "reconciler started order workflow", slog.String("order_id", o.ID))
-		n++
-	}
-	return n, errors.Join(errs...)
+	return s.checkout.ReconcileOrders(ctx, grace)
 }
 
 type createdOrderJSON struct {
@@ -599,13 +474,10 @@ type cancelRequest struct {
 	Reason *string `json:"reason"`
 }
 
-// cancelOrder is POST /v1/orders/{id_or_number}/cancel: the order's
-// workflow cancels an order awaiting payment (and answers once that is
-// written), so the cancel races no payment: whichever the workflow takes
-// first wins. An order already cancelled answers 200 as it is; one paid
-// or beyond, 409 order_not_cancellable.
+// cancelOrder is POST /v1/orders/{id_or_number}/cancel (checkout.CancelOrder).
+// An order cancelled now or before answers 200 with the order; one paid or
+// beyond, 409 order_not_cancellable.
 func (s *Server) cancelOrder(c *gin.Context) {
-	ctx := c.Request.Context()
 	key := mustKey(c)
 	var req cancelRequest
 	if c.Request.ContentLength != 0 {
@@ -627,48 +499,14 @@ func (s *Server) cancelOrder(c *gin.Context) {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
+	o, err := s.checkout.CancelOrder(c.Request.Context(), checkout.CancelRequest{
+		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
+	})
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	switch o.Status {
-	case models.OrderCancelled:
-		c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
-		return
-	case models.OrderCreated:
-	default:
-		abort(c, notCancellable(o.Status))
-		return
-	}
-	if o.WorkflowStartedAt == nil {
-		// Committed but not started yet (the reconciler's case): start it,
-		// then cancel through it, so no payment can slip past.
-		if err := s.startWorkflow(ctx, o); err != nil {
-			abort(c, err)
-			return
-		}
-	}
-	err = s.deps.Workflows.CancelOrder(ctx, o.ID, note)
-	if err != nil && !errors.Is(err, models.ErrOrderClosed) {
-		abort(c, err)
-		return
-	}
-	// Read the order back: cancelled now, or (the workflow had finished,
-	// ErrOrderClosed) whatever it ended as.
-	if o, err = s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, o.ID); err != nil {
-		abort(c, err)
-		return
-	}
-	if o.Status != models.OrderCancelled {
-		abort(c, notCancellable(o.Status))
-		return
-	}
 	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
-}
-
-func notCancellable(status models.OrderStatus) error {
-	return models.Errorf(models.CodeOrderNotCancellable, "The order is %s: only an order awaiting payment can be cancelled", status)
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset
@@ -758,9 +596,8 @@ func (s *Server) createTestPayment(c *gin.Context) {
 // Temporal is down and the signal waits for the reconciler, a process
 // killed before it answers), and the client's retry of the same request
 // must then be that payment again, which the matcher stores once and the
-// workflow counts once, not a second payment. The chaos test found orders
-// paid two and three times this way. Without a key each request is a new
-// payment, as a payer who sends twice.
+// workflow counts once, not a second payment. Without a key each request
+// is a new payment, as a payer who sends twice.
 func testPaymentID(key models.APIKey, idemKey string) (string, error) {
 	if idemKey == "" {
 		return models.NewID("sandbox", rand.Reader)

@@ -3,9 +3,14 @@
 // rate limits, plan gates), request and response types that follow the
 // contract in shared/seed, and the one table from error code to HTTP status.
 //
-// It may import models, the rate limiter, (for orders) workflows and the
-// Temporal client, OpenTelemetry's Gin instrumentation for request spans,
-// and a QR encoder for the tracking page's payment code. It never imports a concrete store or provider, nor a metrics
+// Handlers decode a request, call the order use cases of package
+// checkout (api/checkout) where there is a decision to make, and encode
+// the result.
+//
+// It may import models, the rate limiter, checkout, (for orders)
+// workflows and the Temporal client, OpenTelemetry's Gin instrumentation
+// for request spans, and a QR encoder for the tracking page's payment
+// code. It never imports a concrete store or provider, nor a metrics
 // library: cmd wires those in through the small interfaces declared here.
 package api
 
@@ -22,25 +27,22 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
 )
 
-// Store is the persistence the API needs.
+// Store is the persistence the API needs: the order use cases' part
+// (checkout.Orders), and what the handlers read and write themselves.
 type Store interface {
+	checkout.Orders
 	AuthenticateAPIKey(ctx context.Context, hash string) (models.APIKey, error)
 	CreateCart(ctx context.Context, c models.Cart) error
 	Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error)
-	CreateOrder(ctx context.Context, req models.OrderRequest) (models.Order, bool, error)
-	OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error)
 	// ListOrders returns a page of orders and whether more follow; an
 	// unknown StartingAfter is models.ErrOrderNotFound.
 	ListOrders(ctx context.Context, q models.OrderListQuery) ([]models.Order, bool, error)
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
-	// MarkWorkflowsStarted records that the orders' workflows exist.
-	MarkWorkflowsStarted(ctx context.Context, orderIDs []string, at time.Time) error
-	OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.Time, limit int) ([]models.Order, error)
-	StellarCursor(ctx context.Context, network, account string) (string, error)
 	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
 	Ping(ctx context.Context) error
 	IdempotencyStore
@@ -66,7 +68,9 @@ type RateLimiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
 }
 
-// Config is the API's behaviour, parsed once by cmd.
+// Config is the API's behaviour, parsed once by cmd. PaymentWindow,
+// Payments, RateMaxAge, NoPurchasing and StartMarkDelay are how orders are
+// taken (checkout.Config).
 type Config struct {
 	KeyPrefix     string
 	CartTTL       time.Duration
@@ -116,24 +120,16 @@ type Config struct {
 // clients budget their own calls inside it), far below a client's patience.
 const DefaultRequestTimeout = 10 * time.Second
 
-// PaymentSetup is the receiving side of one mode.
-type PaymentSetup struct {
-	Address    string // the receiving account
-	Network    string // "pubnet", "testnet" or "sandbox"
-	USDCIssuer string // the accepted USDC issuer
-	// NetworkPassphrase goes into SEP-0007 links for networks other than
-	// pubnet; empty for pubnet and the sandbox.
-	NetworkPassphrase string
-	// Watched: payments to Address are read by a chain watcher, which
-	// must have recorded where it starts before an order may be paid
-	// there, or a payment made in between would never be seen.
-	Watched bool
-}
+// PaymentSetup is the receiving side of one mode (checkout.PaymentSetup).
+type PaymentSetup = checkout.PaymentSetup
 
-// RateProvider prices one asset in another (XLM in USD).
-type RateProvider interface {
-	Rate(ctx context.Context, base, quote string) (models.Rate, error)
-}
+// RateProvider prices one asset in another, XLM in USD
+// (checkout.RateProvider).
+type RateProvider = checkout.RateProvider
+
+// DefaultStartMarkDelay is how long `memocart api` lets an order's
+// "workflow started" mark wait to share one write with others.
+const DefaultStartMarkDelay = 100 * time.Millisecond
 
 // Deps are the adapters the API talks to. Catalogs maps a mode to its
 // catalog; a mode without one answers live_mode_unavailable rather than
@@ -177,21 +173,13 @@ type Server struct {
 	engine *gin.Engine
 	keys   *keyCache
 
-	// afterOrderCommit, set only by tests, runs between committing an order
-	// and starting its workflow: returning an error simulates the process
-	// dying at the worst moment.
-	afterOrderCommit func(models.Order) error
-	// marks batches new orders' started marks (Config.StartMarkDelay).
-	marks *startMarks
+	// checkout carries out the order use cases the handlers decode for.
+	checkout *checkout.Service
 }
 
 // FlushStartMarks writes the started marks still waiting for their batch;
 // call it once the HTTP server has stopped.
-func (s *Server) FlushStartMarks() {
-	if s.marks != nil {
-		s.marks.wait()
-	}
-}
+func (s *Server) FlushStartMarks() { s.checkout.FlushStartMarks() }
 
 // NewServer builds the API.
 func NewServer(cfg Config, deps Deps) *Server {
@@ -200,12 +188,6 @@ func NewServer(cfg Config, deps Deps) *Server {
 	}
 	if cfg.CartTTL <= 0 {
 		cfg.CartTTL = models.DefaultCartTTL
-	}
-	if cfg.PaymentWindow <= 0 {
-		cfg.PaymentWindow = models.DefaultPaymentWindow
-	}
-	if cfg.RateMaxAge <= 0 {
-		cfg.RateMaxAge = time.Minute
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
@@ -226,9 +208,10 @@ func NewServer(cfg Config, deps Deps) *Server {
 		deps.Endpoints, _ = deps.Store.(WebhookStore)
 	}
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
-	if cfg.StartMarkDelay > 0 {
-		s.marks = &startMarks{delay: cfg.StartMarkDelay, write: deps.Store.MarkWorkflowsStarted, now: deps.Now, log: deps.Logger}
-	}
+	s.checkout = checkout.New(checkout.Config{
+		Payments: cfg.Payments, NoPurchasing: cfg.NoPurchasing, PaymentWindow: cfg.PaymentWindow,
+		RateMaxAge: cfg.RateMaxAge, StartMarkDelay: cfg.StartMarkDelay,
+	}, checkout.Deps{Orders: deps.Store, Workflows: deps.Workflows, Rates: deps.Rates, Now: deps.Now, Logger: deps.Logger})
 	s.engine = s.routes()
 	return s
 }

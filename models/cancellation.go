@@ -28,6 +28,44 @@ func (r CancellationReason) Valid() bool {
 	return false
 }
 
+// CancelVerdict is what a customer's cancel request does to an order.
+type CancelVerdict int
+
+// Cancel verdicts.
+const (
+	// CancelProceeds: the order awaits payment; cancel it.
+	CancelProceeds CancelVerdict = iota + 1
+	// CancelDone: the order is cancelled already; cancelling is
+	// idempotent, so the request is answered with the order as it is.
+	CancelDone
+)
+
+// DecideCancel decides a customer's cancel request for an order at
+// status whose amount due is (paid) or is not yet received. Only an order
+// awaiting payment can be cancelled: once the amount due is in, the money
+// is committed to buying the order, and giving it back is a refund, not a
+// cancellation. Any other order is refused with NotCancellable.
+func DecideCancel(status OrderStatus, paid bool) (CancelVerdict, error) {
+	switch {
+	case status == OrderCancelled:
+		return CancelDone, nil
+	case CanTransition(status, OrderCancelled) && !paid:
+		return CancelProceeds, nil
+	case status == OrderCreated:
+		// Paid in full but not moved on yet: it is paid in all but name,
+		// and will be in a moment.
+		return 0, NotCancellable(OrderPaid)
+	}
+	return 0, NotCancellable(status)
+}
+
+// NotCancellable is the refusal of a cancel for an order at status: a
+// CodeOrderNotCancellable error whose message names the status, so the
+// client can tell paid from shipped from failed.
+func NotCancellable(status OrderStatus) *Error {
+	return Errorf(CodeOrderNotCancellable, "The order is %s: only an order awaiting payment can be cancelled", status)
+}
+
 // MaxCancelNote bounds the note a client may give when it cancels an
 // order (the optional "reason" of the cancel request), in characters.
 const MaxCancelNote = 500

@@ -91,6 +91,10 @@ func AmountToPay(o Order) decimal.Decimal {
 	return due
 }
 
+// AmountDueReceived reports whether the money credited to the order, as
+// recorded, has reached its amount due (PaymentTally.Paid).
+func (o Order) AmountDueReceived() bool { return o.AmountReceived.GreaterThanOrEqual(o.PaymentAmount) }
+
 // AmountDueBack is the money in the order's asset owed back to the payer
 // and not yet refunded: what a cancelled or failed order had credited, an
 // overpayment's excess, and payments in the order's asset that arrived

@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"fmt"
+	"errors"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -36,8 +36,11 @@ type CancelResult struct {
 	Cancellation  models.CancellationReason
 }
 
-// acceptCancel takes in a cancel request. Only an order still waiting for
-// payment can be cancelled; later requests are logged and dropped.
+// acceptCancel takes in an operator's (or the customer's) cancel. An
+// order moves to cancelled only from awaiting payment
+// (models.CanTransition); later requests are logged and dropped. The
+// amount due being in does not stop it here: a cancel taken in before the
+// payment wait ends wins over the payment, and the money goes back.
 func (o *order) acceptCancel(c CancelSignal) {
 	if o.cancelReq != nil || !models.CanTransition(o.status, models.OrderCancelled) {
 		o.logger.Info("Cancel request ignored", "Status", o.status, "RequestedBy", c.RequestedBy, "Reason", c.Reason)
@@ -47,21 +50,28 @@ func (o *order) acceptCancel(c CancelSignal) {
 	o.cancelReq = &c
 }
 
-// validateCancel accepts a customer's cancel for an order awaiting payment
-// whose amount due is not reached yet, and for an order already cancelled
-// (answered as it is: cancelling twice is not an error). Anything else is
-// refused, before the update enters the history. It only reads state.
+// validateCancel decides a customer's cancel on the workflow's own state,
+// which knows of payments the database has not recorded yet, by the same
+// rule as the API (models.DecideCancel): accepted for an order awaiting
+// payment whose amount due is not in, and for one already cancelled
+// (answered as it is). A refusal is returned before the update enters the
+// history. It only reads state.
 func (o *order) validateCancel(_ workflow.Context, _ CancelRequest) error {
-	if o.status == models.OrderCancelled || (o.status == models.OrderCreated && !o.tally.Paid()) {
-		return nil
+	if _, err := models.DecideCancel(o.status, o.tally.Paid()); err != nil {
+		return cancelRefused(err)
 	}
-	status := o.status
-	if status == models.OrderCreated {
-		status = models.OrderPaid // the amount due is in; the workflow moves it on at once
+	return nil
+}
+
+// cancelRefused is a refusal of a customer's cancel as the update's
+// failure: its type is the model's error code, which the client
+// translates back (cancelError).
+func cancelRefused(err error) error {
+	var me *models.Error
+	if !errors.As(err, &me) {
+		return err
 	}
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("The order is %s: only an order awaiting payment can be cancelled", status),
-		string(models.CodeOrderNotCancellable), nil)
+	return temporal.NewNonRetryableApplicationError(me.Message, string(me.Code), nil)
 }
 
 // cancelByCustomer handles UpdateCancel: it takes in the cancel as an
@@ -83,9 +93,7 @@ func (o *order) cancelByCustomer(ctx workflow.Context, r CancelRequest) (CancelR
 		return CancelResult{}, err
 	}
 	if o.status != models.OrderCancelled {
-		return CancelResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("The order is %s: only an order awaiting payment can be cancelled", o.status),
-			string(models.CodeOrderNotCancellable), nil)
+		return CancelResult{}, cancelRefused(models.NotCancellable(o.status))
 	}
 	return CancelResult{Status: o.status, PaymentStatus: o.paymentStatus(), Cancellation: o.cancellation}, nil
 }

@@ -34,12 +34,13 @@ type RefundResult struct {
 	Amount        decimal.Decimal
 }
 
-// owesRefund reports whether the order ended holding money it received
-// for nothing (cancelled or failed), not yet sent back. Single payments
-// due back on their own (another asset, late) are the database's: they
-// never make the workflow wait.
+// owesRefund reports whether the order's refund goes through this
+// workflow (models.RouteOrderRefund), asked of the workflow's own state:
+// the order ended holding money it credited, not yet sent back. Single
+// payments due back on their own (another asset, late) are the
+// database's: they never make the workflow wait.
 func (o *order) owesRefund() bool {
-	return o.status.Final() && !o.refunded && o.paymentStatus() == models.PaymentRefundDue && o.tally.Received.IsPositive()
+	return models.RouteOrderRefund(o.status, o.paymentStatus(), o.tally.Received) == models.RefundThroughWorkflow
 }
 
 // awaitRefund keeps the workflow open while the order owes a refund, until

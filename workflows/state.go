@@ -126,9 +126,9 @@ func (o *order) transition() models.Transition {
 // (paymentStatusOf) as the database records it.
 func (o *order) paymentStatus() models.PaymentStatus {
 	ps := paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
-	if o.refunded && ps == models.PaymentRefundDue {
+	if o.refunded {
 		// As the database records it (MarkOrderRefunded).
-		return models.PaymentRefunded
+		return models.PaymentStatusAfterRefund(ps)
 	}
 	return ps
 }

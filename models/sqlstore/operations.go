@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/memocart/memocart/models"
 )
@@ -34,7 +35,7 @@ func (s *Store) RefundsDue(ctx context.Context) ([]Refund, error) {
 
 	// Whole payments: late ones and those in a wrong asset.
 	var ps []paymentRow
-	if err := db.Where("status IN ?", []string{PaymentLate, PaymentRefundDue}).Order("created_at, id").Find(&ps).Error; err != nil {
+	if err := db.Where("status IN ?", paymentStatesDueBack()).Order("created_at, id").Find(&ps).Error; err != nil {
 		return nil, fmt.Errorf("listing payments to refund: %w", err)
 	}
 	numbers, err := s.orderNumbers(ctx, ps)
@@ -55,7 +56,7 @@ func (s *Store) RefundsDue(ctx context.Context) ([]Refund, error) {
 
 	// Credited money on orders that will not use it, and overpayments.
 	var os []orderRow
-	err = db.Where("payment_status IN ? AND refunded_at IS NULL", []string{string(models.PaymentRefundDue), string(models.PaymentOverpaid)}).
+	err = db.Where("payment_status IN ? AND refunded_at IS NULL", paymentStatusesOwingMoneyBack()).
 		Order("created_at, id").Find(&os).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing orders to refund: %w", err)
@@ -103,11 +104,12 @@ func (s *Store) orderNumbers(ctx context.Context, ps []paymentRow) (map[string]s
 // that is not due back.
 var ErrNothingToRefund = errors.New("nothing is due back there")
 
-// MarkPaymentRefunded records that an operator sent a late or wrong-asset
-// payment back, in the chain transaction txHash.
+// MarkPaymentRefunded records that an operator sent a payment due back on
+// its own (models.PaymentState.DueBack: late, another asset) back, in the
+// chain transaction txHash.
 func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash string, at time.Time) error {
 	res := s.db.WithContext(ctx).Model(&paymentRow{}).
-		Where("id = ? AND status IN ?", paymentID, []string{PaymentLate, PaymentRefundDue}).
+		Where("id = ? AND status IN ?", paymentID, paymentStatesDueBack()).
 		Updates(map[string]any{"status": PaymentRefunded, "refund_tx": txHash, "refunded_at": at.UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("marking payment refunded: %w", res.Error)
@@ -119,42 +121,49 @@ func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash strin
 }
 
 // MarkOrderRefunded records that an operator sent back an order's credited
-// money (refund_due) or its excess (overpaid), in the transaction txHash.
-// A refund_due order becomes refunded; an overpaid one keeps its status
-// and is no longer listed. Recording the same txHash for the order again
-// succeeds and changes nothing.
+// money (refund_due) or its excess (overpaid), in the transaction txHash,
+// as models.DecideOrderRefund decides: the order's payment status becomes
+// models.PaymentStatusAfterRefund's, and it is no longer listed as due
+// back. Recording the same txHash for the order again succeeds and changes
+// nothing; anything else is ErrNothingToRefund.
 func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error {
-	updates := map[string]any{
-		"refund_tx": txHash, "refunded_at": at.UTC(), "updated_at": at.UTC(),
-		"payment_status": gorm.Expr("CASE WHEN payment_status = ? THEN ? ELSE payment_status END",
-			string(models.PaymentRefundDue), string(models.PaymentRefunded)),
-	}
-	res := s.db.WithContext(ctx).Model(&orderRow{}).
-		Where("number = ? AND refunded_at IS NULL AND payment_status IN ?", orderNumber,
-			[]string{string(models.PaymentRefundDue), string(models.PaymentOverpaid)}).
-		Updates(updates)
-	if res.Error != nil {
-		return fmt.Errorf("marking order refunded: %w", res.Error)
-	}
-	if res.RowsAffected == 0 {
-		// The same refund recorded again (the order workflow's activity
-		// retried after a commit whose answer was lost) is done already.
-		var n int64
-		if err := s.db.WithContext(ctx).Model(&orderRow{}).Where("number = ? AND refund_tx = ?", orderNumber, txHash).Count(&n).Error; err != nil {
-			return fmt.Errorf("marking order refunded: %w", err)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Locked against a concurrent refund of the same order; SQLite
+		// transactions begin IMMEDIATE, one writer at a time.
+		q := tx
+		if s.dialect == DialectPostgres {
+			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
 		}
-		if n > 0 {
+		var o orderRow
+		err := q.Select("id", "payment_status", "refunded_at", "refund_tx").Where("number = ?", orderNumber).Take(&o).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNothingToRefund
+		}
+		if err != nil {
+			return err
+		}
+		status := models.PaymentStatus(o.PaymentStatus)
+		switch models.DecideOrderRefund(status, o.RefundedAt != nil, o.RefundTx, txHash) {
+		case models.RefundAlreadyRecorded:
 			return nil
+		case models.RefundToRecord:
+		default:
+			return ErrNothingToRefund
 		}
-		return ErrNothingToRefund
+		return tx.Model(&orderRow{}).Where("id = ?", o.ID).Updates(map[string]any{
+			"refund_tx": txHash, "refunded_at": at.UTC(), "updated_at": at.UTC(),
+			"payment_status": string(models.PaymentStatusAfterRefund(status)),
+		}).Error
+	})
+	if err != nil && !errors.Is(err, ErrNothingToRefund) {
+		return fmt.Errorf("marking order refunded: %w", err)
 	}
-	return nil
+	return err
 }
 
 // AttachUnmatched attaches a payment that matched no order to the order an
-// operator names, and returns it ready to hand to the order's workflow.
-// Only a payment of the order's mode that is still unmatched can be
-// attached.
+// operator names, if models.CanAttachPayment allows it, and returns it
+// ready to hand to the order's workflow.
 func (s *Store) AttachUnmatched(ctx context.Context, paymentID, orderNumber string) (models.Payment, error) {
 	var out models.Payment
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -165,18 +174,19 @@ func (s *Store) AttachUnmatched(ctx context.Context, paymentID, orderNumber stri
 			}
 			return err
 		}
-		if p.Status != PaymentUnmatched {
-			return fmt.Errorf("payment %s is %s, not unmatched", paymentID, p.Status)
-		}
-		var o orderRow
-		if err := tx.Select("id", "mode").Where("number = ?", orderNumber).Take(&o).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return models.ErrOrderNotFound
-			}
+		var (
+			o     orderRow
+			order *models.Order
+		)
+		err := tx.Select("id", "number", "mode").Where("number = ?", orderNumber).Take(&o).Error
+		switch {
+		case err == nil:
+			order = &models.Order{ID: o.ID, Number: o.Number, Mode: models.Mode(o.Mode)}
+		case !errors.Is(err, gorm.ErrRecordNotFound):
 			return err
 		}
-		if o.Mode != p.Mode {
-			return fmt.Errorf("payment %s is %s mode, order %s is %s mode", paymentID, p.Mode, orderNumber, o.Mode)
+		if err := models.CanAttachPayment(p.toModel(), models.PaymentState(p.Status), order); err != nil {
+			return err
 		}
 		if err := tx.Model(&paymentRow{}).Where("id = ?", paymentID).
 			Updates(map[string]any{"order_id": o.ID, "status": PaymentMatched}).Error; err != nil {
@@ -187,6 +197,25 @@ func (s *Store) AttachUnmatched(ctx context.Context, paymentID, orderNumber stri
 		return nil
 	})
 	return out, err
+}
+
+// paymentStatesDueBack is models.PaymentStatesDueBack as column values.
+func paymentStatesDueBack() []string {
+	var out []string
+	for _, st := range models.PaymentStatesDueBack() {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// paymentStatusesOwingMoneyBack is models.PaymentStatusesOwingMoneyBack as
+// column values.
+func paymentStatusesOwingMoneyBack() []string {
+	var out []string
+	for _, st := range models.PaymentStatusesOwingMoneyBack() {
+		out = append(out, string(st))
+	}
+	return out
 }
 
 // RaiseAlert records a condition an operator must act on; raising it again

@@ -13,14 +13,15 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// Payment dispositions, stored in payments.status.
+// Payment dispositions, stored in payments.status: the models.PaymentState
+// vocabulary, as the strings of the column.
 const (
-	PaymentReceived  = "received"   // stored by a source, not yet through the matcher
-	PaymentUnmatched = "unmatched"  // memo names no order: kept for an operator
-	PaymentMatched   = "matched"    // attached to an order and handed to its workflow
-	PaymentLate      = "late"       // arrived after its order closed: refund due
-	PaymentRefundDue = "refund_due" // recorded against its order but not credited (wrong asset): due back
-	PaymentRefunded  = "refunded"   // an operator sent it back
+	PaymentReceived  = string(models.PaymentStateReceived)
+	PaymentUnmatched = string(models.PaymentStateUnmatched)
+	PaymentMatched   = string(models.PaymentStateMatched)
+	PaymentLate      = string(models.PaymentStateLate)
+	PaymentRefundDue = string(models.PaymentStateRefundDue)
+	PaymentRefunded  = string(models.PaymentStateRefunded)
 )
 
 type paymentRow struct {

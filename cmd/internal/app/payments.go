@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/memocart/memocart/activities/payments"
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/workflows"
@@ -227,8 +228,8 @@ func paymentsAttach(ctx context.Context, e Env, st *sqlstore.Store, args []strin
 	defer tc.Close()
 	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	m := payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
-	outcome, err := m.Attach(sigCtx, args[0], number)
+	uses := checkout.New(checkout.Config{}, checkout.Deps{Payments: payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)})
+	outcome, err := uses.AttachPayment(sigCtx, args[0], number)
 	if errors.Is(err, payments.ErrSignal) {
 		return fmt.Errorf("payment %s is attached to order %s, but its workflow could not be told (%w); "+
 			"memocart api re-drives it every MEMOCART_RECONCILE_INTERVAL once Temporal answers", args[0], number, err)
@@ -252,9 +253,11 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 	if *tx == "" || (*paymentID == "") == (*order == "") {
 		return errors.New("mark-refunded needs --tx and exactly one of --payment or --order")
 	}
-	now := time.Now()
+	wf := &lazyRefundWorkflows{e: e}
+	defer wf.close()
+	uses := checkout.New(checkout.Config{}, checkout.Deps{Refunds: st, RefundWorkflows: wf})
 	if *paymentID != "" {
-		if err := st.MarkPaymentRefunded(ctx, *paymentID, *tx, now); err != nil {
+		if err := uses.RecordPaymentRefund(ctx, *paymentID, *tx); err != nil {
 			return fmt.Errorf("payment %s: %w", *paymentID, err)
 		}
 		fmt.Fprintf(e.Stdout, "payment %s marked refunded in %s\n", *paymentID, *tx)
@@ -264,56 +267,56 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 	if !ok {
 		return fmt.Errorf("%q is not a valid order number", *order)
 	}
-	o, err := st.OrderByNumber(ctx, number)
-	if err != nil {
+	r, err := uses.RecordOrderRefund(ctx, checkout.OrderRefundRequest{Number: number, TxHash: *tx, RecordedBy: "memocart payments mark-refunded"})
+	var setup temporalSetupError
+	switch {
+	case errors.As(err, &setup):
+		return fmt.Errorf("order %s: %w", number, setup.err)
+	case errors.Is(err, checkout.ErrRefundNotRecorded):
+		return fmt.Errorf("order %s: %w; check memocart payments list and run the command again", number, err)
+	case err != nil:
 		return fmt.Errorf("order %s: %w", number, err)
+	case r.ThroughWorkflow:
+		fmt.Fprintf(e.Stdout, "order %s marked refunded in %s (%s %s); its workflow recorded it and closes\n",
+			number, *tx, r.Amount, r.Asset)
+	default:
+		fmt.Fprintf(e.Stdout, "order %s marked refunded in %s\n", number, *tx)
 	}
-	// A cancelled or failed order that received money keeps its workflow
-	// open until its refund is recorded: the workflow writes it, so that
-	// no payment it credits can slip between the refund and the order's
-	// close, and then shows PaymentStatus=refunded in the Temporal UI.
-	if o.PaymentStatus == models.PaymentRefundDue && o.AmountReceived.IsPositive() {
-		recorded, err := refundThroughWorkflow(ctx, e, o, *tx)
-		if err != nil {
-			return fmt.Errorf("order %s: %w", number, err)
-		}
-		if recorded {
-			fmt.Fprintf(e.Stdout, "order %s marked refunded in %s (%s %s); its workflow recorded it and closes\n",
-				number, *tx, o.AmountReceived, o.PaymentAsset)
-			return nil
-		}
-	}
-	if err := st.MarkOrderRefunded(ctx, number, *tx, now); err != nil {
-		return fmt.Errorf("order %s: %w", number, err)
-	}
-	fmt.Fprintf(e.Stdout, "order %s marked refunded in %s\n", number, *tx)
 	return nil
 }
 
-// refundThroughWorkflow hands an order's refund to its workflow if the
-// workflow is still open. It reports false when the workflow has closed
-// (the refund wait ran out, or the order closed before workflows waited
-// for refunds): the database alone then takes the refund.
-func refundThroughWorkflow(ctx context.Context, e Env, o models.Order, tx string) (bool, error) {
-	opts, err := TemporalOptions(e, e.Cfg.TemporalAddress)
-	if err != nil {
-		return false, err
+// lazyRefundWorkflows is checkout.RefundWorkflows on the cluster of
+// MEMOCART_TEMPORAL_ADDRESS, connected on first use: a refund the
+// database alone records never touches Temporal.
+type lazyRefundWorkflows struct {
+	e  Env
+	tc client.Client
+}
+
+func (w *lazyRefundWorkflows) RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error) {
+	if w.tc == nil {
+		opts, err := TemporalOptions(w.e, w.e.Cfg.TemporalAddress)
+		if err != nil {
+			return workflows.RefundResult{}, temporalSetupError{err}
+		}
+		if w.tc, err = client.NewLazyClient(opts); err != nil {
+			return workflows.RefundResult{}, temporalSetupError{err}
+		}
 	}
-	tc, err := client.NewLazyClient(opts)
-	if err != nil {
-		return false, err
-	}
-	defer tc.Close()
 	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = workflows.NewClient(tc, e.Cfg.TemporalTaskQueue).RecordRefund(upCtx, o.ID,
-		workflows.RefundRequest{TxHash: tx, Amount: o.AmountReceived, RecordedBy: "memocart payments mark-refunded"})
-	switch {
-	case errors.Is(err, models.ErrOrderClosed):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("its workflow did not record the refund, nothing was written (%w); "+
-			"check memocart payments list and run the command again", err)
+	return workflows.NewClient(w.tc, w.e.Cfg.TemporalTaskQueue).RecordRefund(upCtx, orderID, r)
+}
+
+// temporalSetupError is a client configuration the command could not use:
+// reported as it is, not as the workflow's answer.
+type temporalSetupError struct{ err error }
+
+func (e temporalSetupError) Error() string { return e.err.Error() }
+func (e temporalSetupError) Unwrap() error { return e.err }
+
+func (w *lazyRefundWorkflows) close() {
+	if w.tc != nil {
+		w.tc.Close()
 	}
-	return true, nil
 }

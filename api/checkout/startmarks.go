@@ -1,4 +1,4 @@
-package api
+package checkout
 
 import (
 	"context"
@@ -6,10 +6,6 @@ import (
 	"sync"
 	"time"
 )
-
-// DefaultStartMarkDelay is how long `memocart api` lets an order's
-// "workflow started" mark wait to share one write with others.
-const DefaultStartMarkDelay = 100 * time.Millisecond
 
 // startMarkTimeout bounds one batch's write.
 const startMarkTimeout = 10 * time.Second
