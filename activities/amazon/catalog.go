@@ -49,12 +49,18 @@ const maxBodySize = 4 << 20
 // refusing Memocart or too slow.
 const msgUnavailable = "Amazon product data is unavailable right now; retry later"
 
-// Credential is one region group's Creators API credential (version 3.x)
-// and the Associates partner tag its calls carry.
+// Credential is one region group's Creators API credential and the
+// Associates partner tag its calls carry.
 type Credential struct {
 	ClientID     string
 	ClientSecret string
 	PartnerTag   string
+	// Version is the credential version Amazon shows with it: "3.1",
+	// "3.2", "3.3" (Login with Amazon) or "2.1", "2.2", "2.3" (Cognito),
+	// the minor number naming the region group; "3.x" or "2.x" says only
+	// the kind. It decides the token endpoint and the token request's
+	// shape. Empty means 3.x, what Amazon issues today.
+	Version string
 }
 
 // Config configures a Catalog.
@@ -63,8 +69,8 @@ type Config struct {
 	// Default DefaultAPIURL.
 	APIURL string
 	// TokenURL, when set, is the token endpoint of every region group
-	// (a test server's). Empty uses each group's documented endpoint
-	// (RegionGroup.TokenURL).
+	// (a test server's). Empty uses each group's documented endpoint for
+	// the credential's version (RegionGroup.TokenURL for 3.x).
 	TokenURL string
 	// Credentials holds the credential of each region group Memocart has
 	// one for. Storefronts of a group without one answer
@@ -112,6 +118,7 @@ type Catalog struct {
 type group struct {
 	name       RegionGroup
 	partnerTag string
+	tokenURL   string
 	tokens     *upstream.TokenCache
 	limiter    *rate.Limiter // shared by groups with the same credential
 }
@@ -174,8 +181,16 @@ func New(cfg Config) (*Catalog, error) {
 		if cred.ClientID == "" || cred.ClientSecret == "" || cred.PartnerTag == "" {
 			return nil, fmt.Errorf("amazon: the %s credential needs ClientID, ClientSecret and PartnerTag", g)
 		}
+		version, err := credentialVersion(cred.Version, g)
+		if err != nil {
+			return nil, fmt.Errorf("amazon: the %s credential: %w", g, err)
+		}
 		tokenURL := cfg.TokenURL
-		if tokenURL == "" {
+		switch {
+		case tokenURL != "":
+		case version == versionCognito:
+			tokenURL = cognitoTokenURL(g)
+		default:
 			tokenURL = g.TokenURL()
 		}
 		lim := limiters[cred.ClientID]
@@ -188,7 +203,8 @@ func New(cfg Config) (*Catalog, error) {
 		c.groups[g] = &group{
 			name:       g,
 			partnerTag: cred.PartnerTag,
-			tokens:     newTokenCache(tokenURL, cred, cfg.HTTPClient, cfg.Now),
+			tokenURL:   tokenURL,
+			tokens:     newTokenCache(tokenRequester{url: tokenURL, version: version, cred: cred, client: cfg.HTTPClient}, cfg.Now),
 			limiter:    lim,
 		}
 	}
@@ -197,10 +213,13 @@ func New(cfg Config) (*Catalog, error) {
 
 // Product returns the product ref names, resolving a short link first.
 // A product that cannot be bought now (out of stock, pre-order only, no
-// offer, unknown to the API) is a product_unavailable error saying why. A
+// offer, only a members-only deal price, unknown to the API: a 404
+// ResourceNotFoundException) is a product_unavailable error saying why. A
 // storefront without credentials on this deployment, or that the API does
-// not serve, is live_mode_unavailable. Amazon being down, throttling,
-// rejecting Memocart's credentials or too slow for ctx is
+// not serve, is live_mode_unavailable, and so is Amazon refusing this
+// deployment's account or partner tag (403 AccessDeniedException, 400
+// ValidationException), logged for the operator. Amazon being down,
+// throttling, rejecting Memocart's token or too slow for ctx is
 // marketplace_unavailable after a few attempts. A ref no parser would
 // produce, or a short link that does not lead to an Amazon product page,
 // is invalid_url.
@@ -273,10 +292,20 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 			// The token expired or was revoked early: one fresh token.
 			refreshed = true
 			continue
-		case ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden:
+		case ue.Status == http.StatusUnauthorized:
 			log.Error("amazon: credentials rejected by the Creators API",
 				"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes)
 			return models.Product{}, marketplaceUnavailable(ue)
+		case ue.Status == http.StatusForbidden || ue.Status == http.StatusBadRequest:
+			// AccessDeniedException (the Associates account is not
+			// eligible, the tag is not its own) or ValidationException
+			// (a field Amazon refuses, usually the partner tag): the
+			// deployment's setup, which retrying cannot fix and only an
+			// operator can.
+			log.Error("amazon: the Creators API refuses this deployment's requests: check the Associates account and partner tag",
+				"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes, "fields", ue.Fields)
+			return models.Product{}, fmt.Errorf("amazon: %w: %w", models.Errorf(models.CodeLiveUnavailable,
+				"Live product data from Amazon is not available on this deployment right now"), ue)
 		case !ue.retryable():
 			log.Warn("amazon: unexpected getItems answer", "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
 			return models.Product{}, marketplaceUnavailable(ue)
@@ -367,7 +396,7 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)
 	var ue *upstreamError
 	if errors.As(err, &ue) {
-		ue.RetryAfter = upstream.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		ue.RetryAfter = max(ue.RetryAfter, upstream.RetryAfter(resp.Header.Get("Retry-After"), time.Now()))
 		if ue.Status == http.StatusUnauthorized {
 			g.tokens.Invalidate(token)
 		}

@@ -163,6 +163,8 @@ func TestProductFromServer(t *testing.T) {
 		{"the buy-box winner, listed second", "https://www.amazon.com/dp/" + creatorstest.BuyBoxSecondASIN, "www.amazon.com", "USD",
 			creatorstest.BuyBoxWinnerPrice, "Amazon.com"},
 		{"scarce stock", "https://www.amazon.com/dp/" + creatorstest.ScarceASIN, "www.amazon.com", "USD", scarce, "Amazon.com"},
+		{"the standard offer, not a Prime-exclusive deal", "https://www.amazon.com/dp/" + creatorstest.PrimeDealASIN, "www.amazon.com", "USD",
+			creatorstest.PrimeStandardPrice, "Amazon.com"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -208,6 +210,7 @@ func TestProductNotBuyable(t *testing.T) {
 		{creatorstest.NoPriceASIN, "This product has no offer that can be bought at Amazon: it has no price"},
 		{creatorstest.NotFoundASIN, "This product was not found at Amazon, or Amazon does not provide its data"},
 		{"B0LEADTIME", "This product is not in stock at Amazon: it ships only after a lead time"},
+		{creatorstest.PrimeOnlyASIN, "This product is offered at Amazon only at a members-only deal price, which Memocart cannot buy at"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.asin, func(t *testing.T) {
@@ -218,6 +221,27 @@ func TestProductNotBuyable(t *testing.T) {
 	}
 	// An answer about the product is not retried.
 	assert.Len(t, apiCalls(srv), len(tests))
+}
+
+// The catalog reads getItems whichever way the server spells its result
+// container, and a 404 ResourceNotFoundException as "not found".
+func TestProductWithEitherContainer(t *testing.T) {
+	for _, container := range []creatorstest.Container{creatorstest.ItemsResult, creatorstest.ItemResults} {
+		t.Run(string(container), func(t *testing.T) {
+			srv := newServer(t, creatorstest.WithContainer(container))
+			c, _ := testCatalog(t, srv, nil)
+			p, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			require.NoError(t, err)
+			usd, _ := creatorstest.Price("B07YCM5K55", "www.amazon.com")
+			assert.True(t, decimal.RequireFromString(usd).Equal(p.Price))
+
+			_, err = c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/"+creatorstest.NotFoundASIN))
+			requireCode(t, err, models.CodeProductUnavailable)
+			calls := apiCalls(srv)
+			assert.Equal(t, http.StatusNotFound, calls[len(calls)-1].Status)
+			assert.Len(t, calls, 2, "not found is not retried")
+		})
+	}
 }
 
 func TestTokenObtainedOnceAndReused(t *testing.T) {
@@ -276,7 +300,6 @@ func TestCredentialsRejected(t *testing.T) {
 	}{
 		// A 401 gets one fresh token, and no more.
 		{"401 twice", http.StatusUnauthorized, 2, 2},
-		{"403", http.StatusForbidden, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,6 +315,74 @@ func TestCredentialsRejected(t *testing.T) {
 			assert.Contains(t, logs.String(), "credentials rejected by the Creators API")
 		})
 	}
+}
+
+// AccessDeniedException and ValidationException are this deployment's
+// setup (an ineligible Associates account, a wrong partner tag): not
+// retried, not "retry later", and logged for an operator with Amazon's
+// type and reason.
+func TestAccountRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		logged []string
+	}{
+		{"403 AccessDeniedException", http.StatusForbidden, []string{"AccessDeniedException", "AssociateNotEligible"}},
+		{"400 ValidationException", http.StatusBadRequest, []string{"ValidationException", "FieldValidationFailed", "partnerTag"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t)
+			c, logs := testCatalog(t, srv, nil)
+			srv.FailNext(tt.status, 10)
+			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			me := requireCode(t, err, models.CodeLiveUnavailable)
+			assert.NotContains(t, me.Message, "retry later")
+			assert.False(t, errors.Is(err, models.ErrMarketplaceUnavailable))
+			assert.Len(t, apiCalls(srv), 1, "not retried")
+			assert.Contains(t, logs.String(), "level=ERROR")
+			for _, want := range tt.logged {
+				assert.Contains(t, logs.String(), want)
+			}
+		})
+	}
+}
+
+// The token request has the shape of the credential's version: a JSON
+// body for 3.x (Login with Amazon), a form with HTTP Basic for 2.x
+// (Cognito). The test server refuses any other shape, as the real
+// endpoints do.
+func TestTokenRequestPerCredentialVersion(t *testing.T) {
+	tests := []struct {
+		name     string
+		version  string
+		tokenURL func(*creatorstest.Server) string
+	}{
+		{"3.x default", "", (*creatorstest.Server).TokenURL},
+		{"3.1", "3.1", (*creatorstest.Server).TokenURL},
+		{"2.1", "2.1", (*creatorstest.Server).CognitoTokenURL},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t)
+			id, secret := srv.Credentials()
+			c, logs := testCatalog(t, srv, func(cfg *Config) {
+				cfg.TokenURL = tt.tokenURL(srv)
+				cfg.Credentials = map[RegionGroup]Credential{NA: {ClientID: id, ClientSecret: secret, PartnerTag: "memocart-20", Version: tt.version}}
+			})
+			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			require.NoError(t, err, logs.String())
+			assert.Equal(t, 1, srv.TokensIssued())
+		})
+	}
+	t.Run("a 3.x credential sent to the 2.x endpoint is refused", func(t *testing.T) {
+		srv := newServer(t)
+		c, logs := testCatalog(t, srv, func(cfg *Config) { cfg.TokenURL = srv.CognitoTokenURL() })
+		_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+		requireCode(t, err, models.CodeMarketplaceUnavailable)
+		assert.Zero(t, srv.TokensIssued())
+		assert.Contains(t, logs.String(), "oauth_error=invalid_request")
+	})
 }
 
 func TestTokenEndpointFailures(t *testing.T) {
@@ -341,7 +432,8 @@ func TestThrottledThenServed(t *testing.T) {
 	calls := apiCalls(srv)
 	require.Len(t, calls, 2)
 	assert.Equal(t, http.StatusTooManyRequests, calls[0].Status)
-	// The wait honoured Retry-After, longer than the backoff alone.
+	// The wait honoured the body's retryAfterSeconds, longer than the
+	// backoff alone.
 	assert.Equal(t, []time.Duration{2 * time.Second}, clock.Slept())
 }
 
@@ -371,23 +463,17 @@ func TestRetryPolicy(t *testing.T) {
 			apiCalls: maxAttempts,
 		},
 		{
-			name:     "a Retry-After too long to wait for",
+			name:     "a retryAfterSeconds too long to wait for",
 			inject:   func(s *creatorstest.Server) { s.RateLimitNext(1, time.Minute) },
 			wantErr:  true,
 			apiCalls: 1,
 		},
 		{
-			name:   "a Retry-After past the caller's deadline",
+			name:   "a retryAfterSeconds past the caller's deadline",
 			inject: func(s *creatorstest.Server) { s.RateLimitNext(1, 3*time.Second) },
 			ctx: func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 2*time.Second)
 			},
-			wantErr:  true,
-			apiCalls: 1,
-		},
-		{
-			name:     "a bad request is not retried",
-			inject:   func(s *creatorstest.Server) { s.FailNext(http.StatusBadRequest, 1) },
 			wantErr:  true,
 			apiCalls: 1,
 		},
@@ -601,15 +687,30 @@ func TestNewWiring(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, c.groups[NA].limiter, c.groups[FE].limiter, "one limiter per credential")
 	assert.NotSame(t, c.groups[NA].limiter, c.groups[EU].limiter)
-	assert.Equal(t, "https://api.amazon.com/auth/o2/token", c.groups[NA].tokens.Config().TokenURL)
-	assert.Equal(t, "https://api.amazon.co.uk/auth/o2/token", c.groups[EU].tokens.Config().TokenURL)
-	assert.Equal(t, "https://api.amazon.co.jp/auth/o2/token", c.groups[FE].tokens.Config().TokenURL)
-	assert.Equal(t, []string{"creatorsapi::default"}, c.groups[NA].tokens.Config().Scopes)
+	assert.Equal(t, "https://api.amazon.com/auth/o2/token", c.groups[NA].tokenURL)
+	assert.Equal(t, "https://api.amazon.co.uk/auth/o2/token", c.groups[EU].tokenURL)
+	assert.Equal(t, "https://api.amazon.co.jp/auth/o2/token", c.groups[FE].tokenURL)
 	assert.Equal(t, DefaultAPIURL, c.apiURL)
+
+	// Version 2.x credentials get their token from Cognito, in the AWS
+	// region of their group.
+	v2 := func(v string) Credential {
+		return Credential{ClientID: "id-" + v, ClientSecret: "s", PartnerTag: "t", Version: v}
+	}
+	c, err = New(Config{Credentials: map[RegionGroup]Credential{NA: v2("2.1"), EU: v2("2.2"), FE: v2("2.x")}})
+	require.NoError(t, err)
+	assert.Equal(t, "https://creatorsapi.auth.us-east-1.amazoncognito.com/oauth2/token", c.groups[NA].tokenURL)
+	assert.Equal(t, "https://creatorsapi.auth.eu-south-2.amazoncognito.com/oauth2/token", c.groups[EU].tokenURL)
+	assert.Equal(t, "https://creatorsapi.auth.us-west-2.amazoncognito.com/oauth2/token", c.groups[FE].tokenURL)
 
 	c, err = New(Config{TokenURL: "https://127.0.0.1:9/auth/o2/token", Credentials: map[RegionGroup]Credential{EU: a}})
 	require.NoError(t, err)
-	assert.Equal(t, "https://127.0.0.1:9/auth/o2/token", c.groups[EU].tokens.Config().TokenURL)
+	assert.Equal(t, "https://127.0.0.1:9/auth/o2/token", c.groups[EU].tokenURL)
+
+	for _, bad := range []string{"1.1", "3.2", "4", "v3"} {
+		_, err = New(Config{Credentials: map[RegionGroup]Credential{NA: {ClientID: "i", ClientSecret: "s", PartnerTag: "t", Version: bad}}})
+		assert.Error(t, err, "version %q for NA", bad)
+	}
 }
 
 func TestNotAnAmazonRef(t *testing.T) {

@@ -23,6 +23,7 @@ var resources = []string{
 	"offersV2.listings.condition",
 	"offersV2.listings.isBuyBoxWinner",
 	"offersV2.listings.merchantInfo",
+	"offersV2.listings.dealDetails",
 }
 
 // getItemsRequest is getItems' body.
@@ -34,18 +35,49 @@ type getItemsRequest struct {
 }
 
 // getItemsResponse is the part of getItems' answer the catalog reads. The
-// errors list is also the body of most failed calls.
+// result container has two spellings: Amazon's GetItems reference page
+// says itemResults, its SDK and cURL page itemsResult; either is read.
+// errors[] lists the items that could not be returned (a partial answer).
+// A failed call has a top-level error body instead (errorBody).
 type getItemsResponse struct {
-	ItemsResult *struct {
-		Items []item `json:"items"`
-	} `json:"itemsResult"`
-	Errors []apiError `json:"errors"`
+	ItemsResult *itemsResult `json:"itemsResult"`
+	ItemResults *itemsResult `json:"itemResults"`
+	Errors      []apiError   `json:"errors"`
+}
+
+type itemsResult struct {
+	Items []item `json:"items"`
+}
+
+// items returns the items of whichever container the answer used.
+func (r getItemsResponse) items() []item {
+	var out []item
+	if r.ItemsResult != nil {
+		out = append(out, r.ItemsResult.Items...)
+	}
+	if r.ItemResults != nil {
+		out = append(out, r.ItemResults.Items...)
+	}
+	return out
 }
 
 type apiError struct {
 	Code    string `json:"code"`
 	Type    string `json:"type"`
 	Message string `json:"message"`
+}
+
+// errorBody is the top-level error body of a failed call: 404
+// ResourceNotFoundException (no requested item is accessible), 400
+// ValidationException (with fieldList), 401, 403 AccessDeniedException,
+// 429 ThrottleException (with retryAfterSeconds).
+type errorBody struct {
+	Type              string   `json:"type"`
+	Message           string   `json:"message"`
+	Reason            string   `json:"reason"`
+	FieldList         []string `json:"fieldList"`
+	ResourceType      string   `json:"resourceType"`
+	RetryAfterSeconds *int64   `json:"retryAfterSeconds"`
 }
 
 type item struct {
@@ -81,7 +113,10 @@ type listing struct {
 		Type string `json:"type"`
 	} `json:"availability"`
 	IsBuyBoxWinner bool `json:"isBuyBoxWinner"`
-	MerchantInfo   *struct {
+	DealDetails    *struct {
+		AccessType string `json:"accessType"`
+	} `json:"dealDetails"`
+	MerchantInfo *struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	} `json:"merchantInfo"`
@@ -102,8 +137,9 @@ var itemErrorCodes = map[string]bool{
 // decides from Status whether to retry.
 type upstreamError struct {
 	Status     int           // 0: no response (network error, timeout)
-	RetryAfter time.Duration // from a Retry-After header
-	Codes      []string      // the API's error codes and types: safe to log
+	RetryAfter time.Duration // from retryAfterSeconds or a Retry-After header
+	Codes      []string      // the API's error types, reasons and codes: safe to log
+	Fields     []string      // a ValidationException's fieldList: safe to log
 	Err        error
 }
 
@@ -135,25 +171,16 @@ func (e *upstreamError) retryable() bool {
 // about the product (found, not buyable, unknown) is a Product or a
 // product_unavailable error; anything else is an *upstreamError.
 func readAnswer(status int, body []byte, asin string, sf storefront) (models.Product, error) {
-	var resp getItemsResponse
-	decodeErr := json.Unmarshal(body, &resp)
-	codes := errorCodes(resp.Errors)
-	switch {
-	case status == http.StatusOK && decodeErr != nil:
-		return models.Product{}, &upstreamError{Status: status, Err: fmt.Errorf("decoding getItems answer: %w", decodeErr)}
-	case status == http.StatusOK:
-	case status == http.StatusNotFound && decodeErr == nil && aboutItems(resp.Errors):
-		// Some deployments answer 404 when none of the ids is found.
-		return models.Product{}, notFound(asin)
-	default:
-		return models.Product{}, &upstreamError{Status: status, Codes: codes}
+	if status != http.StatusOK {
+		return models.Product{}, failedCall(status, body, asin)
 	}
-
-	if resp.ItemsResult != nil {
-		for _, it := range resp.ItemsResult.Items {
-			if strings.EqualFold(it.ASIN, asin) {
-				return itemProduct(it, asin, sf)
-			}
+	var resp getItemsResponse
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return models.Product{}, &upstreamError{Status: status, Err: fmt.Errorf("decoding getItems answer: %w", err)}
+	}
+	for _, it := range resp.items() {
+		if strings.EqualFold(it.ASIN, asin) {
+			return itemProduct(it, asin, sf)
 		}
 	}
 	// Asked for, answered without it: an error names why, or the API just
@@ -161,10 +188,40 @@ func readAnswer(status int, body []byte, asin string, sf storefront) (models.Pro
 	// list about the call itself (a 200 is not expected with one) is not
 	// an answer about the product.
 	if len(resp.Errors) > 0 && !aboutItems(resp.Errors) {
-		return models.Product{}, &upstreamError{Status: status, Codes: codes, Err: errors.New("getItems answered errors about the call")}
+		return models.Product{}, &upstreamError{Status: status, Codes: errorCodes(resp.Errors), Err: errors.New("getItems answered errors about the call")}
 	}
 	return models.Product{}, notFound(asin)
 }
+
+// failedCall interprets a getItems answer that is not a 200. A 404
+// ResourceNotFoundException means none of the ids is accessible: an
+// answer about the product, not an outage. Everything else is an
+// *upstreamError carrying the body's type and reason for the logs and its
+// retryAfterSeconds for the retry.
+func failedCall(status int, body []byte, asin string) error {
+	var eb errorBody
+	var list getItemsResponse
+	_ = json.Unmarshal(body, &eb)
+	_ = json.Unmarshal(body, &list)
+	if status == http.StatusNotFound && (eb.Type == "ResourceNotFoundException" || aboutItems(list.Errors)) {
+		return notFound(asin)
+	}
+	ue := &upstreamError{Status: status, Fields: eb.FieldList}
+	for _, c := range []string{eb.Type, eb.Reason} {
+		if c != "" {
+			ue.Codes = append(ue.Codes, c)
+		}
+	}
+	ue.Codes = append(ue.Codes, errorCodes(list.Errors)...)
+	if s := eb.RetryAfterSeconds; s != nil && *s > 0 {
+		ue.RetryAfter = time.Duration(min(*s, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	return ue
+}
+
+// maxRetryAfter caps a retryAfterSeconds, so a huge one cannot overflow;
+// any wait that long is answered at once anyway.
+const maxRetryAfter = 24 * time.Hour
 
 // itemProduct turns an item into a Product, or says why it cannot be bought.
 func itemProduct(it item, asin string, sf storefront) (models.Product, error) {
@@ -175,14 +232,10 @@ func itemProduct(it item, asin string, sf storefront) (models.Product, error) {
 	if len(offers) == 0 {
 		return models.Product{}, unavailable(asin, "This product has no offer that can be bought at Amazon")
 	}
-	// The buy-box offer is the one a shopper gets with "Add to cart";
-	// without one, the first offer is Amazon's featured one.
-	offer := offers[0]
-	for _, l := range offers {
-		if l.IsBuyBoxWinner {
-			offer = l
-			break
-		}
+	offer, ok := standardOffer(offers)
+	if !ok {
+		return models.Product{}, unavailable(asin,
+			"This product is offered at Amazon only at a members-only deal price, which Memocart cannot buy at")
 	}
 	kind := ""
 	if offer.Availability != nil {
@@ -234,6 +287,30 @@ func itemProduct(it item, asin string, sf storefront) (models.Product, error) {
 		UpstreamID:   asin,
 		Listing:      merchant,
 	}, nil
+}
+
+// standardOffer picks the offer a product is quoted at: the buy-box offer
+// (the one a shopper gets with "Add to cart"), else the first, Amazon's
+// featured one. Offers at a restricted deal price (dealDetails.accessType
+// PRIME_EXCLUSIVE, PRIME_EARLY_ACCESS...) are skipped: the buying account
+// may not get that price, and quoting it would under-charge the order.
+// ok is false when every offer is restricted.
+func standardOffer(offers []listing) (listing, bool) {
+	var open []listing
+	for _, l := range offers {
+		if l.DealDetails == nil || l.DealDetails.AccessType == "" || l.DealDetails.AccessType == "ALL" {
+			open = append(open, l)
+		}
+	}
+	if len(open) == 0 {
+		return listing{}, false
+	}
+	for _, l := range open {
+		if l.IsBuyBoxWinner {
+			return l, true
+		}
+	}
+	return open[0], true
 }
 
 // aboutItems reports whether errs are all about items, not about the call.

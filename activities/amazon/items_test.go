@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
@@ -163,6 +166,7 @@ func TestReadAnswerNotBuyable(t *testing.T) {
 		{"not accessible, partial result", "getitems_partial.json", 200, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
 		{"not accessible, errors only", "getitems_not_accessible.json", 200, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
 		{"not accessible, answered 404", "getitems_not_accessible.json", 404, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
+		{"none accessible: 404 ResourceNotFoundException", "error_item_not_found.json", 404, "B0GONE0000", "This product was not found at Amazon, or Amazon does not provide its data"},
 		{"left out without an error", "getitems_buybox.json", 200, "B0MISSING0", "This product was not found at Amazon, or Amazon does not provide its data"},
 	}
 	for _, tt := range tests {
@@ -255,14 +259,16 @@ func TestReadAnswerUpstreamFailures(t *testing.T) {
 		codes     []string
 		retryable bool
 	}{
-		{"throttled", 429, fixture(t, "error_throttled.json"), []string{"TooManyRequests"}, true},
-		{"server error", 500, fixture(t, "error_internal.json"), []string{"InternalFailure"}, true},
+		{"throttled", 429, fixture(t, "error_throttled.json"), []string{"ThrottleException"}, true},
+		{"server error", 500, fixture(t, "error_internal.json"), []string{"InternalServerException"}, true},
 		{"server error without a body", 503, nil, nil, true},
-		{"unauthorized", 401, fixture(t, "error_unauthorized.json"), []string{"UnauthorizedException/Unauthorized"}, false},
-		{"forbidden", 403, fixture(t, "error_forbidden.json"), []string{"ForbiddenException/AssociateNotEligible"}, false},
-		{"bad request", 400, fixture(t, "error_invalid_partner_tag.json"), []string{"InvalidPartnerTag"}, false},
+		{"unauthorized", 401, fixture(t, "error_unauthorized.json"), []string{"UnauthorizedException", "TokenExpired"}, false},
+		{"forbidden", 403, fixture(t, "error_forbidden.json"), []string{"AccessDeniedException", "AssociateNotEligible"}, false},
+		{"bad request", 400, fixture(t, "error_invalid_partner_tag.json"), []string{"ValidationException", "FieldValidationFailed"}, false},
 		{"404 not about items", 404, []byte(`<html>not found</html>`), nil, false},
-		{"200 about the call", 200, fixture(t, "error_invalid_partner_tag.json"), []string{"InvalidPartnerTag"}, false},
+		{"404 of another resource", 404, []byte(`{"type":"UnknownOperationException","message":"no such operation"}`),
+			[]string{"UnknownOperationException"}, false},
+		{"200 about the call", 200, fixture(t, "getitems_call_errors.json"), []string{"InvalidPartnerTag"}, false},
 		{"200 unreadable", 200, []byte(`{"itemsResult": [`), nil, false},
 	}
 	for _, tt := range tests {
@@ -278,6 +284,83 @@ func TestReadAnswerUpstreamFailures(t *testing.T) {
 			assert.NotContains(t, err.Error(), "throttling")
 		})
 	}
+}
+
+// The body's retryAfterSeconds is how long Amazon asks to wait; a
+// ValidationException's fieldList reaches the logs.
+func TestReadAnswerErrorDetails(t *testing.T) {
+	sf := mustStorefront(t, "www.amazon.com")
+	_, err := readAnswer(429, fixture(t, "error_throttled_retry_after.json"), "B07YCM5K55", sf)
+	var ue *upstreamError
+	require.True(t, errors.As(err, &ue), "not an upstreamError: %v", err)
+	assert.Equal(t, 30*time.Second, ue.RetryAfter)
+
+	_, err = readAnswer(429, []byte(`{"type":"ThrottleException","message":"m","retryAfterSeconds":99999999999999}`), "B07YCM5K55", sf)
+	require.True(t, errors.As(err, &ue))
+	assert.Positive(t, ue.RetryAfter, "a huge value does not overflow")
+
+	_, err = readAnswer(400, fixture(t, "error_invalid_partner_tag.json"), "B07YCM5K55", sf)
+	require.True(t, errors.As(err, &ue))
+	assert.Equal(t, []string{"partnerTag"}, ue.Fields)
+}
+
+// Amazon's GetItems reference page spells the result container
+// itemResults, its SDK and cURL page itemsResult: both are read.
+func TestReadAnswerContainerSpellings(t *testing.T) {
+	sf := mustStorefront(t, "www.amazon.com")
+	for _, container := range []string{"itemsResult", "itemResults"} {
+		t.Run(container, func(t *testing.T) {
+			body := `{"` + container + `":{"items":[{"asin":"B07YCM5K55","itemInfo":{"title":{"displayValue":"A lamp"}},
+				"offersV2":{"listings":[{"availability":{"type":"IN_STOCK"},"isBuyBoxWinner":true,
+				"price":{"money":{"amount":12.5,"currency":"USD"}}}]}}]}}`
+			p, err := readAnswer(200, []byte(body), "B07YCM5K55", sf)
+			require.NoError(t, err)
+			assert.Equal(t, "A lamp", p.Title)
+			assert.True(t, decimal.RequireFromString("12.5").Equal(p.Price))
+		})
+	}
+}
+
+// An offer at a restricted deal price (Prime members only) is not the
+// product's price: the standard offer is, and without one the product
+// cannot be bought.
+func TestReadAnswerRestrictedDeals(t *testing.T) {
+	sf := mustStorefront(t, "www.amazon.com")
+	listing := func(amount, access string, winner bool) string {
+		deal := ""
+		if access != "" {
+			deal = `,"dealDetails":{"accessType":"` + access + `","percentClaimed":12}`
+		}
+		return fmt.Sprintf(`{"availability":{"type":"IN_STOCK"},"isBuyBoxWinner":%t,"type":"LIGHTNING_DEAL",
+			"price":{"money":{"amount":%s,"currency":"USD"}}%s}`, winner, amount, deal)
+	}
+	body := func(listings ...string) []byte {
+		return []byte(`{"itemsResult":{"items":[{"asin":"B07YCM5K55","offersV2":{"listings":[` +
+			strings.Join(listings, ",") + `]}}]}}`)
+	}
+	tests := []struct {
+		name  string
+		body  []byte
+		price string // "" = product_unavailable
+	}{
+		{"Prime-exclusive buy box, standard offer second", body(listing("24.99", "PRIME_EXCLUSIVE", true), listing("31.5", "", false)), "31.5"},
+		{"early access", body(listing("24.99", "PRIME_EARLY_ACCESS", true), listing("31.5", "ALL", false)), "31.5"},
+		{"a deal open to all is quoted", body(listing("24.99", "ALL", true), listing("31.5", "", false)), "24.99"},
+		{"only a Prime-exclusive offer", body(listing("24.99", "PRIME_EXCLUSIVE", true)), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := readAnswer(200, tt.body, "B07YCM5K55", sf)
+			if tt.price == "" {
+				me := requireCode(t, err, models.CodeProductUnavailable)
+				assert.Contains(t, me.Message, "members-only deal price")
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, decimal.RequireFromString(tt.price).Equal(p.Price), "price %s, want %s", p.Price, tt.price)
+		})
+	}
+	assert.True(t, slices.Contains(resources, "offersV2.listings.dealDetails"), "deal details are asked for")
 }
 
 func TestRequestBody(t *testing.T) {

@@ -20,11 +20,13 @@ import (
 // source cannot be told that the API rejected its token (a 401 must fetch
 // a new one), and it fetches with the context it was built with, so the
 // token request would not honour the caller's deadline. It still uses
-// clientcredentials for the request itself. Only the access token is
-// kept: callers write "Bearer" themselves, whatever token_type said.
+// clientcredentials for the request itself, unless built with
+// NewTokenCacheFunc for an endpoint clientcredentials cannot speak. Only
+// the access token is kept: callers write "Bearer" themselves, whatever
+// token_type said.
 type TokenCache struct {
 	conf   clientcredentials.Config
-	client *http.Client
+	fetch  func(ctx context.Context) (*oauth2.Token, error)
 	margin time.Duration
 	now    func() time.Time
 	// sem serialises fetches, so concurrent callers share one token
@@ -40,13 +42,31 @@ type TokenCache struct {
 // expires, on the clock now (nil: time.Now). A token whose lifetime is
 // under twice the margin is kept for half of it instead.
 func NewTokenCache(conf clientcredentials.Config, client *http.Client, margin time.Duration, now func() time.Time) *TokenCache {
+	fetch := func(ctx context.Context) (*oauth2.Token, error) {
+		if client != nil {
+			ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+		}
+		return conf.Token(ctx)
+	}
+	c := NewTokenCacheFunc(fetch, margin, now)
+	c.conf = conf
+	return c
+}
+
+// NewTokenCacheFunc returns a cache that fetches tokens with fetch, for a
+// token endpoint whose request clientcredentials cannot make (a JSON
+// body). fetch must report an endpoint's refusal as *oauth2.RetrieveError
+// with its Response, so CredentialsRejected and TokenStatus read it as
+// they read clientcredentials' errors.
+func NewTokenCacheFunc(fetch func(ctx context.Context) (*oauth2.Token, error), margin time.Duration, now func() time.Time) *TokenCache {
 	if now == nil {
 		now = time.Now
 	}
-	return &TokenCache{conf: conf, client: client, margin: margin, now: now, sem: make(chan struct{}, 1)}
+	return &TokenCache{fetch: fetch, margin: margin, now: now, sem: make(chan struct{}, 1)}
 }
 
-// Config returns the grant the cache fetches tokens for.
+// Config returns the grant the cache fetches tokens for; zero for a cache
+// made by NewTokenCacheFunc.
 func (t *TokenCache) Config() clientcredentials.Config {
 	c := t.conf
 	c.Scopes = slices.Clone(c.Scopes)
@@ -65,10 +85,10 @@ func (t *TokenCache) Token(ctx context.Context) (string, error) {
 	if t.tok != "" && (t.expires.IsZero() || t.now().Before(t.expires)) {
 		return t.tok, nil
 	}
-	if t.client != nil {
-		ctx = context.WithValue(ctx, oauth2.HTTPClient, t.client)
+	tok, err := t.fetch(ctx)
+	if err == nil && tok == nil {
+		err = errors.New("token request answered no token")
 	}
-	tok, err := t.conf.Token(ctx)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller gave up: that is the cause, whatever the token

@@ -359,23 +359,62 @@ func (c *Client) CancelOrder(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/orders/"+url.PathEscape(id)+"/cancel", nil, nil)
 }
 
-// maxListLimit is how many orders OrdersByMetadata asks for: one
-// Memocart order has a handful of placement attempts.
+// maxListLimit is the page size of OrdersByMetadata's listing, the most
+// Zinc allows.
 const maxListLimit = 100
 
-// OrdersByMetadata returns the orders whose top-level metadata key equals
-// value exactly (a string comparison on Zinc's side), newest first as Zinc
-// lists them.
-func (c *Client) OrdersByMetadata(ctx context.Context, key, value string) ([]Order, error) {
-	q := url.Values{}
-	q.Set("metadata_key", key)
-	q.Set("metadata_value", value)
-	q.Set("limit", strconv.Itoa(maxListLimit))
-	var l OrderList
-	if err := c.do(ctx, http.MethodGet, "/orders?"+q.Encode(), nil, &l); err != nil {
-		return nil, err
+// maxListPages bounds how far OrdersByMetadata pages back when Zinc
+// ignores the metadata filter: 500 orders since the window opened, more
+// than a deployment places in the hour or so the window spans.
+const maxListPages = 5
+
+// OrdersByMetadata returns the orders created after since (zero: no
+// bound) whose top-level metadata key equals value exactly, newest first.
+// It asks Zinc to filter (metadata_key/metadata_value, documented only by
+// Zinc's newest SDK) and within the window (created_after), and filters
+// again on each order's metadata itself, so it stays right where the
+// metadata filter is ignored: it then pages back through the window, at
+// most maxListPages pages.
+func (c *Client) OrdersByMetadata(ctx context.Context, key, value string, since time.Time) ([]Order, error) {
+	var found []Order
+	for page := range maxListPages {
+		q := url.Values{}
+		q.Set("metadata_key", key)
+		q.Set("metadata_value", value)
+		q.Set("limit", strconv.Itoa(maxListLimit))
+		q.Set("offset", strconv.Itoa(page*maxListLimit))
+		if !since.IsZero() {
+			q.Set("created_after", since.UTC().Format(time.RFC3339))
+		}
+		var l OrderList
+		if err := c.do(ctx, http.MethodGet, "/orders?"+q.Encode(), nil, &l); err != nil {
+			return nil, err
+		}
+		for _, o := range l.Orders {
+			if metadataEquals(o.Metadata[key], value) {
+				found = append(found, o)
+			}
+		}
+		seen := page*maxListLimit + len(l.Orders)
+		if len(l.Orders) < maxListLimit || (l.Total > 0 && seen >= l.Total) {
+			break
+		}
 	}
-	return l.Orders, nil
+	return found, nil
+}
+
+// metadataEquals compares a metadata value as Zinc's exact, case-sensitive
+// filter does: strings as they are, numbers by their decimal text.
+func metadataEquals(v any, want string) bool {
+	switch v := v.(type) {
+	case string:
+		return v == want
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64) == want
+	case json.Number:
+		return v.String() == want
+	}
+	return false
 }
 
 // do makes one call bounded by the client's timeout and decodes a 2xx

@@ -23,8 +23,10 @@
 //     with details {"resource": "Order", "identifier": <the key>}, not the
 //     order (the documented behaviour). The order is then found with
 //     GET /orders?metadata_key=memocart_order_id&metadata_value=<order id>
-//     (a filter of the newer SDKs) and matched on the attempt in its
-//     metadata; an order id in details ("order_id"), should Zinc add one,
+//     (a filter only Zinc's newest SDK documents) with created_after the
+//     Memocart order's creation, paged and matched on the order id and
+//     attempt in each order's metadata, so it still works where the
+//     filter is ignored (OrdersByMetadata); an order id in details ("order_id"), should Zinc add one,
 //     is used first. See duplicateKey, existingOrderID, placedBy.
 //   - [verify] Error bodies are {"error": {code, message, details}} in the
 //     SDKs and {code, message, details} in the prose documentation; both
@@ -32,8 +34,9 @@
 //   - [verify] X-Webhook-Signature is the HMAC-SHA256 of the raw body keyed
 //     with the webhook secret (zn_whsec_..., used verbatim), hex encoded,
 //     an optional "sha256=" prefix tolerated (webhookMAC). Zinc documents
-//     no timestamp header; the body's own "timestamp", which the signature
-//     covers, must be within WebhookTolerance.
+//     no replay window and redelivers with the original timestamp, so a
+//     delivery's age is not checked: a valid signature is enough, and
+//     duplicates are dropped by event id.
 //   - [verify] Webhook payloads are {event, order_id, status, timestamp,
 //     data} as documented, with no event id and no metadata: the event id
 //     is then a digest of the body, and WebhookEvent.OrderID is usually

@@ -170,6 +170,10 @@ func duplicateKey(ae *APIError) bool {
 	return ae.Code == CodeAlreadyExists || (ae.HTTPStatus == http.StatusConflict && ae.Code == "")
 }
 
+// recoveryClockMargin widens the window recoverPlacement looks for an
+// order in, against clock differences between Zinc and Memocart.
+const recoveryClockMargin = time.Hour
+
 // recoverPlacement finds the order Zinc already created for this attempt.
 // Zinc's already_exists names the key, not the order, so the order is
 // found by the metadata it was placed with. Not finding it (yet) is a
@@ -179,7 +183,13 @@ func (f *Fulfiller) recoverPlacement(ctx context.Context, o models.Order, attemp
 		log.Info("zinc: order already placed", "zinc_order_id", id)
 		return models.Placement{Ref: id, CheckAfter: f.schedule.First}, nil
 	}
-	orders, err := f.client.OrdersByMetadata(ctx, MetaOrderID, o.ID)
+	var since time.Time
+	if !o.CreatedAt.IsZero() {
+		// Its Zinc orders were all created after the Memocart order; the
+		// margin absorbs a difference between Zinc's clock and ours.
+		since = o.CreatedAt.Add(-recoveryClockMargin)
+	}
+	orders, err := f.client.OrdersByMetadata(ctx, MetaOrderID, o.ID, since)
 	if err != nil {
 		log.Warn("zinc: order already placed; looking it up failed", "err", err)
 		return models.Placement{}, fmt.Errorf("zinc: order %s attempt %d: finding the order of a used idempotency key: %w", o.ID, attempt, err)

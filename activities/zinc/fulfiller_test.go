@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -309,6 +310,41 @@ func TestPlaceRecoveryPicksTheAttemptsOrder(t *testing.T) {
 	assert.Len(t, s.srv.Orders(), 3)
 }
 
+// Recovering a lost create answer must not depend on GET /orders's
+// metadata filter, which only Zinc's newest SDK documents: where it is
+// ignored, the fulfiller pages back through the orders created since the
+// Memocart order and matches their metadata itself.
+func TestPlaceRecoveryWithoutTheMetadataFilter(t *testing.T) {
+	srv := zinctest.New(zinctest.WithoutMetadataFilter())
+	t.Cleanup(srv.Close)
+	srv.SetNow(t0)
+	s := (&stack{srv: srv}).ready(t)
+
+	o := liveOrder("ord_lostanswer0000000000001", normalURL)
+	o.CreatedAt = t0.Add(-time.Minute)
+	srv.DropAfterCreate(1)
+	_, err := s.ful.Place(t.Context(), o, 1)
+	require.Error(t, err, "the create answer was lost")
+
+	// More orders than one page of the listing are placed after it.
+	for i := range 150 {
+		other := liveOrder(fmt.Sprintf("ord_busy%019d", i), normalURL)
+		_, err := s.ful.Place(t.Context(), other, 1)
+		require.NoError(t, err)
+	}
+
+	p, err := s.ful.Place(t.Context(), o, 1)
+	require.NoError(t, err, s.logs.String())
+	var want string
+	for _, zo := range srv.Orders() {
+		if zo.IdempotencyKey == o.ID {
+			want = zo.ID
+		}
+	}
+	assert.Equal(t, want, p.Ref)
+	assert.Equal(t, 1, srv.OrdersCreated(o.ID), "never placed again")
+}
+
 func TestPlaceAlreadyUsedKeyWithoutItsOrderIsRetryable(t *testing.T) {
 	s := newStack(t).ready(t)
 	o := liveOrder("ord_orphankey000000000000001", normalURL)
@@ -473,7 +509,7 @@ func newReceiver(t *testing.T, secret string) (*receiver, string) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		defer func() { r.mu.Unlock(); r.got <- struct{}{} }()
-		if err := zinc.VerifyWebhook(r.secret, req.Header, body, time.Now()); err != nil {
+		if err := zinc.VerifyWebhook(r.secret, req.Header, body); err != nil {
 			r.bad++
 			w.WriteHeader(http.StatusUnauthorized)
 			return

@@ -5,11 +5,11 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -37,15 +37,124 @@ var resources = map[string]bool{
 	"parentASIN": true,
 }
 
-// serveToken is the OAuth client-credentials grant.
+// The token endpoints' answers.
+type tokenAnswer struct {
+	AccessToken string `json:"access_token"`
+	Scope       string `json:"scope,omitempty"` // Login with Amazon only
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int    `json:"expires_in"`
+}
+
+// serveToken is Login with Amazon's client-credentials grant, for version
+// 3.x credentials: a JSON body {grant_type, client_id, client_secret,
+// scope}, as Amazon's Creators SDK sends it. A form body, HTTP Basic or
+// an unknown field is refused: none is documented for these credentials.
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	rec := s.record(r)
-	oauthError := func(status int, code, description string) {
+	oauthError := s.oauthError(w, r, rec)
+	if !s.tokenPreamble(r, oauthError) {
+		return
+	}
+	if !isMediaType(r.Header.Get("Content-Type"), "application/json") {
+		oauthError(http.StatusBadRequest, "invalid_request", "The token request must be a JSON body (Content-Type: application/json).")
+		return
+	}
+	if r.Header.Get("Authorization") != "" {
+		oauthError(http.StatusBadRequest, "invalid_request", "Client credentials go in the JSON body, not in an Authorization header.")
+		return
+	}
+	var req struct {
+		GrantType    string `json:"grant_type"`
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		Scope        string `json:"scope"`
+	}
+	if err := decodeStrict(r.Body, &req); err != nil {
+		oauthError(http.StatusBadRequest, "invalid_request", "The request body is not the token request's JSON object.")
+		return
+	}
+	if !s.knownClient(req.ClientID, req.ClientSecret) {
+		oauthError(http.StatusUnauthorized, "invalid_client", "Client authentication failed.")
+		return
+	}
+	if req.GrantType != "client_credentials" {
+		oauthError(http.StatusBadRequest, "unsupported_grant_type", "Only client_credentials is supported.")
+		return
+	}
+	if req.Scope != Scope {
+		oauthError(http.StatusBadRequest, "invalid_scope", "The requested scope is invalid.")
+		return
+	}
+	s.answer(w, r, rec, http.StatusOK, mustJSON(tokenAnswer{
+		AccessToken: s.issueToken(), Scope: Scope, TokenType: "bearer", ExpiresIn: int(tokenLifetime / time.Second),
+	}))
+}
+
+// serveCognitoToken is Cognito's client-credentials grant, for version
+// 2.x credentials: a form body with grant_type and scope
+// creatorsapi/default, the credentials as HTTP Basic or in the form (one
+// way only). Cognito answers its errors with 400.
+func (s *Server) serveCognitoToken(w http.ResponseWriter, r *http.Request) {
+	rec := s.record(r)
+	oauthError := s.oauthError(w, r, rec)
+	if !s.tokenPreamble(r, oauthError) {
+		return
+	}
+	if !isMediaType(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		oauthError(http.StatusBadRequest, "invalid_request", "The token request must be a form (application/x-www-form-urlencoded).")
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		oauthError(http.StatusBadRequest, "invalid_request", "The request body is not a form.")
+		return
+	}
+	for k := range r.PostForm {
+		switch k {
+		case "grant_type", "scope", "client_id", "client_secret":
+		default:
+			oauthError(http.StatusBadRequest, "invalid_request", "Unknown parameter "+k+".")
+			return
+		}
+	}
+	id, secret, basic := r.BasicAuth()
+	inForm := r.PostForm.Has("client_id") || r.PostForm.Has("client_secret")
+	switch {
+	case basic && inForm:
+		oauthError(http.StatusBadRequest, "invalid_request", "Client credentials sent two ways.")
+		return
+	case !basic:
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	if !s.knownClient(id, secret) {
+		oauthError(http.StatusBadRequest, "invalid_client", "Client authentication failed.")
+		return
+	}
+	if gt := r.PostForm.Get("grant_type"); gt != "client_credentials" {
+		oauthError(http.StatusBadRequest, "unsupported_grant_type", "Only client_credentials is supported.")
+		return
+	}
+	if sc := r.PostForm.Get("scope"); sc != CognitoScope {
+		oauthError(http.StatusBadRequest, "invalid_scope", "The requested scope is invalid.")
+		return
+	}
+	s.answer(w, r, rec, http.StatusOK, mustJSON(tokenAnswer{
+		AccessToken: s.issueToken(), TokenType: "Bearer", ExpiresIn: int(tokenLifetime / time.Second),
+	}))
+}
+
+// oauthError returns the writer of a token endpoint's OAuth error body.
+func (s *Server) oauthError(w http.ResponseWriter, r *http.Request, rec *Request) func(status int, code, description string) {
+	return func(status int, code, description string) {
 		s.answer(w, r, rec, status, mustJSON(map[string]string{"error": code, "error_description": description}))
 	}
+}
+
+// tokenPreamble refuses what both token endpoints refuse first: another
+// method, and injected failures. It reports whether to go on.
+func (s *Server) tokenPreamble(r *http.Request, oauthError func(int, string, string)) bool {
 	if r.Method != http.MethodPost {
 		oauthError(http.StatusMethodNotAllowed, "invalid_request", "The token endpoint accepts POST only.")
-		return
+		return false
 	}
 	s.mu.Lock()
 	failStatus := 0
@@ -56,44 +165,26 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if failStatus != 0 {
 		oauthError(failStatus, "server_error", "Injected failure.")
-		return
+		return false
 	}
-	if err := r.ParseForm(); err != nil {
-		oauthError(http.StatusBadRequest, "invalid_request", "The request body is not a form.")
-		return
-	}
-	if !s.knownClient(r) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="creatorstest"`)
-		oauthError(http.StatusUnauthorized, "invalid_client", "Client authentication failed.")
-		return
-	}
-	if gt := r.PostForm.Get("grant_type"); gt != "client_credentials" {
-		oauthError(http.StatusBadRequest, "unsupported_grant_type", "Only client_credentials is supported.")
-		return
-	}
-	if sc := r.PostForm.Get("scope"); sc != Scope {
-		oauthError(http.StatusBadRequest, "invalid_scope", "The requested scope is invalid.")
-		return
-	}
+	return true
+}
+
+// issueToken grants a new access token.
+func (s *Server) issueToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	token := "Atc|creatorstest|" + hex.EncodeToString(b)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.tokens[token] = time.Now().Add(tokenLifetime)
 	s.issued++
-	s.mu.Unlock()
-	s.answer(w, r, rec, http.StatusOK, mustJSON(map[string]any{
-		"access_token": token,
-		"token_type":   "bearer",
-		"expires_in":   int(tokenLifetime / time.Second),
-	}))
+	return token
 }
 
-// knownClient reports whether a token request carries accepted HTTP Basic
-// client credentials.
-func (s *Server) knownClient(r *http.Request) bool {
-	id, secret, ok := r.BasicAuth()
-	if !ok {
+// knownClient reports whether id and secret are accepted credentials.
+func (s *Server) knownClient(id, secret string) bool {
+	if id == "" || secret == "" {
 		return false
 	}
 	for _, c := range s.creds {
@@ -103,6 +194,31 @@ func (s *Server) knownClient(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// isMediaType reports whether a Content-Type header names want, with no
+// charset other than UTF-8.
+func isMediaType(header, want string) bool {
+	mt, params, err := mime.ParseMediaType(header)
+	if err != nil || mt != want {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown fields
+// and trailing data.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON object")
+	}
+	return nil
 }
 
 // getItemsRequest is getItems' documented body.
@@ -129,50 +245,57 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 		failStatus = s.failStatus
 	}
 	latency := s.latency
+	container := s.container
 	s.mu.Unlock()
 
-	fail := func(status int, code, message string) {
-		s.answer(w, r, rec, status, errorsBody(code, message))
+	fail := func(status int, e errorBody) {
+		s.answer(w, r, rec, status, mustJSON(e))
+	}
+	invalid := func(field, message string) {
+		fail(http.StatusBadRequest, errorBody{Type: "ValidationException", Message: message,
+			Reason: "FieldValidationFailed", FieldList: []string{field}})
 	}
 	if failStatus == http.StatusTooManyRequests {
+		e := errorBody{Type: "ThrottleException",
+			Message: "The request was denied due to request throttling. Please verify the number of requests made per second."}
 		if retryAfter > 0 {
-			secs := (retryAfter + time.Second - 1) / time.Second
-			w.Header().Set("Retry-After", strconv.Itoa(int(secs)))
+			secs := int((retryAfter + time.Second - 1) / time.Second)
+			e.RetryAfterSeconds = &secs
 		}
-		fail(failStatus, "TooManyRequests", "The request was denied due to request throttling.")
+		fail(failStatus, e)
 		return
 	}
 	if failStatus != 0 {
-		fail(failStatus, injectedCode(failStatus), "Injected failure.")
+		fail(failStatus, injectedError(failStatus))
 		return
 	}
 	if !s.wait(r, latency) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		fail(http.StatusMethodNotAllowed, "MethodNotAllowed", "getItems accepts POST only.")
+		fail(http.StatusMethodNotAllowed, errorBody{Type: "MethodNotAllowedException", Message: "getItems accepts POST only."})
 		return
 	}
-	if !s.validToken(r.Header.Get("Authorization")) {
-		fail(http.StatusUnauthorized, "Unauthorized", "The access token is missing, malformed or expired.")
+	if e, ok := s.checkToken(r.Header.Get("Authorization")); !ok {
+		fail(http.StatusUnauthorized, e)
 		return
 	}
 	bare, ok := strings.CutPrefix(strings.ToLower(marketplace), "www.")
 	if !ok || storefronts[bare] == "" {
-		fail(http.StatusBadRequest, "InvalidParameterValue", "The value provided in the x-marketplace header is invalid.")
+		invalid("x-marketplace", "The value provided in the x-marketplace header is invalid.")
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		fail(http.StatusBadRequest, "InvalidParameterValue", "The request body must be application/json.")
+	if !isMediaType(r.Header.Get("Content-Type"), "application/json") {
+		invalid("Content-Type", "The request body must be application/json.")
 		return
 	}
 	var req getItemsRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<16))
-	if err != nil {
-		return
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		fail(http.StatusBadRequest, "InvalidParameterValue", "The request body is not valid JSON.")
+	if err := decodeStrict(r.Body, &req); err != nil {
+		field := "body"
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			field = strings.Trim(f, `"`)
+		}
+		invalid(field, "The request body is not getItems' JSON object.")
 		return
 	}
 	s.mu.Lock()
@@ -180,23 +303,22 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case len(req.ItemIDs) == 0:
-		fail(http.StatusBadRequest, "MissingParameter", "The request must contain the parameter itemIds.")
+		invalid("itemIds", "The request must contain the parameter itemIds.")
 		return
 	case len(req.ItemIDs) > maxItemIDs:
-		fail(http.StatusBadRequest, "InvalidParameterValue", "itemIds may contain at most 10 ids.")
+		invalid("itemIds", "itemIds may contain at most 10 ids.")
 		return
 	case req.ItemIDType != "ASIN":
-		fail(http.StatusBadRequest, "InvalidParameterValue", "The value provided for itemIdType is invalid.")
+		invalid("itemIdType", "The value provided for itemIdType is invalid.")
 		return
 	case req.PartnerTag == "":
-		fail(http.StatusBadRequest, "MissingParameter", "The request must contain the parameter partnerTag.")
+		invalid("partnerTag", "The request must contain the parameter partnerTag.")
 		return
 	}
 	want := map[string]bool{}
 	for _, res := range req.Resources {
 		if !resources[res] {
-			fail(http.StatusBadRequest, "InvalidParameterValue",
-				fmt.Sprintf("The value [%s] provided in the request for resources is invalid.", res))
+			invalid("resources", fmt.Sprintf("The value [%s] provided in the request for resources is invalid.", res))
 			return
 		}
 		want[res] = true
@@ -233,49 +355,70 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	if !s.wait(r, delay) {
 		return
 	}
+	if len(items) == 0 {
+		// No requested item is accessible: the whole call is a 404.
+		fail(http.StatusNotFound, errorBody{Type: "ResourceNotFoundException",
+			Message: "No items found for the requested item IDs.", ResourceType: "Item", ResourceID: req.ItemIDs[0]})
+		return
+	}
 	resp := getItemsResponse{Errors: errs}
-	if len(items) > 0 {
+	if container == ItemResults {
+		resp.ItemResults = &itemsResult{Items: items}
+	} else {
 		resp.ItemsResult = &itemsResult{Items: items}
 	}
 	out, err := json.Marshal(resp)
 	if err != nil {
 		// A Listing.Price that is not a JSON number: a mistake in the
 		// test that set it, made loud.
-		fail(http.StatusInternalServerError, "InternalFailure", "creatorstest: a Listing.Price is not a JSON number")
+		fail(http.StatusInternalServerError, errorBody{Type: "InternalServerException",
+			Message: "creatorstest: a Listing.Price is not a JSON number"})
 		return
 	}
 	s.answer(w, r, rec, http.StatusOK, out)
 }
 
-// validToken reports whether an Authorization header bears a live token.
-func (s *Server) validToken(header string) bool {
+// checkToken checks an Authorization header: a live token, as "Bearer
+// <token>". It returns the 401 body otherwise.
+func (s *Server) checkToken(header string) (errorBody, bool) {
 	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		return false
+	if !ok || token == "" {
+		return errorBody{Type: "UnauthorizedException", Message: "The Authorization header must be Bearer <access token>.",
+			Reason: "InvalidToken"}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exp, ok := s.tokens[token]
-	return ok && time.Now().Before(exp)
+	switch {
+	case !ok:
+		return errorBody{Type: "UnauthorizedException", Message: "The access token is invalid.", Reason: "InvalidToken"}, false
+	case !time.Now().Before(exp):
+		return errorBody{Type: "UnauthorizedException", Message: "Authentication token has expired.", Reason: "TokenExpired"}, false
+	}
+	return errorBody{}, true
 }
 
-// injectedCode is the error code FailNext's answers carry.
-func injectedCode(status int) string {
+// injectedError is the body FailNext's answers carry: the documented one
+// for 400, 401, 403 and 404, a made-up one of the same shape otherwise.
+func injectedError(status int) errorBody {
 	switch {
 	case status == http.StatusBadRequest:
-		return "InvalidParameterValue"
+		return errorBody{Type: "ValidationException", Message: "Request validation failed.",
+			Reason: "FieldValidationFailed", FieldList: []string{"partnerTag"}}
 	case status == http.StatusUnauthorized:
-		return "Unauthorized"
+		return errorBody{Type: "UnauthorizedException", Message: "Authentication token has expired.", Reason: "TokenExpired"}
 	case status == http.StatusForbidden:
-		return "AccessDenied"
+		return errorBody{Type: "AccessDeniedException",
+			Message: "Your account does not currently meet the eligibility requirements.", Reason: "AssociateNotEligible"}
 	case status == http.StatusNotFound:
-		return "NotFound"
+		return errorBody{Type: "ResourceNotFoundException", Message: "No items found for the requested item IDs.",
+			ResourceType: "Item"}
 	case status == http.StatusServiceUnavailable:
-		return "ServiceUnavailable"
+		return errorBody{Type: "ServiceUnavailableException", Message: "Injected failure."}
 	case status >= 500:
-		return "InternalFailure"
+		return errorBody{Type: "InternalServerException", Message: "Injected failure."}
 	}
-	return "RequestFailed"
+	return errorBody{Type: "RequestFailedException", Message: "Injected failure."}
 }
 
 // The response's documented shape. Every part of an item is a pointer, so
@@ -284,6 +427,17 @@ type (
 	getItemsResponse struct {
 		Errors      []errorJSON  `json:"errors,omitempty"`
 		ItemsResult *itemsResult `json:"itemsResult,omitempty"`
+		ItemResults *itemsResult `json:"itemResults,omitempty"`
+	}
+	// errorBody is the top-level body of a failed call.
+	errorBody struct {
+		Type              string   `json:"type"`
+		Message           string   `json:"message"`
+		Reason            string   `json:"reason,omitempty"`
+		FieldList         []string `json:"fieldList,omitempty"`
+		ResourceType      string   `json:"resourceType,omitempty"`
+		ResourceID        string   `json:"resourceId,omitempty"`
+		RetryAfterSeconds *int     `json:"retryAfterSeconds,omitempty"`
 	}
 	errorJSON struct {
 		Code    string `json:"code"`
@@ -323,6 +477,7 @@ type (
 	listingJSON struct {
 		Availability   *availabilityJSON `json:"availability,omitempty"`
 		Condition      *conditionJSON    `json:"condition,omitempty"`
+		DealDetails    *dealJSON         `json:"dealDetails,omitempty"`
 		IsBuyBoxWinner *bool             `json:"isBuyBoxWinner,omitempty"`
 		MerchantInfo   *merchantJSON     `json:"merchantInfo,omitempty"`
 		Price          *priceJSON        `json:"price,omitempty"`
@@ -336,6 +491,9 @@ type (
 	conditionJSON struct {
 		Value        string `json:"value"`
 		SubCondition string `json:"subCondition"`
+	}
+	dealJSON struct {
+		AccessType string `json:"accessType"`
 	}
 	merchantJSON struct {
 		ID   string `json:"id"`
@@ -367,7 +525,7 @@ func render(asin, bare, partnerTag string, it Item, want map[string]bool) itemJS
 	}
 	listingResources := want["offersV2.listings.availability"] || want["offersV2.listings.condition"] ||
 		want["offersV2.listings.isBuyBoxWinner"] || want["offersV2.listings.merchantInfo"] ||
-		want["offersV2.listings.price"]
+		want["offersV2.listings.price"] || want["offersV2.listings.dealDetails"]
 	if it.NoOffers || !listingResources {
 		return out
 	}
@@ -383,6 +541,9 @@ func render(asin, bare, partnerTag string, it Item, want map[string]bool) itemJS
 		if want["offersV2.listings.condition"] {
 			lj.Condition = &conditionJSON{Value: l.Condition, SubCondition: "Unknown"}
 		}
+		if want["offersV2.listings.dealDetails"] && l.DealAccessType != "" {
+			lj.DealDetails = &dealJSON{AccessType: l.DealAccessType}
+		}
 		if want["offersV2.listings.isBuyBoxWinner"] {
 			winner := l.BuyBoxWinner
 			lj.IsBuyBoxWinner = &winner
@@ -397,11 +558,6 @@ func render(asin, bare, partnerTag string, it Item, want map[string]bool) itemJS
 		out.OffersV2.Listings = append(out.OffersV2.Listings, lj)
 	}
 	return out
-}
-
-// errorsBody is the API's error list with one error.
-func errorsBody(code, message string) []byte {
-	return mustJSON(getItemsResponse{Errors: []errorJSON{{Code: code, Message: message}}})
 }
 
 func mustJSON(v any) []byte {

@@ -19,6 +19,16 @@ const (
 	BuyBoxSecondASIN = "B0CATBBX01"
 	ScarceASIN       = "B0CATSCR01"
 	SlowASIN         = "B0CATSLW01"
+	PrimeDealASIN    = "B0CATPRM01"
+	PrimeOnlyASIN    = "B0CATPRM02"
+)
+
+// The offers of PrimeDealASIN: the buy-box winner at a Prime-exclusive
+// deal price, and the standard offer. PrimeOnlyASIN has only the deal
+// offer, at PrimeDealPrice.
+const (
+	PrimeDealPrice     = "29.99"
+	PrimeStandardPrice = "39.99"
 )
 
 // The two offers of BuyBoxSecondASIN: the first listed is a reseller's and
@@ -62,6 +72,9 @@ type Listing struct {
 	Condition    string // condition.value, default New
 	MerchantName string // default Amazon.<tld>
 	MerchantID   string
+	// DealAccessType, when set, serves dealDetails.accessType: who may
+	// buy at this price (ALL, PRIME_EXCLUSIVE, PRIME_EARLY_ACCESS).
+	DealAccessType string
 }
 
 // storefronts maps each storefront the API serves (without "www.") to the
@@ -155,6 +168,13 @@ func magicItem(asin, bare string) (Item, bool) {
 		return Item{Listings: []Listing{{Price: amount, Availability: "IN_STOCK_SCARCE", BuyBoxWinner: true}}}, true
 	case SlowASIN:
 		return Item{}, true // the delay is the server's SetSlowDelay
+	case PrimeDealASIN:
+		return Item{Listings: []Listing{
+			{Price: PrimeDealPrice, BuyBoxWinner: true, DealAccessType: "PRIME_EXCLUSIVE"},
+			{Price: PrimeStandardPrice},
+		}}, true
+	case PrimeOnlyASIN:
+		return Item{Listings: []Listing{{Price: PrimeDealPrice, BuyBoxWinner: true, DealAccessType: "PRIME_EXCLUSIVE"}}}, true
 	}
 	return Item{}, false
 }

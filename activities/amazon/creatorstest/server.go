@@ -3,14 +3,25 @@
 // serves what Memocart's live Amazon catalog talks to, in the documented
 // formats:
 //
-//   - the OAuth client-credentials token endpoint (POST /auth/o2/token),
-//     which wants HTTP Basic client credentials, grant_type
-//     client_credentials and scope creatorsapi::default, and grants
-//     bearer tokens for 3600 seconds;
+//   - the token endpoint of version 3.x credentials (Login with Amazon,
+//     POST /auth/o2/token), which wants a JSON body {grant_type
+//     client_credentials, client_id, client_secret, scope
+//     creatorsapi::default} and refuses a form body or HTTP Basic, and the
+//     one of version 2.x credentials (Cognito, POST /oauth2/token), which
+//     wants a form with scope creatorsapi/default and the credentials as
+//     HTTP Basic or in the form; both grant bearer tokens for 3600
+//     seconds;
 //   - getItems (POST /catalog/v1/getItems), which wants a live token, an
 //     x-marketplace header naming a storefront (www.amazon.<tld>) and a
-//     JSON body with 1 to 10 itemIds, itemIdType ASIN, a partnerTag and
-//     known resources, and serves only the resources asked for;
+//     JSON body (Content-Type application/json, charset UTF-8 if any) with
+//     1 to 10 itemIds, itemIdType ASIN, a partnerTag, known resources and
+//     no other field, and serves only the resources asked for. Failed
+//     calls answer the documented top-level body {type, message, reason,
+//     fieldList, resourceType, resourceId, retryAfterSeconds}; when no
+//     requested item is accessible, 404 ResourceNotFoundException. The
+//     result container is spelled itemsResult (Amazon's SDK and cURL
+//     page), or itemResults (its GetItems reference page) with
+//     WithContainer(ItemResults);
 //   - the short-link hosts amzn.to, a.co, amzn.eu and amzn.asia, and the
 //     storefronts' product pages, for following short links.
 //
@@ -32,10 +43,15 @@
 //	B0CATNOOF1 NoOffersASIN      the item without offersV2
 //	B0CATNOPR1 NoPriceASIN       one IN_STOCK offer without a price
 //	B0CATNF001 NotFoundASIN      left out of the items; errors lists ItemNotAccessible
+//	                             (asked for alone: 404 ResourceNotFoundException)
 //	B0CATBBX01 BuyBoxSecondASIN  two offers: first a reseller at BuyBoxOtherPrice,
 //	                             second the buy-box winner at BuyBoxWinnerPrice
 //	B0CATSCR01 ScarceASIN        one offer, IN_STOCK_SCARCE
 //	B0CATSLW01 SlowASIN          answers after the delay set with SetSlowDelay (default 5s)
+//	B0CATPRM01 PrimeDealASIN     two offers: first the buy-box winner at PrimeDealPrice,
+//	                             a PRIME_EXCLUSIVE deal, second a standard one at
+//	                             PrimeStandardPrice
+//	B0CATPRM02 PrimeOnlyASIN     one offer, at a PRIME_EXCLUSIVE deal price
 //
 // SetItem adds or overrides any ASIN. A malformed id is reported in the
 // errors list with code InvalidParameterValue; found items are still
@@ -68,13 +84,16 @@
 //
 // Where it knowingly differs from Amazon, or where Amazon's behaviour is
 // not documented:
-//   - one client id and secret is accepted for every region group, and
-//     the token endpoint is on the same host as the API;
-//   - error bodies other than the items' errors list (401, 429, 5xx,
-//     token errors) are made up, in the shape of that list or of OAuth's
-//     error body;
-//   - a getItems call whose ids are all unknown still answers 200 with
-//     the errors list only;
+//   - one client id and secret is accepted for every region group and
+//     both credential versions, and the token endpoints are on the same
+//     host as the API;
+//   - the bodies of 5xx answers, of a wrong method, of a missing or
+//     unknown token, and of the token endpoints' refusals are made up, in
+//     the documented shapes; a wrong Content-Type or an unknown field is
+//     a 400 ValidationException naming it (the API does not document
+//     these cases);
+//   - a 429 carries retryAfterSeconds in its body (as documented), never
+//     a Retry-After header;
 //   - prices are not converted between storefronts: the same number is
 //     served in each storefront's currency;
 //   - tokens expire after 3600 seconds of real time; there is no clock
@@ -105,12 +124,28 @@ const (
 	DefaultClientSecret = "amzn1.oa2-cs.v1.creatorstest00000000000000000000000000000000"
 )
 
-// Scope is the only OAuth scope the token endpoint grants.
-const Scope = "creatorsapi::default"
+// Scope is the only OAuth scope the Login with Amazon token endpoint
+// grants; CognitoScope the Cognito one's.
+const (
+	Scope        = "creatorsapi::default"
+	CognitoScope = "creatorsapi/default"
+)
 
-// TokenPath is the token endpoint's path: the catalog's TokenURL is
-// URL+TokenPath.
-const TokenPath = "/auth/o2/token"
+// TokenPath is the version 3.x token endpoint's path: the catalog's
+// TokenURL is URL+TokenPath. CognitoTokenPath is version 2.x's.
+const (
+	TokenPath        = "/auth/o2/token"
+	CognitoTokenPath = "/oauth2/token"
+)
+
+// Container is a spelling of getItems' result container.
+type Container string
+
+// The two spellings Amazon's documentation uses.
+const (
+	ItemsResult Container = "itemsResult" // the SDK and the cURL page; the default
+	ItemResults Container = "itemResults" // the GetItems reference page
+)
 
 // GetItemsPath is getItems' path under the API's base URL.
 const GetItemsPath = "/catalog/v1/getItems"
@@ -158,14 +193,16 @@ type Server struct {
 	tokenFailN    int
 	rateN         int
 	retryAfter    time.Duration
+	container     Container
 }
 
 // Option configures a Server.
 type Option func(*serverOptions)
 
 type serverOptions struct {
-	creds    []credential
-	listener net.Listener
+	creds     []credential
+	listener  net.Listener
+	container Container
 }
 
 type credential struct{ id, secret string }
@@ -175,6 +212,12 @@ type credential struct{ id, secret string }
 // and DefaultClientSecret.
 func WithCredentials(clientID, clientSecret string) Option {
 	return func(o *serverOptions) { o.creds = append(o.creds, credential{clientID, clientSecret}) }
+}
+
+// WithContainer spells getItems' result container c, so a client can be
+// tested against either spelling.
+func WithContainer(c Container) Option {
+	return func(o *serverOptions) { o.container = c }
 }
 
 // WithListener serves on l (wrapped in TLS) instead of a fresh loopback
@@ -205,12 +248,15 @@ func New(opts ...Option) *Server {
 		items:     make(map[string]Item),
 		dials:     make(map[string]int),
 		slowDelay: 5 * time.Second,
+		container: o.container,
 	}
 	api := http.NewServeMux()
 	api.HandleFunc(TokenPath, s.serveToken)
+	api.HandleFunc(CognitoTokenPath, s.serveCognitoToken)
 	api.HandleFunc(GetItemsPath, s.serveGetItems)
 	api.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.answer(w, r, nil, http.StatusNotFound, errorsBody("NotFound", "The requested operation does not exist."))
+		s.answer(w, r, nil, http.StatusNotFound, mustJSON(errorBody{Type: "UnknownOperationException",
+			Message: "The requested operation does not exist."}))
 	})
 
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -279,8 +325,12 @@ func (s *Server) CertPool() *x509.CertPool {
 	return s.transport.TLSClientConfig.RootCAs.Clone()
 }
 
-// TokenURL is the token endpoint's URL.
+// TokenURL is the URL of the token endpoint of version 3.x credentials.
 func (s *Server) TokenURL() string { return s.URL + TokenPath }
+
+// CognitoTokenURL is the URL of the token endpoint of version 2.x
+// credentials.
+func (s *Server) CognitoTokenURL() string { return s.URL + CognitoTokenPath }
 
 // Credentials returns the (first) client id and secret the token endpoint
 // accepts.
@@ -310,8 +360,9 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.latency = d
 }
 
-// FailNext makes the next n getItems calls answer status with an errors
-// body, before any other check.
+// FailNext makes the next n getItems calls answer status with an error
+// body (the documented one for 400, 401, 403 and 404), before any other
+// check.
 func (s *Server) FailNext(status, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,9 +377,9 @@ func (s *Server) FailTokenNext(status, n int) {
 	s.tokenFailCode, s.tokenFailN = status, n
 }
 
-// RateLimitNext makes the next n getItems calls answer 429 Too Many
-// Requests, with a Retry-After of retryAfter rounded up to whole seconds
-// (none if zero).
+// RateLimitNext makes the next n getItems calls answer 429
+// ThrottleException, with retryAfterSeconds of retryAfter rounded up to
+// whole seconds in the body (none if zero).
 func (s *Server) RateLimitNext(n int, retryAfter time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

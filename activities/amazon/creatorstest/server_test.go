@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,34 +34,68 @@ func noRedirects(s *Server) *http.Client {
 func token(t *testing.T, s *Server) string {
 	t.Helper()
 	id, secret := s.Credentials()
-	status, body := tokenRequest(t, s, id, secret, url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}})
+	status, body := tokenRequest(t, s, lwaBody(id, secret, Scope))
 	require.Equal(t, http.StatusOK, status, string(body))
 	var tok struct {
 		AccessToken string `json:"access_token"`
 		TokenType   string `json:"token_type"`
 		ExpiresIn   int    `json:"expires_in"`
+		Scope       string `json:"scope"`
 	}
 	require.NoError(t, json.Unmarshal(body, &tok))
 	require.NotEmpty(t, tok.AccessToken)
 	assert.Equal(t, "bearer", tok.TokenType)
 	assert.Equal(t, 3600, tok.ExpiresIn)
+	assert.Equal(t, Scope, tok.Scope)
 	return tok.AccessToken
 }
 
-func tokenRequest(t *testing.T, s *Server, id, secret string, form url.Values) (int, []byte) {
+// lwaBody is a version 3.x token request's JSON body.
+func lwaBody(id, secret, scope string) map[string]any {
+	return map[string]any{"grant_type": "client_credentials", "client_id": id, "client_secret": secret, "scope": scope}
+}
+
+// tokenRequest posts body to the version 3.x token endpoint as JSON.
+func tokenRequest(t *testing.T, s *Server, body any) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.TokenURL(), strings.NewReader(form.Encode()))
+	b, err := json.Marshal(body)
 	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if id != "" {
-		req.SetBasicAuth(id, secret)
+	return post(t, s, s.TokenURL(), "application/json", b, nil)
+}
+
+// post sends a request with a body and optional headers and returns the
+// status and body answered.
+func post(t *testing.T, s *Server, u, contentType string, body []byte, header http.Header) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := s.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	out, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, body
+	return resp.StatusCode, out
+}
+
+func basic(id, secret string) http.Header {
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	r.SetBasicAuth(id, secret)
+	return http.Header{"Authorization": r.Header["Authorization"]}
+}
+
+func oauthErrorOf(t *testing.T, b []byte) string {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(b, &e), string(b))
+	return e.Error
 }
 
 func getItems(t *testing.T, s *Server, tok, marketplace string, body any) (int, []byte) {
@@ -93,53 +128,129 @@ func body(ids ...string) map[string]any {
 func TestTokenEndpoint(t *testing.T) {
 	s := start(t)
 	id, secret := s.Credentials()
-	good := url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}}
+	good := lwaBody(id, secret, Scope)
+	goodJSON, _ := json.Marshal(good)
+	oldForm := url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}}.Encode()
 	tests := []struct {
-		name       string
-		id, secret string
-		form       url.Values
-		status     int
-		oauthError string
+		name        string
+		contentType string
+		body        []byte
+		header      http.Header
+		status      int
+		oauthError  string
 	}{
-		{"granted", id, secret, good, 200, ""},
-		{"wrong secret", id, "nope", good, 401, "invalid_client"},
-		{"no Basic credentials", "", "", url.Values{"grant_type": {"client_credentials"}, "scope": {Scope},
-			"client_id": {id}, "client_secret": {secret}}, 401, "invalid_client"},
-		{"wrong grant", id, secret, url.Values{"grant_type": {"password"}, "scope": {Scope}}, 400, "unsupported_grant_type"},
-		{"wrong scope", id, secret, url.Values{"grant_type": {"client_credentials"}, "scope": {"creatorsapi/default"}}, 400, "invalid_scope"},
-		{"no scope", id, secret, url.Values{"grant_type": {"client_credentials"}}, 400, "invalid_scope"},
+		{"granted", "application/json", goodJSON, nil, 200, ""},
+		{"granted with a charset", "application/json; charset=utf-8", goodJSON, nil, 200, ""},
+		{"wrong secret", "application/json", mustJSON(lwaBody(id, "nope", Scope)), nil, 401, "invalid_client"},
+		{"no credentials", "application/json", mustJSON(map[string]any{"grant_type": "client_credentials", "scope": Scope}), nil, 401, "invalid_client"},
+		// The request x/oauth2/clientcredentials makes: a form with HTTP
+		// Basic. Amazon documents only the JSON body for 3.x.
+		{"a form with HTTP Basic", "application/x-www-form-urlencoded", []byte(oldForm), basic(id, secret), 400, "invalid_request"},
+		{"a form with the credentials in it", "application/x-www-form-urlencoded",
+			[]byte(url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}, "client_id": {id}, "client_secret": {secret}}.Encode()),
+			nil, 400, "invalid_request"},
+		{"JSON and HTTP Basic", "application/json", goodJSON, basic(id, secret), 400, "invalid_request"},
+		{"no content type", "", goodJSON, nil, 400, "invalid_request"},
+		{"an unknown field", "application/json", mustJSON(map[string]any{"grant_type": "client_credentials", "client_id": id,
+			"client_secret": secret, "scope": Scope, "audience": "x"}), nil, 400, "invalid_request"},
+		{"wrong grant", "application/json", mustJSON(map[string]any{"grant_type": "password", "client_id": id,
+			"client_secret": secret, "scope": Scope}), nil, 400, "unsupported_grant_type"},
+		{"the 2.x scope", "application/json", mustJSON(lwaBody(id, secret, CognitoScope)), nil, 400, "invalid_scope"},
+		{"no scope", "application/json", mustJSON(map[string]any{"grant_type": "client_credentials", "client_id": id,
+			"client_secret": secret}), nil, 400, "invalid_scope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, b := tokenRequest(t, s, tt.id, tt.secret, tt.form)
-			assert.Equal(t, tt.status, status)
-			var e struct {
-				Error string `json:"error"`
-			}
-			require.NoError(t, json.Unmarshal(b, &e))
-			assert.Equal(t, tt.oauthError, e.Error)
+			status, b := post(t, s, s.TokenURL(), tt.contentType, tt.body, tt.header)
+			assert.Equal(t, tt.status, status, string(b))
+			assert.Equal(t, tt.oauthError, oauthErrorOf(t, b))
 		})
 	}
-	assert.Equal(t, 1, s.TokensIssued())
+	assert.Equal(t, 2, s.TokensIssued())
 
 	s.FailTokenNext(http.StatusServiceUnavailable, 1)
-	status, _ := tokenRequest(t, s, id, secret, good)
+	status, _ := tokenRequest(t, s, good)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	status, _ = tokenRequest(t, s, id, secret, good)
+	status, _ = tokenRequest(t, s, good)
 	assert.Equal(t, http.StatusOK, status)
+}
+
+func TestCognitoTokenEndpoint(t *testing.T) {
+	s := start(t)
+	id, secret := s.Credentials()
+	form := func(extra ...string) []byte {
+		v := url.Values{"grant_type": {"client_credentials"}, "scope": {CognitoScope}}
+		for i := 0; i+1 < len(extra); i += 2 {
+			v.Set(extra[i], extra[i+1])
+		}
+		return []byte(v.Encode())
+	}
+	const formType = "application/x-www-form-urlencoded"
+	tests := []struct {
+		name        string
+		contentType string
+		body        []byte
+		header      http.Header
+		status      int
+		oauthError  string
+	}{
+		{"HTTP Basic", formType, form(), basic(id, secret), 200, ""},
+		{"credentials in the form", formType, form("client_id", id, "client_secret", secret), nil, 200, ""},
+		{"both ways", formType, form("client_id", id, "client_secret", secret), basic(id, secret), 400, "invalid_request"},
+		{"wrong secret", formType, form(), basic(id, "nope"), 400, "invalid_client"},
+		{"a JSON body", "application/json", mustJSON(lwaBody(id, secret, CognitoScope)), nil, 400, "invalid_request"},
+		{"the 3.x scope", formType, form("scope", Scope), basic(id, secret), 400, "invalid_scope"},
+		{"an unknown parameter", formType, form("audience", "x"), basic(id, secret), 400, "invalid_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, b := post(t, s, s.CognitoTokenURL(), tt.contentType, tt.body, tt.header)
+			assert.Equal(t, tt.status, status, string(b))
+			assert.Equal(t, tt.oauthError, oauthErrorOf(t, b))
+			if status == http.StatusOK {
+				var tok struct {
+					AccessToken string `json:"access_token"`
+					TokenType   string `json:"token_type"`
+				}
+				require.NoError(t, json.Unmarshal(b, &tok))
+				assert.Equal(t, "Bearer", tok.TokenType)
+				st, _ := getItems(t, s, tok.AccessToken, "www.amazon.com", body("B07YCM5K55"))
+				assert.Equal(t, http.StatusOK, st, "its tokens are accepted by getItems")
+			}
+		})
+	}
 }
 
 func TestSeveralCredentials(t *testing.T) {
 	s := start(t, WithCredentials("a", "sa"), WithCredentials("b", "sb"))
-	good := url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}}
 	for _, c := range [][2]string{{"a", "sa"}, {"b", "sb"}} {
-		status, _ := tokenRequest(t, s, c[0], c[1], good)
+		status, _ := tokenRequest(t, s, lwaBody(c[0], c[1], Scope))
 		assert.Equal(t, http.StatusOK, status)
 	}
-	status, _ := tokenRequest(t, s, "a", "sb", good)
+	status, _ := tokenRequest(t, s, lwaBody("a", "sb", Scope))
 	assert.Equal(t, http.StatusUnauthorized, status)
-	status, _ = tokenRequest(t, s, DefaultClientID, DefaultClientSecret, good)
+	status, _ = tokenRequest(t, s, lwaBody(DefaultClientID, DefaultClientSecret, Scope))
 	assert.Equal(t, http.StatusUnauthorized, status, "the default is replaced")
+}
+
+// apiError is the top-level error body of a failed getItems call.
+type apiError struct {
+	Type              string   `json:"type"`
+	Message           string   `json:"message"`
+	Reason            string   `json:"reason"`
+	FieldList         []string `json:"fieldList"`
+	ResourceType      string   `json:"resourceType"`
+	ResourceID        string   `json:"resourceId"`
+	RetryAfterSeconds *int     `json:"retryAfterSeconds"`
+}
+
+func apiErrorOf(t *testing.T, b []byte) apiError {
+	t.Helper()
+	var e apiError
+	require.NoError(t, json.Unmarshal(b, &e), string(b))
+	assert.NotEmpty(t, e.Message)
+	assert.NotContains(t, string(b), `"errors"`, "a failed call has a top-level body")
+	return e
 }
 
 func TestGetItemsValidation(t *testing.T) {
@@ -151,35 +262,63 @@ func TestGetItemsValidation(t *testing.T) {
 		marketplace string
 		body        any
 		status      int
-		code        string
+		typ         string
+		field       string
 	}{
-		{"no token", "", "www.amazon.com", body("B07YCM5K55"), 401, "Unauthorized"},
-		{"unknown token", "forged", "www.amazon.com", body("B07YCM5K55"), 401, "Unauthorized"},
-		{"no marketplace", tok, "", body("B07YCM5K55"), 400, "InvalidParameterValue"},
-		{"marketplace without www", tok, "amazon.com", body("B07YCM5K55"), 400, "InvalidParameterValue"},
-		{"marketplace the API does not serve", tok, "www.amazon.cn", body("B07YCM5K55"), 400, "InvalidParameterValue"},
-		{"no ids", tok, "www.amazon.com", body(), 400, "MissingParameter"},
+		{"no token", "", "www.amazon.com", body("B07YCM5K55"), 401, "UnauthorizedException", ""},
+		{"unknown token", "forged", "www.amazon.com", body("B07YCM5K55"), 401, "UnauthorizedException", ""},
+		{"no marketplace", tok, "", body("B07YCM5K55"), 400, "ValidationException", "x-marketplace"},
+		{"marketplace without www", tok, "amazon.com", body("B07YCM5K55"), 400, "ValidationException", "x-marketplace"},
+		{"marketplace the API does not serve", tok, "www.amazon.cn", body("B07YCM5K55"), 400, "ValidationException", "x-marketplace"},
+		{"no ids", tok, "www.amazon.com", body(), 400, "ValidationException", "itemIds"},
 		{"eleven ids", tok, "www.amazon.com", body("B000000001", "B000000002", "B000000003", "B000000004", "B000000005",
-			"B000000006", "B000000007", "B000000008", "B000000009", "B000000010", "B000000011"), 400, "InvalidParameterValue"},
+			"B000000006", "B000000007", "B000000008", "B000000009", "B000000010", "B000000011"), 400, "ValidationException", "itemIds"},
 		{"wrong id type", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"}, "itemIdType": "SKU",
-			"partnerTag": "t-20"}, 400, "InvalidParameterValue"},
+			"partnerTag": "t-20"}, 400, "ValidationException", "itemIdType"},
 		{"no partner tag", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"}, "itemIdType": "ASIN"},
-			400, "MissingParameter"},
+			400, "ValidationException", "partnerTag"},
 		{"an unknown resource", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"}, "itemIdType": "ASIN",
-			"partnerTag": "t-20", "resources": []string{"OffersV2.Listings.Price"}}, 400, "InvalidParameterValue"},
-		{"not JSON", tok, "www.amazon.com", "itemIds=B07YCM5K55", 400, "InvalidParameterValue"},
+			"partnerTag": "t-20", "resources": []string{"OffersV2.Listings.Price"}}, 400, "ValidationException", "resources"},
+		{"an unknown field", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"}, "itemIdType": "ASIN",
+			"partnerTag": "t-20", "PartnerType": "Associates"}, 400, "ValidationException", "PartnerType"},
+		{"not JSON", tok, "www.amazon.com", "itemIds=B07YCM5K55", 400, "ValidationException", "body"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, b := getItems(t, s, tt.tok, tt.marketplace, tt.body)
 			assert.Equal(t, tt.status, status)
-			var resp struct {
-				Errors []struct{ Code, Message string }
+			e := apiErrorOf(t, b)
+			assert.Equal(t, tt.typ, e.Type)
+			if tt.field != "" {
+				assert.Equal(t, []string{tt.field}, e.FieldList)
 			}
-			require.NoError(t, json.Unmarshal(b, &resp), string(b))
-			require.Len(t, resp.Errors, 1)
-			assert.Equal(t, tt.code, resp.Errors[0].Code)
-			assert.NotEmpty(t, resp.Errors[0].Message)
+		})
+	}
+
+	good, _ := json.Marshal(body("B07YCM5K55"))
+	headers := []struct {
+		name   string
+		header http.Header
+		status int
+		typ    string
+	}{
+		{"a form content type", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, 400, "ValidationException"},
+		{"no content type", http.Header{}, 400, "ValidationException"},
+		{"a charset other than UTF-8", http.Header{"Content-Type": {"application/json; charset=iso-8859-1"}}, 400, "ValidationException"},
+		{"HTTP Basic instead of a bearer token", http.Header{"Content-Type": {"application/json"},
+			"Authorization": basic(s.Credentials())["Authorization"]}, 401, "UnauthorizedException"},
+		{"the token without its scheme", http.Header{"Content-Type": {"application/json"}, "Authorization": {tok}}, 401, "UnauthorizedException"},
+	}
+	for _, tt := range headers {
+		t.Run(tt.name, func(t *testing.T) {
+			h := tt.header.Clone()
+			h.Set("x-marketplace", "www.amazon.com")
+			if h.Get("Authorization") == "" {
+				h.Set("Authorization", "Bearer "+tok)
+			}
+			status, b := post(t, s, s.URL+GetItemsPath, "", good, h)
+			assert.Equal(t, tt.status, status)
+			assert.Equal(t, tt.typ, apiErrorOf(t, b).Type)
 		})
 	}
 }
@@ -257,6 +396,53 @@ func TestGetItemsAnswer(t *testing.T) {
 	assert.Equal(t, http.StatusOK, last.Status)
 }
 
+// When no requested item is accessible the whole call is a 404 with a
+// top-level ResourceNotFoundException, not a 200 with errors[].
+func TestGetItemsNoneAccessible(t *testing.T) {
+	s := start(t)
+	tok := token(t, s)
+	status, b := getItems(t, s, tok, "www.amazon.com", body(NotFoundASIN))
+	assert.Equal(t, http.StatusNotFound, status)
+	e := apiErrorOf(t, b)
+	assert.Equal(t, "ResourceNotFoundException", e.Type)
+	assert.Equal(t, "Item", e.ResourceType)
+	assert.Equal(t, NotFoundASIN, e.ResourceID)
+}
+
+// The result container is spelled as the test chose.
+func TestContainerSpelling(t *testing.T) {
+	for _, c := range []Container{ItemsResult, ItemResults} {
+		t.Run(string(c), func(t *testing.T) {
+			var opts []Option
+			if c != ItemsResult {
+				opts = append(opts, WithContainer(c))
+			}
+			s := start(t, opts...)
+			status, b := getItems(t, s, token(t, s), "www.amazon.com", body("B07YCM5K55"))
+			require.Equal(t, http.StatusOK, status)
+			var m map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(b, &m))
+			assert.Contains(t, m, string(c))
+			assert.Len(t, m, 1)
+		})
+	}
+}
+
+// A restricted deal is served in dealDetails, when asked for.
+func TestDealDetails(t *testing.T) {
+	s := start(t)
+	req := body(PrimeDealASIN)
+	req["resources"] = append(slices.Clone(allResources), "offersV2.listings.dealDetails")
+	status, b := getItems(t, s, token(t, s), "www.amazon.com", req)
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, string(b), `"dealDetails":{"accessType":"PRIME_EXCLUSIVE"}`)
+	assert.Contains(t, string(b), `"amount":`+PrimeStandardPrice)
+
+	status, b = getItems(t, s, token(t, s), "www.amazon.com", body(PrimeDealASIN))
+	require.Equal(t, http.StatusOK, status)
+	assert.NotContains(t, string(b), "dealDetails", "not asked for")
+}
+
 func TestOnlyRequestedResourcesAreServed(t *testing.T) {
 	s := start(t)
 	tok := token(t, s)
@@ -289,26 +475,40 @@ func TestFailureInjection(t *testing.T) {
 	tok := token(t, s)
 
 	s.RateLimitNext(1, 1500*time.Millisecond)
-	req, _ := http.NewRequest(http.MethodPost, s.URL+GetItemsPath, strings.NewReader("{}"))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := s.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	assert.Equal(t, "2", resp.Header.Get("Retry-After"), "rounded up to whole seconds")
+	status, b := getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
+	assert.Equal(t, http.StatusTooManyRequests, status)
+	e := apiErrorOf(t, b)
+	assert.Equal(t, "ThrottleException", e.Type)
+	require.NotNil(t, e.RetryAfterSeconds)
+	assert.Equal(t, 2, *e.RetryAfterSeconds, "rounded up to whole seconds")
 
-	s.FailNext(http.StatusBadGateway, 2)
-	for range 2 {
+	for _, tt := range []struct {
+		status       int
+		typ, reason  string
+		resourceType string
+	}{
+		{http.StatusBadRequest, "ValidationException", "FieldValidationFailed", ""},
+		{http.StatusUnauthorized, "UnauthorizedException", "TokenExpired", ""},
+		{http.StatusForbidden, "AccessDeniedException", "AssociateNotEligible", ""},
+		{http.StatusNotFound, "ResourceNotFoundException", "", "Item"},
+		{http.StatusBadGateway, "InternalServerException", "", ""},
+		{http.StatusBadGateway, "InternalServerException", "", ""},
+	} {
+		s.FailNext(tt.status, 1)
 		status, b := getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
-		assert.Equal(t, http.StatusBadGateway, status)
-		assert.Contains(t, string(b), `"code":"InternalFailure"`)
+		assert.Equal(t, tt.status, status)
+		e := apiErrorOf(t, b)
+		assert.Equal(t, tt.typ, e.Type)
+		assert.Equal(t, tt.reason, e.Reason)
+		assert.Equal(t, tt.resourceType, e.ResourceType)
 	}
-	status, _ := getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
+	status, _ = getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
 	assert.Equal(t, http.StatusOK, status)
 
 	s.ExpireTokens()
-	status, _ = getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
+	status, b = getItems(t, s, tok, "www.amazon.com", body("B07YCM5K55"))
 	assert.Equal(t, http.StatusUnauthorized, status)
+	assert.Equal(t, "UnauthorizedException", apiErrorOf(t, b).Type)
 }
 
 func TestSlowItemAndClose(t *testing.T) {

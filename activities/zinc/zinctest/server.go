@@ -1,8 +1,11 @@
 // Package zinctest is an in-process Zinc API server for tests, end-to-end
 // tests and `memocart dev`. It serves the order endpoints Memocart's live
 // fulfiller calls, in the shapes of Zinc's API definition (the official
-// SDKs' types): POST /orders (201), GET /orders/{id}, GET /orders (the
-// metadata_key/metadata_value lookup), POST /orders/{id}/cancel (204 while
+// SDKs' types): POST /orders (201), GET /orders/{id}, GET /orders (newest
+// first, limit and offset, created_after and created_before as RFC 3339
+// instants, and the metadata_key/metadata_value lookup of Zinc's newest
+// SDK, which WithoutMetadataFilter turns off as older revisions of the API
+// would), POST /orders/{id}/cancel (204 while
 // pending, 409 order_not_cancellable after). It listens on a real loopback
 // port (or the one given WithListener), so it works for a process as well
 // as for a test.
@@ -255,6 +258,7 @@ type options struct {
 	listener        net.Listener
 	realClock       bool
 	webhookMetadata bool
+	noMetaFilter    bool
 }
 
 // WithAPIKey sets the bearer key the server accepts (default
@@ -277,6 +281,12 @@ func WithListener(l net.Listener) Option { return func(o *options) { o.listener 
 // data.metadata. Zinc documents no such field; off by default so
 // receivers are tested without it.
 func WithWebhookMetadata() Option { return func(o *options) { o.webhookMetadata = true } }
+
+// WithoutMetadataFilter makes GET /orders ignore metadata_key and
+// metadata_value, as the API revisions that predate that filter do: a
+// client must then find its order by created_after and the orders'
+// metadata itself.
+func WithoutMetadataFilter() Option { return func(o *options) { o.noMetaFilter = true } }
 
 // Product is one line of an order as the server recorded it.
 type Product struct {
@@ -308,6 +318,7 @@ type Server struct {
 	srv       *httptest.Server
 	apiKey    string
 	hookMeta  bool
+	noMeta    bool            // GET /orders ignores the metadata filter
 	ctx       context.Context // cancelled by Close: ends webhook deliveries
 	cancel    context.CancelFunc
 	hooks     sync.WaitGroup // webhook deliveries and the ticker
@@ -381,6 +392,7 @@ func New(opts ...Option) *Server {
 	s := &Server{
 		apiKey:   o.apiKey,
 		hookMeta: o.webhookMetadata,
+		noMeta:   o.noMetaFilter,
 		ctx:      ctx,
 		cancel:   cancel,
 		hookHTTP: &http.Client{Timeout: 10 * time.Second},
@@ -974,6 +986,21 @@ type listJSON struct {
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	key, value := q.Get("metadata_key"), q.Get("metadata_value")
+	if s.noMeta {
+		key, value = "", ""
+	}
+	var after, before time.Time
+	for name, dst := range map[string]*time.Time{"created_after": &after, "created_before": &before} {
+		if v := q.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				writeError(w, http.StatusUnprocessableEntity, "validation_error", "Invalid request parameters",
+					map[string]string{name: "must be an ISO 8601 date-time"})
+				return
+			}
+			*dst = t
+		}
+	}
 	if (key == "") != (value == "") {
 		writeError(w, http.StatusUnprocessableEntity, "validation_error", "metadata_key and metadata_value go together",
 			map[string]string{"metadata_key": "must be sent with metadata_value"})
@@ -1000,7 +1027,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 	now := s.clock.now()
 	var match []*order
 	for _, o := range s.orders {
-		if key == "" || metadataString(o.req.Metadata[key]) == value {
+		switch {
+		case !after.IsZero() && !o.created.After(after):
+		case !before.IsZero() && !o.created.Before(before):
+		case key == "" || metadataString(o.req.Metadata[key]) == value:
 			match = append(match, o)
 		}
 	}

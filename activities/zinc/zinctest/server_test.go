@@ -2,10 +2,12 @@ package zinctest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -192,6 +194,44 @@ func TestRepeatedIdempotencyKey(t *testing.T) {
 	assert.Equal(t, http.StatusUnprocessableEntity, half.status)
 }
 
+// GET /orders filters by creation time; WithoutMetadataFilter ignores the
+// metadata filter, as the API revisions before it do.
+func TestListFilters(t *testing.T) {
+	for _, ignored := range []bool{false, true} {
+		t.Run(fmt.Sprintf("metadata filter ignored: %t", ignored), func(t *testing.T) {
+			var opts []zinctest.Option
+			if ignored {
+				opts = append(opts, zinctest.WithoutMetadataFilter())
+			}
+			s := newServer(t, opts...)
+			start := s.Now()
+			require.Equal(t, http.StatusCreated, call(t, s, http.MethodPost, "/orders", s.APIKey(), validOrder()).status)
+			s.Advance(time.Hour)
+			other := validOrder()
+			other["idempotency_key"] = "ord_other"
+			other["metadata"] = map[string]any{"memocart_order_id": "ord_other"}
+			require.Equal(t, http.StatusCreated, call(t, s, http.MethodPost, "/orders", s.APIKey(), other).status)
+
+			count := func(query string) int {
+				a := call(t, s, http.MethodGet, "/orders?"+query, s.APIKey(), nil)
+				require.Equal(t, http.StatusOK, a.status)
+				return len(a.body["orders"].([]any))
+			}
+			after := url.QueryEscape(start.Add(30 * time.Minute).Format(time.RFC3339))
+			assert.Equal(t, 1, count("created_after="+after))
+			assert.Equal(t, 1, count("created_before="+after))
+			byMeta := count("metadata_key=memocart_order_id&metadata_value=ord_other")
+			if ignored {
+				assert.Equal(t, 2, byMeta)
+			} else {
+				assert.Equal(t, 1, byMeta)
+			}
+			bad := call(t, s, http.MethodGet, "/orders?created_after=yesterday", s.APIKey(), nil)
+			assert.Equal(t, http.StatusUnprocessableEntity, bad.status)
+		})
+	}
+}
+
 func TestRejectedProductCreatesNothing(t *testing.T) {
 	s := newServer(t)
 	o := validOrder()
@@ -342,7 +382,7 @@ func TestDevTimingsWithRunningClock(t *testing.T) {
 	var events []string
 	hooks := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if zinc.VerifyWebhook("zn_whsec_dev", r.Header, body, time.Now()) != nil {
+		if zinc.VerifyWebhook("zn_whsec_dev", r.Header, body) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

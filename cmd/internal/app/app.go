@@ -37,7 +37,7 @@ func Main(name string, extra ...Command) {
 }
 
 // Env is what a subcommand gets: the parsed config, the raw environment for
-// the Masked print, its output streams and a logger.
+// the masked print, its output streams and a logger.
 type Env struct {
 	Cfg    Config
 	Getenv func(string) string

@@ -95,17 +95,24 @@ type Config struct {
 }
 
 // AmazonCredential is one region group's Creators API credential.
+// Version is the credential version Amazon shows with it ("3.1", "2.2"):
+// it decides how its token is requested; empty means 3.x.
 type AmazonCredential struct {
-	ClientID, ClientSecret, PartnerTag string
+	ClientID, ClientSecret, PartnerTag, Version string
 }
 
-// parseAmazonCredential reads "client_id:client_secret:partner_tag".
+// parseAmazonCredential reads "client_id:client_secret:partner_tag" with
+// an optional ":version".
 func parseAmazonCredential(v string) (AmazonCredential, error) {
 	parts := strings.Split(v, ":")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return AmazonCredential{}, errors.New("must be client_id:client_secret:partner_tag")
+	if len(parts) != 3 && len(parts) != 4 || strings.Contains(v, "::") || strings.HasPrefix(v, ":") || strings.HasSuffix(v, ":") {
+		return AmazonCredential{}, errors.New("must be client_id:client_secret:partner_tag[:version]")
 	}
-	return AmazonCredential{ClientID: parts[0], ClientSecret: parts[1], PartnerTag: parts[2]}, nil
+	cred := AmazonCredential{ClientID: parts[0], ClientSecret: parts[1], PartnerTag: parts[2]}
+	if len(parts) == 4 {
+		cred.Version = parts[3]
+	}
+	return cred, nil
 }
 
 func parseHTTPURL(v string, dst *string) error {
@@ -120,7 +127,7 @@ func parseHTTPURL(v string, dst *string) error {
 
 func amazonCredentialVar(group string) envVar {
 	return envVar{name: "MEMOCART_AMAZON_" + group + "_CREDENTIALS", def: "", secret: true,
-		help: "live mode: Creators API credential of the " + group + " region group, client_id:client_secret:partner_tag; empty = that group's storefronts are not served",
+		help: "live mode: Creators API credential of the " + group + " region group, client_id:client_secret:partner_tag[:version] (version as Amazon shows it, e.g. 3.1 or 2.1; default 3.x); empty = that group's storefronts are not served",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
@@ -138,7 +145,7 @@ func amazonCredentialVar(group string) envVar {
 }
 
 // envVar documents one variable; the same list drives parsing, --help and
-// the Masked print at start, so they cannot drift apart.
+// the masked print at start, so they cannot drift apart.
 type envVar struct {
 	name, def, help string
 	secret          bool

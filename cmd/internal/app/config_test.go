@@ -43,13 +43,20 @@ func TestLiveProviderConfig(t *testing.T) {
 	assert.Nil(t, noPurchasing(cfg))
 	assert.Contains(t, liveWebhooks(cfg), "zinc")
 
-	Masked := cfg.Masked(envOf(vars))
+	masked := cfg.Masked(envOf(vars))
 	for _, secret := range []string{"s3cret", "zn_live_abcdefghijkl", "zn_whsec_abcdefgh"} {
-		assert.NotContains(t, Masked, secret)
+		assert.NotContains(t, masked, secret)
 	}
+
+	// A credential may name its version, which decides its token request.
+	cfg, err = loadConfig(envOf(map[string]string{"MEMOCART_AMAZON_EU_CREDENTIALS": "amzn1.client:s3cret:shop-21:2.2"}))
+	require.NoError(t, err)
+	assert.Equal(t, AmazonCredential{ClientID: "amzn1.client", ClientSecret: "s3cret", PartnerTag: "shop-21", Version: "2.2"}, cfg.AmazonCredentials["EU"])
 
 	for name, bad := range map[string]string{
 		"MEMOCART_AMAZON_EU_CREDENTIALS": "only-an-id",
+		"MEMOCART_AMAZON_FE_CREDENTIALS": "id:secret::3.3",
+		"MEMOCART_AMAZON_NA_CREDENTIALS": "id:secret:tag:3.1:extra",
 		"MEMOCART_ZINC_POLL_SCHEDULE":    "7m,4m",
 		"MEMOCART_PREVIEW_CACHE_TTL":     "-1m",
 		"MEMOCART_EBAY_API_URL":          "ftp://api.ebay.com",

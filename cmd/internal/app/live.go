@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/amazon"
@@ -38,7 +37,7 @@ func defaultLiveClients() LiveClients {
 func liveCatalog(cfg Config, hc LiveClients, log *slog.Logger) (*marketplaces.Router, error) {
 	creds := map[amazon.RegionGroup]amazon.Credential{}
 	for group, c := range cfg.AmazonCredentials {
-		creds[amazon.RegionGroup(group)] = amazon.Credential{ClientID: c.ClientID, ClientSecret: c.ClientSecret, PartnerTag: c.PartnerTag}
+		creds[amazon.RegionGroup(group)] = amazon.Credential{ClientID: c.ClientID, ClientSecret: c.ClientSecret, PartnerTag: c.PartnerTag, Version: c.Version}
 	}
 	am, err := amazon.New(amazon.Config{
 		APIURL: cfg.AmazonAPIURL, TokenURL: cfg.AmazonTokenURL, Credentials: creds,
@@ -90,11 +89,10 @@ func noPurchasing(cfg Config) map[models.Mode]string {
 // zincWebhook verifies Zinc's deliveries with the endpoint's secret.
 type zincWebhook struct {
 	secret string
-	now    func() time.Time
 }
 
 func (z zincWebhook) Read(h http.Header, body []byte) (models.FulfilmentEvent, error) {
-	if err := zinc.VerifyWebhook(z.secret, h, body, z.now()); err != nil {
+	if err := zinc.VerifyWebhook(z.secret, h, body); err != nil {
 		return models.FulfilmentEvent{}, fmt.Errorf("zinc webhook: %v: %w", err, models.NewError(models.CodeInvalidSignature))
 	}
 	ev, err := zinc.ParseWebhook(body)
@@ -110,7 +108,7 @@ func liveWebhooks(cfg Config) map[string]api.FulfilmentWebhook {
 	if strings.TrimSpace(cfg.ZincWebhookSecret) == "" {
 		return nil
 	}
-	return map[string]api.FulfilmentWebhook{"zinc": zincWebhook{secret: cfg.ZincWebhookSecret, now: time.Now}}
+	return map[string]api.FulfilmentWebhook{"zinc": zincWebhook{secret: cfg.ZincWebhookSecret}}
 }
 
 // WithAmazon returns the clients with the Creators API, its token endpoint
