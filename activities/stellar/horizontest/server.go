@@ -1,18 +1,31 @@
 // Package horizontest is an in-process Horizon server for tests, end-to-end
-// tests and benchmarks of code that reads a Stellar account's payments. It
-// serves one account's "payments for account" endpoint, both as JSON pages
-// and as a Server-Sent Events stream, in Horizon's documented formats, and
-// can inject the failures a real Horizon or the network in front of it
-// produces: rate limiting, server errors, history that has been pruned,
-// dropped, duplicated, silent and lossy streams.
+// tests and benchmarks of code that reads a Stellar account's payments or
+// sends payments. It serves one watched account's "payments for account"
+// endpoint, both as JSON pages and as a Server-Sent Events stream, in
+// Horizon's documented formats, and can inject the failures a real Horizon
+// or the network in front of it produces: rate limiting, server errors,
+// history that has been pruned, dropped, duplicated, silent and lossy
+// streams.
+//
+// It also keeps a small ledger of accounts (native and credit balances,
+// trustlines, sequence numbers) and takes transactions: POST /transactions
+// decodes and checks the real XDR envelope like stellar-core would, applies
+// its payments, and answers with Horizon's success or transaction_failed
+// bodies; GET /transactions/{hash} and GET /accounts/{id} read the result.
+// Submissions can be delayed, answered 504 after being applied, and have
+// their sequence number stolen (see ledger.go and submit.go).
 //
 // Where it knowingly differs from Horizon:
 //   - operations of failed transactions are always listed (Horizon lists
 //     them only with include_failed=true), so that clients' filters run;
 //   - every operation is in its own ledger unless AddPayment is given the
-//     transaction hash of the operation before it.
+//     transaction hash of the operation before it;
+//   - only payment operations are taken; accounts have one signer (their
+//     master key, weight 1, thresholds 0) and no liabilities or offers.
 //
-// It may import the standard library only.
+// It may import the standard library, models, and the Stellar SDK's
+// amount, keypair, network and xdr packages (the same envelope code the
+// service signs with, so a test cannot pass on a home-made decoder).
 package horizontest
 
 import (
@@ -29,6 +42,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stellar/go-stellar-sdk/network"
 )
 
 // Horizon's page size limits, which the server enforces like Horizon does.
@@ -112,6 +127,16 @@ type Server struct {
 	dropLeft   int
 	silentTill time.Time
 	usdcIssuer string
+
+	// The ledger that takes transactions (ledger.go, submit.go).
+	passphrase string
+	now        func() time.Time
+	accounts   map[string]*ledgerAccount
+	txs        map[string]*txEntry
+	timeoutN   int           // submissions to answer 504 after applying
+	delayN     int           // submissions to hold before checking
+	delay      time.Duration // how long delayN submissions are held
+	submitted  int           // submissions received (POST /transactions)
 }
 
 // New starts a server holding the (empty) history of account.
@@ -123,6 +148,10 @@ func New(account string) *Server {
 		ledger:     firstLedger,
 		keepAlive:  time.Second,
 		retryAfter: 1,
+		passphrase: network.TestNetworkPassphrase,
+		now:        time.Now,
+		accounts:   make(map[string]*ledgerAccount),
+		txs:        make(map[string]*txEntry),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -177,11 +206,21 @@ func (s *Server) AddPayment(p Payment) string {
 		p.TxHash = hex.EncodeToString(sum[:])
 	}
 	s.lastTxHash = p.TxHash
-	// A TOID, as Horizon's operation ids are: ledger, transaction order
-	// (always 1 here) and operation order packed into an int64.
-	txID := s.ledger<<32 | 1<<12
-	rec := &record{token: txID | s.lastOp}
-	rec.plain, rec.joined = s.render(p, rec.token, txID, s.ledger)
+	return s.appendLocked(p, s.ledger, s.lastOp, nil)
+}
+
+// txTOID is the id of a ledger's transaction, as Horizon's ids are TOIDs:
+// ledger, transaction order (always 1 here: one transaction per ledger) and
+// operation order (0 for the transaction itself) packed into an int64.
+func txTOID(ledger int64) int64 { return ledger<<32 | 1<<12 }
+
+// appendLocked adds operation op (1-based) of the transaction in ledger to
+// the watched account's history. tx is the transaction resource to embed
+// on join=transactions, nil for the synthetic one AddPayment describes.
+func (s *Server) appendLocked(p Payment, ledger, op int64, tx json.RawMessage) string {
+	txID := txTOID(ledger)
+	rec := &record{token: txID | op}
+	rec.plain, rec.joined = s.render(p, rec.token, txID, ledger, tx)
 	if s.dupN > 0 {
 		s.dupN--
 		rec.dup = true
@@ -402,8 +441,14 @@ type link struct {
 	Href string `json:"href"`
 }
 
+// tlink is a link that may be a URI template, as Horizon marks them.
+type tlink struct {
+	Href      string `json:"href"`
+	Templated bool   `json:"templated,omitempty"`
+}
+
 // render builds the operation's JSON without and with its transaction.
-func (s *Server) render(p Payment, token, txID, ledger int64) (plain, joined []byte) {
+func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMessage) (plain, joined []byte) {
 	id := strconv.FormatInt(token, 10)
 	created := p.CreatedAt.UTC().Format(time.RFC3339)
 	op := map[string]any{
@@ -444,6 +489,10 @@ func (s *Server) render(p Payment, token, txID, ledger int64) (plain, joined []b
 		op["account"], op["into"] = p.From, p.To
 	}
 	plain = mustJSON(op)
+	if txBody != nil {
+		op["transaction"] = txBody
+		return plain, mustJSON(op)
+	}
 
 	tx := map[string]any{
 		"_links":          map[string]link{"self": {s.URL + "/transactions/" + p.TxHash}},
@@ -496,17 +545,27 @@ type problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail,omitempty"`
+	Extras any    `json:"extras,omitempty"`
 }
 
 func writeProblem(w http.ResponseWriter, status int, kind, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(problem{
+	writeProblemExtras(w, status, kind, title, detail, nil)
+}
+
+func writeProblemExtras(w http.ResponseWriter, status int, kind, title, detail string, extras any) {
+	writeJSON(w, status, "application/problem+json; charset=utf-8", mustJSON(problem{
 		Type:   "https://stellar.org/horizon-errors/" + kind,
 		Title:  title,
 		Status: status,
 		Detail: detail,
-	})
+		Extras: extras,
+	}))
+}
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // problemKinds are Horizon's problem types for the statuses FailNext takes.
@@ -551,11 +610,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if r.URL.Path == ControlPaymentsPath {
+	switch r.URL.Path {
+	case ControlPaymentsPath:
 		s.controlPayment(w, r)
+		return
+	case ControlAccountsPath:
+		s.controlAccount(w, r)
+		return
+	case "/transactions":
+		s.submit(w, r)
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if r.Method == http.MethodGet && len(parts) == 2 {
+		switch parts[0] {
+		case "transactions":
+			s.getTransaction(w, parts[1])
+			return
+		case "accounts":
+			s.getAccount(w, parts[1])
+			return
+		}
+	}
 	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" || parts[1] != s.account {
 		writeProblem(w, http.StatusNotFound, "not_found", "Resource Missing",
 			"The resource at the url requested was not found.")

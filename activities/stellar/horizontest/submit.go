@@ -1,0 +1,629 @@
+package horizontest
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stellar/go-stellar-sdk/amount"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/network"
+	"github.com/stellar/go-stellar-sdk/xdr"
+)
+
+// txEntry is a transaction that made it into a ledger, successful or not:
+// what GET /transactions/{hash} serves and what a resubmission of the
+// same envelope is answered with.
+type txEntry struct {
+	resource []byte // Horizon's transaction resource
+	failure  []byte // the transaction_failed problem, for a failed one
+}
+
+// answer is the submission answer Horizon gives for a transaction in its
+// history: the resource if it succeeded, transaction_failed if not.
+func (e *txEntry) answer() (int, string, []byte) {
+	if e.failure != nil {
+		return http.StatusBadRequest, problemJSON, e.failure
+	}
+	return http.StatusOK, halJSON, e.resource
+}
+
+const (
+	halJSON     = "application/hal+json; charset=utf-8"
+	problemJSON = "application/problem+json; charset=utf-8"
+)
+
+// TimeoutAfterApply makes the next n submissions be processed as usual (a
+// valid transaction is applied) and then answered 504 with Horizon's
+// timeout problem: the unknown outcome a client must resolve by looking
+// the hash up, never by building a second payment.
+func (s *Server) TimeoutAfterApply(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timeoutN = n
+}
+
+// DelaySubmissions holds the next n submissions for d before they are
+// checked and applied, like a transaction waiting for its ledger to close.
+// A held transaction is applied even if its client gave up meanwhile, as
+// one already handed to the network would be.
+func (s *Server) DelaySubmissions(n int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delayN, s.delay = n, d
+}
+
+// Submissions returns how many transactions were POSTed, whatever their
+// outcome.
+func (s *Server) Submissions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.submitted
+}
+
+// submit is POST /transactions.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		// Horizon lists all transactions on GET; nothing here needs it.
+		writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed", "POST a transaction")
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		writeProblem(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "Unsupported Media Type",
+			"The request has an unsupported content type. Presently, the only supported content type is application/x-www-form-urlencoded.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", "The request you sent was invalid in some way.")
+		return
+	}
+	raw := r.PostForm.Get("tx")
+	var env xdr.TransactionEnvelope
+	if raw == "" || xdr.SafeUnmarshalBase64(raw, &env) != nil {
+		writeProblemExtras(w, http.StatusBadRequest, "transaction_malformed", "Transaction Malformed",
+			"Horizon could not decode the transaction envelope in this request. A transaction should be an XDR "+
+				"TransactionEnvelope struct encoded using base64.  The envelope read from this request is echoed in the "+
+				"`extras.envelope_xdr` field of this response for your convenience.",
+			map[string]string{"envelope_xdr": raw})
+		return
+	}
+
+	s.mu.Lock()
+	s.submitted++
+	var delay time.Duration
+	if s.delayN > 0 {
+		s.delayN--
+		delay = s.delay
+	}
+	timeout := s.timeoutN > 0
+	if timeout {
+		s.timeoutN--
+	}
+	s.mu.Unlock()
+
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			return
+		}
+	}
+
+	s.mu.Lock()
+	status, contentType, body := s.applyLocked(env, raw)
+	s.mu.Unlock()
+	if timeout {
+		writeProblem(w, http.StatusGatewayTimeout, "timeout", "Timeout",
+			"Your request timed out before completing.  Please try your request again. If you are submitting a "+
+				"transaction make sure you are sending exactly the same transaction (with the same sequence number).")
+		return
+	}
+	writeJSON(w, status, contentType, body)
+}
+
+// getTransaction is GET /transactions/{hash}.
+func (s *Server) getTransaction(w http.ResponseWriter, hash string) {
+	s.mu.Lock()
+	e, ok := s.txs[hash]
+	s.mu.Unlock()
+	if !ok {
+		writeNotFound(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, halJSON, e.resource)
+}
+
+// applyLocked checks the envelope the way stellar-core does before and
+// while applying it, and applies it when it may enter a ledger. It returns
+// the answer to the submission.
+//
+// A transaction that fails its checks (time bounds, fee, sequence,
+// signatures, fee balance, malformed operations) is rejected: it never
+// enters a ledger and costs nothing. One whose operations fail when
+// applied (no destination, no trustline, underfunded) enters a ledger as
+// failed: its fee is charged and its sequence number consumed, its
+// payments are undone, and it is in the history like on the network.
+func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, string, []byte) {
+	hashBytes, err := network.HashTransactionInEnvelope(env, s.passphrase)
+	if err != nil {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxMalformed, 0, nil)
+	}
+	hash := hex.EncodeToString(hashBytes[:])
+	// Horizon answers an envelope it already has in its history with the
+	// recorded result, without sending it to the network again: a
+	// resubmission after a timeout never pays twice.
+	if e, ok := s.txs[hash]; ok {
+		return e.answer()
+	}
+
+	ops := env.Operations()
+	minFee := baseFee * int64(max(len(ops), 1))
+	now := s.now()
+	switch {
+	case env.IsFeeBump():
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxNotSupported, 0, nil)
+	case len(ops) == 0:
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxMissingOperation, minFee, nil)
+	}
+	if tb := env.TimeBounds(); tb != nil {
+		if tb.MinTime != 0 && now.Unix() < int64(tb.MinTime) {
+			return s.rejectLocked(raw, xdr.TransactionResultCodeTxTooEarly, minFee, nil)
+		}
+		if tb.MaxTime != 0 && now.Unix() > int64(tb.MaxTime) {
+			return s.rejectLocked(raw, xdr.TransactionResultCodeTxTooLate, minFee, nil)
+		}
+	}
+	if int64(env.Fee()) < minFee {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxInsufficientFee, minFee, nil)
+	}
+	srcID := env.SourceAccount().ToAccountId()
+	src := srcID.Address()
+	acc, ok := s.accounts[src]
+	if !ok {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxNoAccount, 0, nil)
+	}
+	if env.SeqNum() != acc.seq+1 {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadSeq, minFee, nil)
+	}
+	sigs := env.Signatures()
+	used := make([]bool, len(sigs))
+	signed := func(addr string) bool {
+		kp, err := keypair.ParseAddress(addr)
+		if err != nil {
+			return false
+		}
+		hint, found := xdr.SignatureHint(kp.Hint()), false
+		for i, sig := range sigs {
+			if sig.Hint == hint && kp.Verify(hashBytes[:], sig.Signature) == nil {
+				used[i], found = true, true
+			}
+		}
+		return found
+	}
+	if !signed(src) {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadAuth, minFee, nil)
+	}
+	if acc.spendable() < minFee {
+		return s.rejectLocked(raw, xdr.TransactionResultCodeTxInsufficientBalance, minFee, nil)
+	}
+
+	// Operation checks that need no balances. Core stops at the first
+	// invalid operation; the others keep their default (success) result.
+	opSources := make([]string, len(ops))
+	checked := make([]opOutcome, len(ops))
+	for i := range checked {
+		checked[i] = payOutcome(xdr.PaymentResultCodePaymentSuccess)
+	}
+	for i, op := range ops {
+		opSources[i] = src
+		if op.SourceAccount != nil {
+			id := op.SourceAccount.ToAccountId()
+			opSources[i] = id.Address()
+		}
+		var bad *opOutcome
+		switch {
+		case op.Body.Type != xdr.OperationTypePayment:
+			// Only payments are simulated; anything else is refused the
+			// way a network that does not support it would.
+			bad = ptr(opResult(xdr.OperationResultCodeOpNotSupported))
+		case s.accounts[opSources[i]] == nil:
+			bad = ptr(opResult(xdr.OperationResultCodeOpNoAccount))
+		case !signed(opSources[i]):
+			bad = ptr(opResult(xdr.OperationResultCodeOpBadAuth))
+		case !validPayment(*op.Body.PaymentOp):
+			bad = ptr(payOutcome(xdr.PaymentResultCodePaymentMalformed))
+		}
+		if bad != nil {
+			checked[i] = *bad
+			return s.rejectLocked(raw, xdr.TransactionResultCodeTxFailed, minFee, checked)
+		}
+	}
+	for _, u := range used {
+		if !u {
+			return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadAuthExtra, minFee, nil)
+		}
+	}
+
+	// Into a ledger: the fee and the sequence number are spent whatever
+	// the operations do.
+	s.ledger++
+	ledger := s.ledger
+	closed := now.UTC().Truncate(time.Second)
+	acc.native -= minFee
+	acc.seq = env.SeqNum()
+	acc.modified, acc.modTime = ledger, closed
+
+	// Operations apply to copies of the accounts they touch, kept only if
+	// every one succeeds: a transaction is atomic.
+	scratch := map[string]*ledgerAccount{}
+	get := func(id string) *ledgerAccount {
+		if c, ok := scratch[id]; ok {
+			return c
+		}
+		a, ok := s.accounts[id]
+		if !ok {
+			return nil
+		}
+		c := a.clone()
+		scratch[id] = c
+		return c
+	}
+	results := make([]opOutcome, len(ops))
+	successful := true
+	for i, op := range ops {
+		results[i] = pay(get, opSources[i], *op.Body.PaymentOp)
+		successful = successful && results[i].code == "op_success"
+	}
+	if successful {
+		for id, c := range scratch {
+			c.modified, c.modTime = ledger, closed
+			s.accounts[id] = c
+		}
+	}
+
+	code := xdr.TransactionResultCodeTxSuccess
+	if !successful {
+		code = xdr.TransactionResultCodeTxFailed
+	}
+	resultXDR := resultXDR(code, minFee, results)
+	resource := s.txResource(env, raw, hash, ledger, closed, successful, minFee, resultXDR)
+	e := &txEntry{resource: resource}
+	if !successful {
+		e.failure = failureProblem(raw, code, results, resultXDR)
+	}
+	s.txs[hash] = e
+
+	// The watched account's history shows the operations it takes part
+	// in, with the transaction (and its memo) embedded.
+	for i, op := range ops {
+		p := paymentRecord(opSources[i], *op.Body.PaymentOp, env.Memo(), successful, hash, closed)
+		if p.From == s.account || p.To == s.account {
+			s.appendLocked(p, ledger, int64(i+1), resource)
+		}
+	}
+	s.lastTxHash, s.lastOp = hash, int64(len(ops))
+	return e.answer()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// validPayment is the payment's own validity (core's doCheckValid): a
+// positive amount and a well-formed asset.
+func validPayment(op xdr.PaymentOp) bool {
+	if op.Amount <= 0 {
+		return false
+	}
+	switch op.Asset.Type {
+	case xdr.AssetTypeAssetTypeNative:
+		return true
+	case xdr.AssetTypeAssetTypeCreditAlphanum4, xdr.AssetTypeAssetTypeCreditAlphanum12:
+		return op.Asset.GetCode() != ""
+	}
+	return false
+}
+
+// pay applies one payment to the accounts get returns, checking in
+// stellar-core's order: the destination, its trustline and room, then the
+// source's trustline and funds. An asset's issuer needs no trustline: it
+// creates the asset it pays and destroys the asset it receives.
+func pay(get func(string) *ledgerAccount, from string, op xdr.PaymentOp) opOutcome {
+	destID := op.Destination.ToAccountId()
+	to := destID.Address()
+	amt := int64(op.Amount)
+	dst := get(to)
+	if dst == nil {
+		return payOutcome(xdr.PaymentResultCodePaymentNoDestination)
+	}
+	src := get(from)
+	if op.Asset.Type == xdr.AssetTypeAssetTypeNative {
+		if dst.native > maxTrustLimit-amt {
+			return payOutcome(xdr.PaymentResultCodePaymentLineFull)
+		}
+		if src.spendable() < amt {
+			return payOutcome(xdr.PaymentResultCodePaymentUnderfunded)
+		}
+		src.native -= amt
+		dst.native += amt
+		return payOutcome(xdr.PaymentResultCodePaymentSuccess)
+	}
+	issuer := op.Asset.GetIssuer()
+	key := creditKey(op.Asset.GetCode(), issuer)
+	if to != issuer {
+		bal, ok := dst.lines[key]
+		if !ok {
+			return payOutcome(xdr.PaymentResultCodePaymentNoTrust)
+		}
+		if bal > maxTrustLimit-amt {
+			return payOutcome(xdr.PaymentResultCodePaymentLineFull)
+		}
+	}
+	if from != issuer {
+		bal, ok := src.lines[key]
+		if !ok {
+			return payOutcome(xdr.PaymentResultCodePaymentSrcNoTrust)
+		}
+		if bal < amt {
+			return payOutcome(xdr.PaymentResultCodePaymentUnderfunded)
+		}
+		src.lines[key] -= amt
+	}
+	if to != issuer {
+		dst.lines[key] += amt
+	}
+	return payOutcome(xdr.PaymentResultCodePaymentSuccess)
+}
+
+// opOutcome is an operation's result, as XDR and as Horizon's code.
+type opOutcome struct {
+	code   string
+	result xdr.OperationResult
+}
+
+// paymentCodes and opCodes are Horizon's names of the result codes (its
+// codes package); txCodes likewise for transactions.
+var (
+	paymentCodes = map[xdr.PaymentResultCode]string{
+		xdr.PaymentResultCodePaymentSuccess:          "op_success",
+		xdr.PaymentResultCodePaymentMalformed:        "op_malformed",
+		xdr.PaymentResultCodePaymentUnderfunded:      "op_underfunded",
+		xdr.PaymentResultCodePaymentSrcNoTrust:       "op_src_no_trust",
+		xdr.PaymentResultCodePaymentSrcNotAuthorized: "op_src_not_authorized",
+		xdr.PaymentResultCodePaymentNoDestination:    "op_no_destination",
+		xdr.PaymentResultCodePaymentNoTrust:          "op_no_trust",
+		xdr.PaymentResultCodePaymentNotAuthorized:    "op_not_authorized",
+		xdr.PaymentResultCodePaymentLineFull:         "op_line_full",
+		xdr.PaymentResultCodePaymentNoIssuer:         "op_no_issuer",
+	}
+	opCodes = map[xdr.OperationResultCode]string{
+		xdr.OperationResultCodeOpBadAuth:      "op_bad_auth",
+		xdr.OperationResultCodeOpNoAccount:    "op_no_source_account",
+		xdr.OperationResultCodeOpNotSupported: "op_not_supported",
+	}
+	txCodes = map[xdr.TransactionResultCode]string{
+		xdr.TransactionResultCodeTxSuccess:             "tx_success",
+		xdr.TransactionResultCodeTxFailed:              "tx_failed",
+		xdr.TransactionResultCodeTxTooEarly:            "tx_too_early",
+		xdr.TransactionResultCodeTxTooLate:             "tx_too_late",
+		xdr.TransactionResultCodeTxMissingOperation:    "tx_missing_operation",
+		xdr.TransactionResultCodeTxBadSeq:              "tx_bad_seq",
+		xdr.TransactionResultCodeTxBadAuth:             "tx_bad_auth",
+		xdr.TransactionResultCodeTxInsufficientBalance: "tx_insufficient_balance",
+		xdr.TransactionResultCodeTxNoAccount:           "tx_no_source_account",
+		xdr.TransactionResultCodeTxInsufficientFee:     "tx_insufficient_fee",
+		xdr.TransactionResultCodeTxBadAuthExtra:        "tx_bad_auth_extra",
+		xdr.TransactionResultCodeTxNotSupported:        "tx_not_supported",
+		xdr.TransactionResultCodeTxMalformed:           "tx_malformed",
+	}
+)
+
+func payOutcome(c xdr.PaymentResultCode) opOutcome {
+	return opOutcome{code: paymentCodes[c], result: xdr.OperationResult{
+		Code: xdr.OperationResultCodeOpInner,
+		Tr:   &xdr.OperationResultTr{Type: xdr.OperationTypePayment, PaymentResult: &xdr.PaymentResult{Code: c}},
+	}}
+}
+
+func opResult(c xdr.OperationResultCode) opOutcome {
+	return opOutcome{code: opCodes[c], result: xdr.OperationResult{Code: c}}
+}
+
+// resultXDR is the transaction's TransactionResult, base64 as Horizon
+// serves it; operation results only for tx_success and tx_failed, as the
+// XDR union has them.
+func resultXDR(code xdr.TransactionResultCode, fee int64, ops []opOutcome) string {
+	res := xdr.TransactionResult{FeeCharged: xdr.Int64(fee), Result: xdr.TransactionResultResult{Code: code}}
+	if code == xdr.TransactionResultCodeTxSuccess || code == xdr.TransactionResultCodeTxFailed {
+		results := make([]xdr.OperationResult, len(ops))
+		for i, o := range ops {
+			results[i] = o.result
+		}
+		res.Result.Results = &results
+	}
+	out, err := xdr.MarshalBase64(res)
+	if err != nil {
+		panic(fmt.Sprintf("horizontest: encoding a transaction result: %v", err))
+	}
+	return out
+}
+
+// resultCodes is extras.result_codes of transaction_failed.
+type resultCodes struct {
+	Transaction string   `json:"transaction"`
+	Operations  []string `json:"operations,omitempty"`
+}
+
+type failureExtras struct {
+	EnvelopeXDR string      `json:"envelope_xdr"`
+	ResultCodes resultCodes `json:"result_codes"`
+	ResultXDR   string      `json:"result_xdr"`
+}
+
+// failureProblem is Horizon's transaction_failed problem (status 400).
+// Operation codes are listed only when operations ran (tx_failed).
+func failureProblem(raw string, code xdr.TransactionResultCode, ops []opOutcome, resultXDR string) []byte {
+	rc := resultCodes{Transaction: txCodes[code]}
+	if code == xdr.TransactionResultCodeTxFailed {
+		for _, o := range ops {
+			rc.Operations = append(rc.Operations, o.code)
+		}
+	}
+	return mustJSON(problem{
+		Type:   "https://stellar.org/horizon-errors/transaction_failed",
+		Title:  "Transaction Failed",
+		Status: http.StatusBadRequest,
+		Detail: "The transaction failed when submitted to the stellar network. The `extras.result_codes` field on " +
+			"this response contains further details.  Descriptions of each code can be found at: " +
+			"https://developers.stellar.org/docs/data/apis/horizon/api-reference/errors/result-codes/transactions",
+		Extras: failureExtras{EnvelopeXDR: raw, ResultCodes: rc, ResultXDR: resultXDR},
+	})
+}
+
+// rejectLocked answers a transaction refused before any ledger: nothing
+// is charged or recorded.
+func (s *Server) rejectLocked(raw string, code xdr.TransactionResultCode, fee int64, ops []opOutcome) (int, string, []byte) {
+	return http.StatusBadRequest, problemJSON, failureProblem(raw, code, ops, resultXDR(code, fee, ops))
+}
+
+// txLinks are a transaction resource's links, in Horizon's order.
+type txLinks struct {
+	Self        tlink `json:"self"`
+	Account     tlink `json:"account"`
+	Ledger      tlink `json:"ledger"`
+	Operations  tlink `json:"operations"`
+	Effects     tlink `json:"effects"`
+	Precedes    tlink `json:"precedes"`
+	Succeeds    tlink `json:"succeeds"`
+	Transaction tlink `json:"transaction"`
+}
+
+// txResourceBody is Horizon's transaction resource. The memo comes first,
+// as Horizon's wrapper struct puts it. result_meta_xdr and fee_meta_xdr
+// are left out, as Horizon leaves them out when it skips transaction meta.
+type txResourceBody struct {
+	Memo                  *string        `json:"memo,omitempty"`
+	MemoBytes             string         `json:"memo_bytes,omitempty"`
+	Links                 txLinks        `json:"_links"`
+	ID                    string         `json:"id"`
+	PagingToken           string         `json:"paging_token"`
+	Successful            bool           `json:"successful"`
+	Hash                  string         `json:"hash"`
+	Ledger                int64          `json:"ledger"`
+	CreatedAt             string         `json:"created_at"`
+	SourceAccount         string         `json:"source_account"`
+	SourceAccountSequence string         `json:"source_account_sequence"`
+	FeeAccount            string         `json:"fee_account"`
+	FeeCharged            string         `json:"fee_charged"`
+	MaxFee                string         `json:"max_fee"`
+	OperationCount        int            `json:"operation_count"`
+	EnvelopeXDR           string         `json:"envelope_xdr"`
+	ResultXDR             string         `json:"result_xdr"`
+	MemoType              string         `json:"memo_type"`
+	Signatures            []string       `json:"signatures"`
+	ValidAfter            string         `json:"valid_after,omitempty"`
+	ValidBefore           string         `json:"valid_before,omitempty"`
+	Preconditions         *preconditions `json:"preconditions,omitempty"`
+}
+
+type preconditions struct {
+	TimeBounds *timeBounds `json:"timebounds,omitempty"`
+}
+
+// timeBounds are Unix seconds as decimal strings, as Horizon writes them.
+type timeBounds struct {
+	MinTime string `json:"min_time"`
+	MaxTime string `json:"max_time,omitempty"`
+}
+
+func (s *Server) txResource(env xdr.TransactionEnvelope, raw, hash string, ledger int64, closed time.Time,
+	successful bool, fee int64, resultXDR string) []byte {
+	srcID := env.SourceAccount().ToAccountId()
+	src := srcID.Address()
+	txURL := s.URL + "/transactions/" + hash
+	token := strconv.FormatInt(txTOID(ledger), 10)
+	memoType, memo := renderMemo(env.Memo())
+	body := txResourceBody{
+		Links: txLinks{
+			Self:        tlink{Href: txURL},
+			Account:     tlink{Href: s.URL + "/accounts/" + src},
+			Ledger:      tlink{Href: s.URL + "/ledgers/" + strconv.FormatInt(ledger, 10)},
+			Operations:  tlink{Href: txURL + "/operations{?cursor,limit,order}", Templated: true},
+			Effects:     tlink{Href: txURL + "/effects{?cursor,limit,order}", Templated: true},
+			Precedes:    tlink{Href: s.URL + "/transactions?order=asc&cursor=" + token},
+			Succeeds:    tlink{Href: s.URL + "/transactions?order=desc&cursor=" + token},
+			Transaction: tlink{Href: txURL},
+		},
+		ID: hash, PagingToken: token, Successful: successful, Hash: hash, Ledger: ledger,
+		CreatedAt:             closed.Format(time.RFC3339),
+		SourceAccount:         src,
+		SourceAccountSequence: strconv.FormatInt(env.SeqNum(), 10),
+		FeeAccount:            src,
+		FeeCharged:            strconv.FormatInt(fee, 10),
+		MaxFee:                strconv.FormatInt(int64(env.Fee()), 10),
+		OperationCount:        len(env.Operations()),
+		EnvelopeXDR:           raw,
+		ResultXDR:             resultXDR,
+		MemoType:              memoType,
+		Signatures:            []string{},
+	}
+	if memoType != "none" {
+		body.Memo = &memo
+	}
+	if memoType == "text" {
+		body.MemoBytes = base64.StdEncoding.EncodeToString([]byte(memo))
+	}
+	for _, sig := range env.Signatures() {
+		body.Signatures = append(body.Signatures, base64.StdEncoding.EncodeToString(sig.Signature))
+	}
+	if tb := env.TimeBounds(); tb != nil {
+		body.ValidAfter = time.Unix(int64(tb.MinTime), 0).UTC().Format(time.RFC3339)
+		b := &timeBounds{MinTime: strconv.FormatUint(uint64(tb.MinTime), 10)}
+		if tb.MaxTime != 0 {
+			body.ValidBefore = time.Unix(int64(tb.MaxTime), 0).UTC().Format(time.RFC3339)
+			b.MaxTime = strconv.FormatUint(uint64(tb.MaxTime), 10)
+		}
+		body.Preconditions = &preconditions{TimeBounds: b}
+	}
+	return mustJSON(body)
+}
+
+// renderMemo gives Horizon's memo_type and memo: text as is, an id in
+// decimal, a hash or return hash in base64.
+func renderMemo(m xdr.Memo) (typ, memo string) {
+	switch m.Type {
+	case xdr.MemoTypeMemoText:
+		return "text", m.MustText()
+	case xdr.MemoTypeMemoId:
+		return "id", strconv.FormatUint(uint64(m.MustId()), 10)
+	case xdr.MemoTypeMemoHash:
+		h := m.MustHash()
+		return "hash", base64.StdEncoding.EncodeToString(h[:])
+	case xdr.MemoTypeMemoReturn:
+		h := m.MustRetHash()
+		return "return", base64.StdEncoding.EncodeToString(h[:])
+	}
+	return "none", ""
+}
+
+// paymentRecord describes a submitted payment for the history.
+func paymentRecord(from string, op xdr.PaymentOp, memo xdr.Memo, successful bool, hash string, at time.Time) Payment {
+	destID := op.Destination.ToAccountId()
+	p := Payment{
+		Type: "payment", From: from, To: destID.Address(),
+		AssetType: xdr.AssetTypeToString[op.Asset.Type],
+		Amount:    amount.String(op.Amount),
+		TxHash:    hash, CreatedAt: at, Successful: &successful,
+	}
+	if op.Asset.Type != xdr.AssetTypeAssetTypeNative {
+		p.AssetCode, p.AssetIssuer = op.Asset.GetCode(), op.Asset.GetIssuer()
+	}
+	p.MemoType, p.Memo = renderMemo(memo)
+	defaults(&p)
+	return p
+}
