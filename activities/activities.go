@@ -381,6 +381,13 @@ func temporalError(err error) error {
 	// will come back.
 	case models.CodeUnavailable, models.CodeInternal, models.CodeLiveUnavailable, models.CodeMarketplaceUnavailable:
 		return temporal.NewApplicationErrorWithCause(e.Message, string(e.Code), err)
+	case models.CodeSourcingFailed:
+		// The refusal's message is the sentence the customer reads: the
+		// workflow records it as the order's failure_reason, and takes a
+		// cause's message instead when there is one. The chain around it
+		// (which fulfiller, order, product) is for operators: it goes in
+		// the details, which the Temporal UI shows with the failure.
+		return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), nil, err.Error())
 	}
 	return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err)
 }

@@ -235,6 +235,15 @@ func TestTemporalError(t *testing.T) {
 			assert.Equal(t, tt.wantType, appErr.Type())
 			assert.Equal(t, !tt.wantRetryable, appErr.NonRetryable())
 			assert.Equal(t, models.DefaultMessage(models.Code(tt.wantType)), appErr.Message(), "the public message, not the chain")
+			if tt.wantType == string(models.CodeSourcingFailed) {
+				// The customer's sentence only, also for a workflow that
+				// reads the cause; the chain goes in the details.
+				assert.Nil(t, appErr.Unwrap(), "no cause")
+				var detail string
+				require.NoError(t, appErr.Details(&detail))
+				assert.Equal(t, tt.err.Error(), detail)
+				return
+			}
 			assert.ErrorIs(t, got, tt.err, "the original error is the cause")
 		})
 	}

@@ -259,7 +259,7 @@ func (s *Server) createCart(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"cart": newCartJSON(cart, now)})
+	render(c, http.StatusCreated, gin.H{"cart": newCartJSON(cart, now)})
 }
 
 // getCart is GET /v1/carts/{id}, a Pro endpoint beyond the contract.
@@ -274,5 +274,5 @@ func (s *Server) getCart(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"cart": newCartJSON(cart, s.deps.Now())})
+	render(c, http.StatusOK, gin.H{"cart": newCartJSON(cart, s.deps.Now())})
 }

@@ -96,7 +96,8 @@ func abort(c *gin.Context, err error) {
 	if status == http.StatusServiceUnavailable && c.Writer.Header().Get("Retry-After") == "" {
 		c.Header("Retry-After", retryAfterUnavailable)
 	}
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
+	c.Abort()
+	render(c, status, errorBody{Error: errorDetail{Code: me.Code, Message: msg, Field: me.Field}})
 }
 
 // classify is err as the contract's error, logging what is not a refusal

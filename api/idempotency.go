@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"slices"
@@ -192,7 +193,11 @@ func (s *Server) releaseKey(ctx context.Context, c *gin.Context, sc models.Idemp
 	}
 }
 
-// replay answers a kept response, marked as a replay.
+// replay answers a kept response, marked as a replay. The kept body is
+// the bytes render wrote, newline included. Answers kept by a version
+// whose JSON bodies ended without one get it added here, so a replay ends
+// as every other JSON answer; that case is gone once such keys have
+// expired (models.IdempotencyTTL after the upgrade).
 func replay(c *gin.Context, r *models.StoredResponse) {
 	for h, v := range r.Header {
 		c.Header(h, v)
@@ -200,10 +205,20 @@ func replay(c *gin.Context, r *models.StoredResponse) {
 	c.Header(headerIdempotentReplayed, "true")
 	c.Status(r.Status)
 	c.Writer.WriteHeaderNow()
-	if len(r.Body) > 0 {
-		_, _ = c.Writer.Write(r.Body)
+	body := r.Body
+	if len(body) > 0 && isJSON(r.Header["Content-Type"]) && !bytes.HasSuffix(body, []byte("\n")) {
+		body = append(slices.Clip(body), '\n')
+	}
+	if len(body) > 0 {
+		_, _ = c.Writer.Write(body)
 	}
 	c.Abort()
+}
+
+// isJSON reports whether a Content-Type is JSON's.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
 }
 
 // idempotencyKeyOf returns the request's validated Idempotency-Key, or "".

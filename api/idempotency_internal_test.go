@@ -1,6 +1,14 @@
 package api
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/memocart/memocart/models"
+)
 
 func TestRequestFingerprint(t *testing.T) {
 	base := requestFingerprint("POST", "/v1/carts", []byte(`{"items":[{"product_url":"u","quantity":1}],"ship_to_country":"US"}`))
@@ -52,5 +60,30 @@ func TestRequestFingerprint(t *testing.T) {
 	// A method/path boundary cannot be shifted into the body.
 	if requestFingerprint("POST", "/a"+"b", nil) == requestFingerprint("POST", "/a", []byte("b")) {
 		t.Error("path and body run together")
+	}
+}
+
+// A kept answer replays byte for byte; one kept before JSON bodies ended
+// with a newline gets it, so that a replay ends as every answer does.
+func TestReplayEndsJSONWithANewline(t *testing.T) {
+	for name, tt := range map[string]struct {
+		contentType, kept, want string
+	}{
+		"kept with its newline":    {"application/json; charset=utf-8", "{\"a\":1}\n", "{\"a\":1}\n"},
+		"kept without a newline":   {"application/json; charset=utf-8", `{"a":1}`, "{\"a\":1}\n"},
+		"not JSON, left as it was": {"text/plain", "ok", "ok"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			c, _ := gin.CreateTestContext(w)
+			kept := []byte(tt.kept)
+			replay(c, &models.StoredResponse{Status: http.StatusCreated, Header: map[string]string{"Content-Type": tt.contentType}, Body: kept})
+			if w.Code != http.StatusCreated || w.Body.String() != tt.want {
+				t.Errorf("replayed %d %q, want 201 %q", w.Code, w.Body.String(), tt.want)
+			}
+			if string(kept) != tt.kept {
+				t.Errorf("the kept body changed: %q", kept)
+			}
+		})
 	}
 }

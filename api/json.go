@@ -327,3 +327,34 @@ func required(field string) error {
 func invalid(field, format string, args ...any) error {
 	return models.FieldError(models.CodeInvalidRequest, field, "%s", fmt.Sprintf(format, args...))
 }
+
+// jsonContentType is the Content-Type of every JSON answer.
+const jsonContentType = "application/json; charset=utf-8"
+
+// render answers v as JSON with status. It is the one way the API writes
+// a JSON body (handlers, the error writer abort, and through the kept
+// bytes the idempotent replays), so every answer has the same form:
+// encoding/json's Encoder output, which ends with a newline as the
+// line-oriented tools clients pipe answers into expect, with <, > and &
+// left as they are (product titles and URLs stay readable).
+func render(c *gin.Context, status int, v any) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		// A type the encoder cannot take is a bug in the handler. The
+		// error body abort renders is strings only: it always encodes.
+		abort(c, fmt.Errorf("encoding the answer: %w", err))
+		return
+	}
+	c.Data(status, jsonContentType, b)
+}
+
+// encodeJSON is render's encoding: one JSON value and a newline.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

@@ -62,7 +62,7 @@ func (s *Server) ready(c *gin.Context) {
 		abort(c, models.Errorf(models.CodeUnavailable, "Not ready: %s unavailable", strings.Join(failed, ", ")))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	render(c, http.StatusOK, gin.H{"status": "ready"})
 }
 
 // tracing starts a server span for every request, named after its route.

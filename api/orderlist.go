@@ -47,7 +47,7 @@ func (s *Server) listOrders(c *gin.Context) {
 	for i, o := range orders {
 		out.Data[i] = s.newOrderJSON(o)
 	}
-	c.PureJSON(http.StatusOK, out)
+	render(c, http.StatusOK, out)
 }
 
 // parseOrderList reads and checks the list's query parameters; errors name

@@ -156,7 +156,7 @@ func (s *Server) createOrder(c *gin.Context) {
 		status = http.StatusOK
 		c.Header(headerIdempotentReplayed, "true")
 	}
-	c.PureJSON(status, gin.H{"order": s.newCreatedOrderJSON(placed.Order)})
+	render(c, status, gin.H{"order": s.newCreatedOrderJSON(placed.Order)})
 }
 
 // SetAfterOrderCommit installs f to run between committing an order and
@@ -466,7 +466,7 @@ func (s *Server) getOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+	render(c, http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
 }
 
 type cancelRequest struct {
@@ -506,7 +506,7 @@ func (s *Server) cancelOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+	render(c, http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset
@@ -584,7 +584,7 @@ func (s *Server) createTestPayment(c *gin.Context) {
 		// The memo matched, but the workflow will record it uncredited.
 		outcome = models.PaymentOutcomeWrongAsset
 	}
-	c.JSON(http.StatusCreated, gin.H{"payment": gin.H{
+	render(c, http.StatusCreated, gin.H{"payment": gin.H{
 		"id": p.ID, "order_id": o.ID, "asset": p.Asset, "amount": p.Amount.String(),
 		"memo": p.Memo, "outcome": outcome,
 	}})

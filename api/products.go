@@ -52,7 +52,7 @@ func (s *Server) previewProduct(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"product": newProductJSON(p)})
+	render(c, http.StatusOK, gin.H{"product": newProductJSON(p)})
 }
 
 // product looks a product up in the catalog of the key's mode and refuses

@@ -254,7 +254,7 @@ func (s *Server) routes() *gin.Engine {
 	})
 	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
 
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/healthz", func(c *gin.Context) { render(c, http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
 	// The routes that need no key and read data are limited per client
 	// address (publicRateLimit).

@@ -166,6 +166,11 @@ func (e *env) send(t *testing.T, r request) response {
 	require.NoError(t, err)
 	// Every response must be one api/openapi.json documents (openapi_test.go).
 	checkOpenAPI(t, req, res.StatusCode, res.Header, b)
+	// Every JSON body ends with a newline, as encoding/json's Encoder
+	// writes it: answers, errors and replays alike.
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") && len(b) > 0 {
+		assert.Truef(t, bytes.HasSuffix(b, []byte("}\n")), "%s %s: JSON body does not end with a newline: %q", r.method, r.path, b)
+	}
 	return response{status: res.StatusCode, header: res.Header, body: b}
 }
 
@@ -314,6 +319,42 @@ func TestHealthAndReadiness(t *testing.T) {
 			assert.NotContains(t, string(r.body), "hunter2")
 		})
 	})
+}
+
+// TestJSONAnswersEndWithANewline: every JSON body the API writes ends with
+// "\n", as encoding/json's Encoder writes it, whichever way it is written:
+// a handler's answer, an error, an idempotent replay. (send checks the
+// same on every request of these tests.)
+func TestJSONAnswersEndWithANewline(t *testing.T) {
+	e := newEnv(t, sqlstore.DialectSQLite)
+	key := e.key(t, "acme", models.ModeTest, models.TierPro)
+	cart := `{"items":[{"product_url":"https://www.amazon.com/dp/B07XJ8C8F5","quantity":1}],"ship_to_country":"US"}`
+	idem := map[string]string{"Idempotency-Key": "newline-1"}
+	for _, tt := range []struct {
+		name   string
+		req    request
+		status int
+	}{
+		{"health", request{method: http.MethodGet, path: "/healthz"}, http.StatusOK},
+		{"a handler's answer", request{method: http.MethodPost, path: "/v1/products/preview", auth: "Bearer " + key, body: previewBody("https://www.amazon.com/dp/B07XJ8C8F5")}, http.StatusOK},
+		{"first answer under a key", request{method: http.MethodPost, path: "/v1/carts", auth: "Bearer " + key, body: cart, header: idem}, http.StatusCreated},
+		{"its replay", request{method: http.MethodPost, path: "/v1/carts", auth: "Bearer " + key, body: cart, header: idem}, http.StatusCreated},
+		{"an error", request{method: http.MethodGet, path: "/v1/orders/ord_nope", auth: "Bearer " + key}, http.StatusNotFound},
+		{"no key", request{method: http.MethodGet, path: "/v1/orders/ord_nope"}, http.StatusUnauthorized},
+		{"no route", request{method: http.MethodGet, path: "/nope"}, http.StatusNotFound},
+		{"the OpenAPI document", request{method: http.MethodGet, path: "/v1/openapi.json"}, http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.send(t, tt.req)
+			require.Equalf(t, tt.status, r.status, "body %s", r.body)
+			assert.Truef(t, strings.HasPrefix(r.header.Get("Content-Type"), "application/json"), "Content-Type %q", r.header.Get("Content-Type"))
+			require.NotEmpty(t, r.body)
+			assert.Equal(t, byte('\n'), r.body[len(r.body)-1], "%q", r.body)
+			if tt.req.path != "/v1/openapi.json" { // a document, indented
+				assert.Equal(t, 1, bytes.Count(r.body, []byte("\n")), "one line, one newline: %q", r.body)
+			}
+		})
+	}
 }
 
 func TestRoutingErrors(t *testing.T) {

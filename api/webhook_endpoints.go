@@ -198,7 +198,7 @@ func (s *Server) createWebhookEndpoint(c *gin.Context) {
 	loggerFrom(c).InfoContext(ctx, "webhook endpoint created", slog.String("endpoint_id", created.ID), slog.String("account_id", key.AccountID))
 	out := newWebhookEndpointJSON(created)
 	out.Secret = created.Secret
-	c.PureJSON(http.StatusCreated, gin.H{"webhook_endpoint": out})
+	render(c, http.StatusCreated, gin.H{"webhook_endpoint": out})
 }
 
 // listWebhookEndpoints is GET /v1/webhook_endpoints.
@@ -213,7 +213,7 @@ func (s *Server) listWebhookEndpoints(c *gin.Context) {
 	for i, e := range es {
 		out[i] = newWebhookEndpointJSON(e)
 	}
-	c.PureJSON(http.StatusOK, gin.H{"webhook_endpoints": out})
+	render(c, http.StatusOK, gin.H{"webhook_endpoints": out})
 }
 
 // endpointParam reads and looks up the {id} of a path: one of the key's
@@ -240,7 +240,7 @@ func (s *Server) getWebhookEndpoint(c *gin.Context) {
 	if !ok {
 		return
 	}
-	c.PureJSON(http.StatusOK, gin.H{"webhook_endpoint": newWebhookEndpointJSON(e)})
+	render(c, http.StatusOK, gin.H{"webhook_endpoint": newWebhookEndpointJSON(e)})
 }
 
 // deleteWebhookEndpoint is DELETE /v1/webhook_endpoints/{id}: 204, and
@@ -326,7 +326,7 @@ func (s *Server) listWebhookDeliveries(c *gin.Context) {
 	for i, a := range as {
 		out[i] = newWebhookAttemptJSON(a)
 	}
-	c.PureJSON(http.StatusOK, gin.H{"deliveries": out})
+	render(c, http.StatusOK, gin.H{"deliveries": out})
 }
 
 // resendWebhookEvent is
@@ -365,7 +365,7 @@ func (s *Server) resendWebhookEvent(c *gin.Context) {
 		abort(c, models.NewError(models.CodeUnavailable))
 		return
 	}
-	c.PureJSON(http.StatusAccepted, gin.H{"delivery": gin.H{"id": id, "event_id": ev.ID, "endpoint_id": e.ID, "resend": true}})
+	render(c, http.StatusAccepted, gin.H{"delivery": gin.H{"id": id, "event_id": ev.ID, "endpoint_id": e.ID, "resend": true}})
 }
 
 // dispatchOrderEvents hands the events an order write just recorded to

@@ -62,8 +62,9 @@ func (o *order) fulfilByPolling(ctx workflow.Context) error {
 	place := func() (models.Placement, bool, error) {
 		var p models.Placement
 		err := workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
-		if reason, ok := sourcingFailure(err); ok {
-			o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason)
+		if reason, detail, ok := sourcingFailure(err); ok {
+			o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
+			o.detail = detail
 			return p, true, o.move(ctx, models.OrderFailed, reason)
 		}
 		return p, false, err
@@ -176,16 +177,27 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 }
 
 // sourcingFailure reports whether err is the marketplace's permanent
-// refusal to sell, and the reason to keep for operators.
-func sourcingFailure(err error) (string, bool) {
+// refusal to sell, with the reason the order records (its failure_reason,
+// which customers read) and the provider's detail for operators.
+//
+// The activity's message is the customer's sentence and its details the
+// detail (which fulfiller, order, product). Old runs: refusals recorded
+// before that carried the detail as the error's cause, and the workflow
+// took the cause's message as the reason; replaying them must record the
+// same reason, so a cause still wins. That branch goes once no run that
+// started before this release is open (the histories recorded before it
+// replay through it: order_sourcing_failed*.json, order_failed_refunded).
+func sourcingFailure(err error) (reason, detail string, ok bool) {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != string(models.CodeSourcingFailed) {
-		return "", false
+		return "", "", false
 	}
-	// The cause carries the fulfiller's own words (which product, why).
 	var cause *temporal.ApplicationError
 	if errors.As(appErr.Unwrap(), &cause) && cause.Message() != "" {
-		return cause.Message(), true
+		return cause.Message(), "", true
 	}
-	return appErr.Message(), true
+	if appErr.HasDetails() {
+		_ = appErr.Details(&detail) // a detail that does not decode is left out
+	}
+	return appErr.Message(), detail, true
 }

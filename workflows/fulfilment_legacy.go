@@ -23,8 +23,9 @@ func (o *order) fulfilByBlocking(ctx workflow.Context) error {
 	var supplierRef string
 	err := workflow.ExecuteActivity(withOptions(ctx, fulfilmentOptions("Buy the items on the marketplace")),
 		a.SourceOrder, o.in.OrderID).Get(ctx, &supplierRef)
-	if reason, ok := sourcingFailure(err); ok {
-		o.logger.Warn("Sourcing refused; order failed, payment due back", "Reason", reason)
+	if reason, detail, ok := sourcingFailure(err); ok {
+		o.logger.Warn("Sourcing refused; order failed, payment due back", "Reason", reason, "Detail", detail)
+		o.detail = detail
 		return o.move(ctx, models.OrderFailed, reason)
 	}
 	if err != nil {

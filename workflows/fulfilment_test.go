@@ -24,7 +24,11 @@ func TestOrderSourcingFailed(t *testing.T) {
 	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
 	transitions, _, writes := h.store.snapshot()
 	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due"}, writes)
-	assert.Contains(t, transitions[len(transitions)-1].Reason, "withdrawn by the seller")
+	// The order's reason is its failure_reason: the customer's sentence
+	// alone. The fulfiller's chain is for operators, in the failure.
+	assert.Equal(t, "The product was withdrawn by the seller.", transitions[len(transitions)-1].Reason)
+	assert.Contains(t, h.env.GetWorkflowError().Error(), "fake marketplace: B0ABC12345", "the workflow's failure keeps the detail")
+	assert.Contains(t, h.currentDetails(), "fake marketplace: B0ABC12345")
 	assert.Equal(t, []string{"place:1"}, h.ff.Calls(), "placed once (non-retryable), never checked")
 }
 

@@ -22,6 +22,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SearchAttrOrderNumber.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrOrderStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrPaymentStatus.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrOrderMode.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

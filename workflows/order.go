@@ -101,16 +101,31 @@ func StartOptions(in OrderInput, taskQueue string) client.StartWorkflowOptions {
 		TaskQueue:                taskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchAttrOrderNumber.ValueSet(in.OrderNumber),
-			SearchAttrOrderStatus.ValueSet(string(models.OrderCreated)),
-			SearchAttrPaymentStatus.ValueSet(string(models.PaymentPending)),
-		),
-		StaticSummary: fmt.Sprintf("Order %s — %s %s", in.OrderNumber, in.PaymentAmount.String(), in.PaymentAsset),
-		StaticDetails: fmt.Sprintf("Order **%s** (id `%s`, %s mode)\n\nAwaiting **%s %s**, memo `%s`, until %s.",
-			in.OrderNumber, in.OrderID, in.Mode, in.PaymentAmount.String(), in.PaymentAsset, in.OrderNumber,
-			in.PaymentDeadline.UTC().Format(time.RFC3339)),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(initialSearchAttributes(in, models.OrderCreated, models.PaymentPending)...),
+		StaticSummary:            fmt.Sprintf("Order %s — %s %s", in.OrderNumber, in.PaymentAmount.String(), in.PaymentAsset),
+		// Static details are set once and never change: only what never
+		// changes belongs here. The order's state (awaiting payment until
+		// its deadline, paid, ordered...) is in the current details
+		// (showDetails).
+		StaticDetails: fmt.Sprintf("Order **%s** (id `%s`, %s mode): **%s %s**, memo `%s`",
+			in.OrderNumber, in.OrderID, in.Mode, in.PaymentAmount.String(), in.PaymentAsset, in.OrderNumber),
 	}
+}
+
+// initialSearchAttributes are the search attributes a run starts with:
+// the order's number and mode, which never change, and its first status.
+// Mode is left out when the input has none (a start typed by hand), rather
+// than set to an empty value no list filters on.
+func initialSearchAttributes(in OrderInput, status models.OrderStatus, payment models.PaymentStatus) []temporal.SearchAttributeUpdate {
+	attrs := []temporal.SearchAttributeUpdate{
+		SearchAttrOrderNumber.ValueSet(in.OrderNumber),
+		SearchAttrOrderStatus.ValueSet(string(status)),
+		SearchAttrPaymentStatus.ValueSet(string(payment)),
+	}
+	if in.Mode != "" {
+		attrs = append(attrs, SearchAttrOrderMode.ValueSet(string(in.Mode)))
+	}
+	return attrs
 }
 
 // Order is the workflow of one order, from payment to delivery.
@@ -183,8 +198,11 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 		runErr = err
 	}
 	if endStates && runErr == nil && o.status == models.OrderFailed {
-		return OrderResult{}, temporal.NewNonRetryableApplicationError(
-			"order failed: "+o.reason, OrderFailedError, nil, o.result())
+		msg := "order failed: " + o.reason
+		if o.detail != "" {
+			msg += " (" + o.detail + ")"
+		}
+		return OrderResult{}, temporal.NewNonRetryableApplicationError(msg, OrderFailedError, nil, o.result())
 	}
 	return o.result(), runErr
 }
@@ -261,10 +279,12 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		return nil, err
 	}
 	if !in.SearchAttributesSet {
+		// Mode joined this upsert after runs were recorded without it:
+		// replay matches an upsert by its place among the commands, not
+		// by its attributes, and a replayed command is never sent again,
+		// so runs past their first task are unchanged.
 		if err := workflow.UpsertTypedSearchAttributes(ctx,
-			SearchAttrOrderNumber.ValueSet(in.OrderNumber),
-			SearchAttrOrderStatus.ValueSet(string(o.status)),
-			SearchAttrPaymentStatus.ValueSet(string(o.paymentStatus())),
+			initialSearchAttributes(in, o.status, o.paymentStatus())...,
 		); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -142,6 +143,19 @@ func (h *harness) query() workflows.StatusView {
 	var view workflows.StatusView
 	require.NoError(h.t, v.Get(&view))
 	return view
+}
+
+// currentDetails is what the Temporal UI shows as the run's current
+// details (workflow.SetCurrentDetails).
+func (h *harness) currentDetails() string {
+	h.t.Helper()
+	// The built-in query the UI reads them with (the SDK does not export
+	// its name).
+	v, err := h.env.QueryWorkflow("__temporal_workflow_metadata")
+	require.NoError(h.t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(h.t, v.Get(&md))
+	return md.GetCurrentDetails()
 }
 
 // run executes the workflow by its registered name and returns how the
@@ -287,16 +301,28 @@ func TestStartOptions(t *testing.T) {
 	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE, opts.WorkflowIDReusePolicy)
 	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
 	assert.Equal(t, "Order 12345678906 — 995.98 USDC", opts.StaticSummary)
-	assert.Contains(t, opts.StaticDetails, orderID)
+	// Static details never change, so they hold only what never changes:
+	// no state that payment would make untrue.
+	for _, want := range []string{orderNumber, orderID, "test mode", "995.98 USDC"} {
+		assert.Contains(t, opts.StaticDetails, want)
+	}
+	for _, state := range []string{"Awaiting", "until", "paid", t0.Format(time.RFC3339)} {
+		assert.NotContains(t, opts.StaticDetails, state)
+	}
 	for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
 		workflows.SearchAttrOrderNumber:   orderNumber,
 		workflows.SearchAttrOrderStatus:   "created",
 		workflows.SearchAttrPaymentStatus: "pending",
+		workflows.SearchAttrOrderMode:     "test",
 	} {
 		got, ok := opts.TypedSearchAttributes.GetKeyword(key)
 		assert.True(t, ok, key.GetName())
 		assert.Equal(t, want, got, key.GetName())
 	}
+
+	in.Mode = models.ModeLive
+	mode, _ := workflows.StartOptions(in, "orders-q").TypedSearchAttributes.GetKeyword(workflows.SearchAttrOrderMode)
+	assert.Equal(t, "live", mode)
 }
 
 // TestOrderEndStates: how each end of an order shows in Temporal, the

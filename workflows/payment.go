@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -29,11 +30,7 @@ type PaymentSignal struct {
 func (o *order) awaitPayment(ctx workflow.Context) error {
 	settled := func() bool { return o.cancelReq != nil || o.tally.Paid() }
 	if wait := o.in.PaymentDeadline.Sub(workflow.Now(ctx)); wait > 0 {
-		_, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-			Timeout:      wait,
-			TimerOptions: workflow.TimerOptions{Summary: "payment deadline"},
-		}, settled)
-		if err != nil {
+		if err := o.awaitDeadline(ctx, wait, settled); err != nil {
 			return err
 		}
 	}
@@ -48,6 +45,54 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 		"AmountReceived", o.tally.Received.String(), "Reason", reason)
 	return nil
 }
+
+// awaitDeadline waits until settled or the payment deadline's timer
+// fires, and ends the timer when settled first, so that a paid or
+// cancelled order shows no pending payment deadline in the Temporal UI.
+// It waits as workflow.AwaitWithOptions does (the SDK's own await leaves
+// its timer running): the same timer, and a first look at settled only
+// after yielding once, so the commands of runs recorded with it come in
+// the same order.
+func (o *order) awaitDeadline(ctx workflow.Context, wait time.Duration, settled func() bool) error {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	timer := workflow.NewTimerWithOptions(timerCtx, wait, workflow.TimerOptions{Summary: "payment deadline"})
+	yielded := false
+	if err := workflow.Await(ctx, func() bool {
+		if !yielded {
+			yielded = true
+			return false
+		}
+		return settled() || ctx.Err() != nil || timer.IsReady()
+	}); err != nil {
+		return err
+	}
+	switch {
+	case settled():
+	case ctx.Err() != nil:
+		// The workflow was cancelled: its context ended the timer.
+		return temporal.NewCanceledError("payment wait cancelled")
+	default:
+		return nil // the deadline passed
+	}
+	// Old runs: a run settled before cancel-payment-deadline was deployed
+	// has no marker here and leaves its timer to fire. Drop the check
+	// (cancel unconditionally) once no such run is open, that is when
+	// `WorkflowType = "Order" AND ExecutionStatus = "Running" AND
+	// StartTime < T` (T the deploy of this change, landed 2026-11-26)
+	// finds none; a run replays through here while it is open, its refund
+	// wait included. The testdata histories paid or cancelled before
+	// their deadline without this marker stop replaying then: remove them
+	// in the same change and re-record their scenarios.
+	if workflow.GetVersion(ctx, changeCancelPaymentDeadline, workflow.DefaultVersion, 1) == 1 {
+		cancelTimer()
+	}
+	return nil
+}
+
+// changeCancelPaymentDeadline is the workflow.GetVersion change id of
+// ending the payment deadline's timer once the order is paid or cancelled
+// (version 1) instead of leaving it to fire (DefaultVersion).
+const changeCancelPaymentDeadline = "cancel-payment-deadline"
 
 // acceptPayment takes in a payment signal: deduplicates it, credits it if
 // it is in the order's asset, and queues it to be recorded. It never

@@ -6,6 +6,7 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
@@ -256,4 +257,39 @@ func TestOrderPaymentAfterCancelIsRecorded(t *testing.T) {
 	assert.Equal(t, []string{"transition:cancelled/expired", "payment:late", "transition:cancelled/refund_due"}, writes)
 	assert.Equal(t, transitions[0].At, transitions[1].At, "the cancelled step keeps its time")
 	assert.Empty(t, h.ff.Calls())
+}
+
+// The payment deadline's timer ends when the wait does: a paid or
+// cancelled order shows no pending "payment deadline" in the Temporal UI.
+// An unpaid order's timer fires, ending it.
+func TestOrderPaymentDeadlineTimerEndsWithTheWait(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		setup         func(h *harness)
+		wantCancelled bool
+	}{
+		{name: "paid", setup: func(h *harness) { h.payAt(5*time.Minute, pay("p1", "995.98")) }, wantCancelled: true},
+		{name: "cancelled", setup: func(h *harness) { h.cancelAt(5*time.Minute, workflows.CancelSignal{Reason: "asked"}) }, wantCancelled: true},
+		{name: "deadline passed", setup: func(*harness) {}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			tt.setup(h)
+			var deadlineTimer string
+			fired, cancelled := map[string]bool{}, map[string]bool{}
+			h.env.SetOnTimerScheduledListener(func(id string, d time.Duration) {
+				if deadlineTimer == "" {
+					deadlineTimer = id // the first timer a run starts
+					assert.Equal(t, deadline, d)
+				}
+			})
+			h.env.SetOnTimerFiredListener(func(id string) { fired[id] = true })
+			h.env.SetOnTimerCanceledListener(func(id string) { cancelled[id] = true })
+			h.run()
+
+			require.NotEmpty(t, deadlineTimer)
+			assert.Equal(t, tt.wantCancelled, cancelled[deadlineTimer], "cancelled")
+			assert.Equal(t, !tt.wantCancelled, fired[deadlineTimer], "fired")
+		})
+	}
 }

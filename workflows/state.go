@@ -23,6 +23,11 @@ type order struct {
 	bg workflow.Context
 
 	status models.OrderStatus
+	// detail is the buying provider's own account of a refusal (which
+	// fulfiller, order, product), for operators: the current details and
+	// the workflow's failure show it; reason, which customers read, never
+	// holds it.
+	detail string
 	// unpaidClose is the payment status a cancelled order shows when it
 	// received nothing: expired (deadline) or cancelled (operator).
 	unpaidClose models.PaymentStatus

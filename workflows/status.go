@@ -12,22 +12,33 @@ import (
 )
 
 // Search attributes (all Keyword) the workflow keeps current, so operators
-// can list orders by number and status in the Temporal UI. Whoever runs
-// the Temporal server registers them on the namespace.
+// can list orders by number, status and mode in the Temporal UI. Whoever
+// runs the Temporal server registers them on the namespace
+// (SearchAttributes).
 var (
 	SearchAttrOrderNumber   = temporal.NewSearchAttributeKeyKeyword("OrderNumber")
 	SearchAttrOrderStatus   = temporal.NewSearchAttributeKeyKeyword("OrderStatus")
 	SearchAttrPaymentStatus = temporal.NewSearchAttributeKeyKeyword("PaymentStatus")
+	// SearchAttrOrderMode is the order's mode, test or live (models.Mode),
+	// set when the run starts: test and live orders share a namespace. Not
+	// "Mode": Temporal's query parser takes MODE for an SQL keyword, and
+	// `Mode = "live"` is refused as an invalid search attribute.
+	SearchAttrOrderMode = temporal.NewSearchAttributeKeyKeyword("OrderMode")
 )
 
 // StatusView is what QueryStatus returns: a small snapshot for operators
-// and the API.
+// and the API. Its amounts mean what the API's payment fields of the same
+// names mean, so an operator comparing the two reads one vocabulary.
 type StatusView struct {
-	Status          models.OrderStatus
-	PaymentStatus   models.PaymentStatus
+	Status        models.OrderStatus
+	PaymentStatus models.PaymentStatus
+	// Total is what the order costs in its payment asset (the API's
+	// payment.amount).
+	Total          decimal.Decimal
+	AmountReceived decimal.Decimal
+	// AmountDue is what is still to pay: zero once the order no longer
+	// waits for payment (the API's payment.amount_due).
 	AmountDue       decimal.Decimal
-	AmountReceived  decimal.Decimal
-	AmountRemaining decimal.Decimal // zero once the order no longer waits for payment
 	PaymentDeadline time.Time
 	PaymentsCounted int // payments credited towards the amount due
 	Shipment        models.Shipment
@@ -40,16 +51,16 @@ func (o *order) view() (StatusView, error) {
 	v := StatusView{
 		Status:          o.status,
 		PaymentStatus:   o.paymentStatus(),
-		AmountDue:       o.in.PaymentAmount,
+		Total:           o.in.PaymentAmount,
 		AmountReceived:  o.tally.Received,
-		AmountRemaining: decimal.Zero,
+		AmountDue:       decimal.Zero,
 		PaymentDeadline: o.in.PaymentDeadline,
 		PaymentsCounted: len(o.tally.Seen),
 		Shipment:        o.shipment,
 		Cancellation:    o.cancellation,
 	}
 	if o.status == models.OrderCreated {
-		v.AmountRemaining = o.tally.Remaining()
+		v.AmountDue = o.tally.Remaining()
 	}
 	return v, nil
 }
@@ -63,14 +74,22 @@ func (o *order) setDetails(note string) {
 
 // showDetails sets the workflow's current details, which the Temporal UI
 // shows on the workflow's page (Current Details): the order's state in
-// words and the note. It records nothing in the history, so it may change
-// freely without a version.
+// words and the note. Everything that changes is said here, not in the
+// static details, which are fixed at start. It records nothing in the
+// history, so it may change freely without a version.
 func (o *order) showDetails() {
 	note := o.note
 	d := fmt.Sprintf("**%s**, payment **%s**, received %s of %s %s", o.status, o.paymentStatus(),
 		o.tally.Received.String(), o.in.PaymentAmount.String(), o.in.PaymentAsset)
+	if o.status == models.OrderCreated {
+		d += fmt.Sprintf("\n\nAwaiting payment of **%s %s**, memo `%s`, until %s.", o.tally.Remaining().String(),
+			o.in.PaymentAsset, o.in.OrderNumber, o.in.PaymentDeadline.UTC().Format(time.RFC3339))
+	}
 	if o.reason != "" {
 		d += "\n\nReason: " + o.reason
+	}
+	if o.detail != "" {
+		d += "\n\nProvider's detail: `" + o.detail + "`"
 	}
 	if note != "" {
 		d += "\n\n" + note

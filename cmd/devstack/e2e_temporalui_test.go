@@ -86,7 +86,7 @@ func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 		_, err := s.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: q})
 		require.NoError(t, err, "saved view %q: %s", name, q)
 	}
-	for _, name := range []string{"Failed orders", "Refund queue", "Closed owing money", "Delivered"} {
+	for _, name := range []string{"Failed orders", "Refund queue", "Closed owing money", "Delivered", "Live orders"} {
 		require.Contains(t, views, name)
 	}
 
@@ -103,6 +103,10 @@ func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the failed order is in Failed orders and the Refund queue, its workflow open")
 	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Delivered"], id))
 	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Closed owing money"], id))
+	// A test key's order is a test order to the list: the API's start set
+	// its OrderMode.
+	assert.Equal(t, running, s.listed(t, `WorkflowType = "Order" AND OrderMode = "test"`, id))
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Live orders"], id))
 
 	// The operator sends the money back and records it, as documented.
 	var out, errOut syncBuffer

@@ -535,6 +535,8 @@ func TestE2ESourcingFailure(t *testing.T) {
 	final, seen := s.waitStatus(s.key, str(o, "number"), "failed")
 	assert.Equal(t, "refund_due", str(final, "payment_status"))
 	assert.NotContains(t, seen, "ordered")
+	// The customer reads the sentence, never the fulfiller's chain.
+	assert.Equal(t, models.FulfilmentFailureReason("product_unavailable"), str(final, "failure_reason"))
 	if *recordHistories {
 		writeHistory(t, s, str(o, "id"), "order_sourcing_failed_polling.json")
 	}
