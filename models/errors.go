@@ -58,6 +58,12 @@ const (
 	CodeEventNotFound           Code = "event_not_found"
 	CodeWebhookEndpointLimit    Code = "webhook_endpoint_limit"
 	CodeWebhookEndpointDisabled Code = "webhook_endpoint_disabled"
+	// Refunds: a destination that cannot receive a payout (not a StrKey
+	// account, a memo that does not fit its type), and a move the
+	// refund's status does not allow (approving a sent refund, changing
+	// the destination of one being sent).
+	CodeInvalidRefundDestination Code = "invalid_refund_destination"
+	CodeInvalidRefundState       Code = "invalid_refund_state"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -102,6 +108,9 @@ var defaultMessages = map[Code]string{
 	CodeEventNotFound:           "No event with specified ID",
 	CodeWebhookEndpointLimit:    "Too many webhook endpoints: delete one first",
 	CodeWebhookEndpointDisabled: "The webhook endpoint is disabled",
+
+	CodeInvalidRefundDestination: "The refund destination is not a valid Stellar account and memo",
+	CodeInvalidRefundState:       "The refund's status does not allow this",
 }
 
 // Error is a domain error with a public code and a message that is safe to
