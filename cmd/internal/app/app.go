@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 )
@@ -76,7 +77,7 @@ func Commands() []Command {
 
 // Run runs the subcommand args[0] of the service's commands and extra.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, extra ...Command) error {
-	cmds := append(extra, Commands()...)
+	cmds := slices.Concat(extra, Commands())
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout, cmds)
 		if len(args) == 0 {
