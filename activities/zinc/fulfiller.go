@@ -223,16 +223,8 @@ func existingOrderID(details json.RawMessage) string {
 // placedBy reports whether zo was placed for attempt of the Memocart order
 // orderID, by the metadata Place sets.
 func placedBy(zo Order, orderID string, attempt int) bool {
-	if id, _ := zo.Metadata[MetaOrderID].(string); id != orderID {
-		return false
-	}
-	switch v := zo.Metadata[MetaAttempt].(type) {
-	case float64:
-		return v == float64(attempt)
-	case string:
-		return v == strconv.Itoa(attempt)
-	}
-	return false
+	return metadataEquals(zo.Metadata[MetaOrderID], orderID) &&
+		metadataEquals(zo.Metadata[MetaAttempt], strconv.Itoa(attempt))
 }
 
 // refusalCodes maps Zinc's synchronous refusals of an order to the models
