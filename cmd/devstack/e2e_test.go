@@ -330,6 +330,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				// Started with its search attributes set (no upsert in
 				// the first task: OrderInput.SearchAttributesSet).
 				writeHistory(t, s, str(o, "id"), "order_delivered_attrs_at_start.json")
+				// Paid before its deadline: the timer is cancelled
+				// (version cancel-payment-deadline), OrderMode set at start.
+				writeHistory(t, s, str(o, "id"), "order_delivered_deadline_cancelled.json")
 			}
 		})
 	}
