@@ -64,6 +64,7 @@ const (
 	// the destination of one being sent).
 	CodeInvalidRefundDestination Code = "invalid_refund_destination"
 	CodeInvalidRefundState       Code = "invalid_refund_state"
+	CodeRefundNotFound           Code = "refund_not_found"
 
 	// Codes of business failures inside the order workflow. They never reach
 	// API clients as errors; they are the type strings of non-retryable
@@ -111,6 +112,7 @@ var defaultMessages = map[Code]string{
 
 	CodeInvalidRefundDestination: "The refund destination is not a valid Stellar account and memo",
 	CodeInvalidRefundState:       "The refund's status does not allow this",
+	CodeRefundNotFound:           "No refund with specified ID",
 }
 
 // Error is a domain error with a public code and a message that is safe to
@@ -177,6 +179,7 @@ var (
 	ErrCartNotFound           = NewError(CodeCartNotFound)
 	ErrInvalidAddress         = NewError(CodeInvalidAddress)
 	ErrOrderNotFound          = NewError(CodeOrderNotFound)
+	ErrRefundNotFound         = NewError(CodeRefundNotFound)
 	ErrLiveUnavailable        = NewError(CodeLiveUnavailable)
 	ErrUnavailable            = NewError(CodeUnavailable)
 	ErrSourcingFailed         = NewError(CodeSourcingFailed)

@@ -170,6 +170,10 @@ type Order struct {
 
 	RefundedAt *time.Time
 	RefundTx   string
+	// RefundDestination is where the client asked money owed back to go
+	// (POST /v1/orders refund_destination, or set later); nil when not
+	// given. Refunds created for the order start with it.
+	RefundDestination *RefundDestination
 
 	// SupplierBudget is the most the buying provider may spend on the
 	// order (items, shipping and tax at the retailer), fixed when the order

@@ -129,6 +129,11 @@ type Refund struct {
 	Key string
 	// OrderID is empty for an unmatched payment refunded by an operator.
 	OrderID string
+	// AccountID and Mode are the order's (empty account for an unmatched
+	// payment): an API key reads only its own account's refunds in its
+	// mode, and a test-mode refund is paid out by the sandbox.
+	AccountID string
+	Mode      Mode
 	// PaymentIDs are the payments whose money it returns, in whole or in
 	// part (for an overpayment: those credited beyond the amount due).
 	PaymentIDs []string
@@ -138,10 +143,20 @@ type Refund struct {
 	// account pays the network's.
 	Amount          decimal.Decimal
 	Asset           string
+	// Value is Amount in the order's currency at the order's own rate
+	// (RefundValue), which the operator's approval limits are set in;
+	// nil when unknown (another asset, no order): such a refund always
+	// waits for an operator's approval.
+	Value           *decimal.Decimal
 	Status          RefundStatus
 	Destination     *RefundDestination // nil until one is set
 	TransactionHash string             // recorded before the payout is submitted
-	FailureReason   string             // why the last payout was refused, while failed
+	// Envelope is the payout transaction's signed XDR (base64), recorded
+	// with its hash before it is submitted, so that a retry can submit the
+	// very same transaction again instead of building a second one. Never
+	// shown to clients.
+	Envelope      string
+	FailureReason string // why the last payout was refused, while failed
 
 	CreatedAt   time.Time
 	ApprovedAt  *time.Time // the last approval
@@ -215,7 +230,7 @@ func SetRefundDestination(r Refund, d RefundDestination) (Refund, error) {
 	}
 	r.Destination = &d
 	r.Status = RefundAwaitingApproval
-	r.FailureReason, r.TransactionHash = "", ""
+	r.FailureReason, r.TransactionHash, r.Envelope = "", "", ""
 	return r, nil
 }
 
@@ -231,15 +246,17 @@ func ApproveRefund(r Refund, now time.Time) (Refund, error) {
 	}
 	r.Status = RefundSending
 	r.ApprovedAt = &now
-	r.FailureReason, r.TransactionHash = "", ""
+	r.FailureReason, r.TransactionHash, r.Envelope = "", "", ""
 	return r, nil
 }
 
-// RecordRefundTransaction records the hash of the payout transaction of r
-// before it is submitted, so a retry looks that hash up before building
-// another. A refund being sent may replace its hash (a transaction whose
-// time bounds passed unknown to the network is rebuilt).
-func RecordRefundTransaction(r Refund, hash string) (Refund, error) {
+// RecordRefundTransaction records the payout transaction of r, its hash
+// and signed envelope, before it is submitted, so a retry looks that hash
+// up (and may submit the same envelope again) before building another. A
+// refund being sent may replace its transaction (one whose time bounds
+// passed unknown to the network is rebuilt). The sandbox's payouts have
+// no envelope.
+func RecordRefundTransaction(r Refund, hash, envelope string) (Refund, error) {
 	if r.Status != RefundSending {
 		return r, refundStateError(r, "a payout transaction is recorded only while it is being sent")
 	}
@@ -247,7 +264,7 @@ func RecordRefundTransaction(r Refund, hash string) (Refund, error) {
 	if err != nil {
 		return r, err
 	}
-	r.TransactionHash = h
+	r.TransactionHash, r.Envelope = h, envelope
 	return r, nil
 }
 

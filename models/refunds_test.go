@@ -224,18 +224,19 @@ func TestRefundMoveDetails(t *testing.T) {
 		assert.Equal(t, now, *again.CancelledAt)
 	})
 	t.Run("a hash is recorded before submitting, only while sending", func(t *testing.T) {
-		got, err := RecordRefundTransaction(refundAt(RefundSending), txHashB)
+		got, err := RecordRefundTransaction(refundAt(RefundSending), txHashB, "AAAA")
 		require.NoError(t, err)
 		assert.Equal(t, txHashB, got.TransactionHash)
+		assert.Equal(t, "AAAA", got.Envelope)
 		assert.Equal(t, RefundSending, got.Status)
 		for _, s := range refundStatuses {
 			if s == RefundSending {
 				continue
 			}
-			_, err := RecordRefundTransaction(refundAt(s), txHashB)
+			_, err := RecordRefundTransaction(refundAt(s), txHashB, "AAAA")
 			assert.Equal(t, CodeInvalidRefundState, CodeOf(err), s)
 		}
-		_, err = RecordRefundTransaction(refundAt(RefundSending), "nothex")
+		_, err = RecordRefundTransaction(refundAt(RefundSending), "nothex", "")
 		assert.Equal(t, CodeInvalidRequest, CodeOf(err))
 	})
 }
