@@ -8,8 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -207,18 +211,53 @@ func isMediaType(header, want string) bool {
 	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown fields
-// and trailing data.
+// unknownFieldError names a body field the API does not have.
+type unknownFieldError struct{ name string }
+
+func (e *unknownFieldError) Error() string { return "unknown field " + strconv.Quote(e.name) }
+
+// decodeStrict decodes one JSON object into v (a pointer to a struct),
+// refusing trailing data and any field that is not one of v's JSON names
+// spelled exactly: the API's names are case-sensitive lowerCamelCase,
+// while encoding/json alone would take "ItemIds" (PA-API 5's spelling)
+// for "itemIds". An unknown field is an *unknownFieldError.
 func decodeStrict(r io.Reader, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("data after the JSON object")
 	}
-	return nil
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return err
+	}
+	known := jsonNames(reflect.TypeOf(v).Elem())
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		if !known[name] {
+			return &unknownFieldError{name}
+		}
+	}
+	return json.Unmarshal(raw, v)
+}
+
+// jsonNames returns the JSON names of struct type t's fields.
+func jsonNames(t reflect.Type) map[string]bool {
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "":
+			names[f.Name] = true
+		default:
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // getItemsRequest is getItems' documented body.
@@ -292,8 +331,9 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	var req getItemsRequest
 	if err := decodeStrict(r.Body, &req); err != nil {
 		field := "body"
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(f, `"`)
+		var unknown *unknownFieldError
+		if errors.As(err, &unknown) {
+			field = unknown.name
 		}
 		invalid(field, "The request body is not getItems' JSON object.")
 		return

@@ -6,22 +6,23 @@
 //   - the token endpoint of version 3.x credentials (Login with Amazon,
 //     POST /auth/o2/token), which wants a JSON body {grant_type
 //     client_credentials, client_id, client_secret, scope
-//     creatorsapi::default} and refuses a form body or HTTP Basic, and the
-//     one of version 2.x credentials (Cognito, POST /oauth2/token), which
-//     wants a form with scope creatorsapi/default and the credentials as
-//     HTTP Basic or in the form; both grant bearer tokens for 3600
-//     seconds;
+//     creatorsapi::default} (names spelled exactly) and refuses a form
+//     body or HTTP Basic, and the one of version 2.x credentials
+//     (Cognito, POST /oauth2/token), which wants a form with scope
+//     creatorsapi/default and the credentials as HTTP Basic or in the
+//     form; both grant bearer tokens for 3600 seconds;
 //   - getItems (POST /catalog/v1/getItems), which wants a live token, an
 //     x-marketplace header naming a storefront (www.amazon.<tld>) and a
 //     JSON body (Content-Type application/json, charset UTF-8 if any) with
 //     1 to 10 itemIds, itemIdType ASIN, a partnerTag, known resources and
-//     no other field, and serves only the resources asked for. Failed
-//     calls answer the documented top-level body {type, message, reason,
-//     fieldList, resourceType, resourceId, retryAfterSeconds}; when no
-//     requested item is accessible, 404 ResourceNotFoundException. The
-//     result container is spelled itemsResult (Amazon's SDK and cURL
-//     page), or itemResults (its GetItems reference page) with
-//     WithContainer(ItemResults);
+//     no other field (names match exactly, so "ItemIds", PA-API 5's
+//     spelling, is an unknown field), and serves only the resources asked
+//     for. Failed calls answer the documented top-level body {type,
+//     message, reason, fieldList, resourceType, resourceId,
+//     retryAfterSeconds}; when no requested item is accessible, 404
+//     ResourceNotFoundException. The result container is spelled
+//     itemsResult (Amazon's SDK and cURL page), or itemResults (its
+//     GetItems reference page) with WithContainer(ItemResults);
 //   - the short-link hosts amzn.to, a.co, amzn.eu and amzn.asia, and the
 //     storefronts' product pages, for following short links.
 //

@@ -153,6 +153,10 @@ func TestTokenEndpoint(t *testing.T) {
 		{"no content type", "", goodJSON, nil, 400, "invalid_request"},
 		{"an unknown field", "application/json", mustJSON(map[string]any{"grant_type": "client_credentials", "client_id": id,
 			"client_secret": secret, "scope": Scope, "audience": "x"}), nil, 400, "invalid_request"},
+		// Field names are case-sensitive: encoding/json alone would take
+		// Client_Secret for client_secret.
+		{"a name in another case", "application/json", mustJSON(map[string]any{"grant_type": "client_credentials", "client_id": id,
+			"Client_Secret": secret, "scope": Scope}), nil, 400, "invalid_request"},
 		{"wrong grant", "application/json", mustJSON(map[string]any{"grant_type": "password", "client_id": id,
 			"client_secret": secret, "scope": Scope}), nil, 400, "unsupported_grant_type"},
 		{"the 2.x scope", "application/json", mustJSON(lwaBody(id, secret, CognitoScope)), nil, 400, "invalid_scope"},
@@ -282,6 +286,11 @@ func TestGetItemsValidation(t *testing.T) {
 		{"an unknown field", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"}, "itemIdType": "ASIN",
 			"partnerTag": "t-20", "PartnerType": "Associates"}, 400, "ValidationException", "PartnerType"},
 		{"not JSON", tok, "www.amazon.com", "itemIds=B07YCM5K55", 400, "ValidationException", "body"},
+		// The API's names are lowerCamelCase, matched exactly.
+		{"PA-API 5's PascalCase names", tok, "www.amazon.com", map[string]any{"ItemIds": []string{"B07YCM5K55"},
+			"ItemIdType": "ASIN", "PartnerTag": "t-20", "Resources": allResources}, 400, "ValidationException", "ItemIdType"},
+		{"one name in another case", tok, "www.amazon.com", map[string]any{"itemIds": []string{"B07YCM5K55"},
+			"itemIdType": "ASIN", "partnerTag": "t-20", "Resources": allResources}, 400, "ValidationException", "Resources"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

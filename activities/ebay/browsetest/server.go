@@ -6,6 +6,15 @@
 // /buy/browse/v1/item/get_item_by_legacy_id). It listens on a real
 // loopback port, so it works for a process as well as for a test.
 //
+// The token endpoint wants the client id and secret as HTTP Basic and
+// grant_type and scope in an application/x-www-form-urlencoded body;
+// getItemByLegacyId wants "Authorization: Bearer <application token>"
+// and X-EBAY-C-MARKETPLACE-ID. Anything else is refused: 401
+// invalid_client (credentials not as HTTP Basic) or 400 invalid_request
+// (a body that is not a form) from the token endpoint, 401 errorId 1001
+// (no bearer token) or 400 errorId 11011 (no known marketplace) from the
+// item call.
+//
 // Any well-formed item id (9 to 15 digits) is a fixed-price, in-stock
 // listing whose title says it comes from this server and whose price is
 // derived from a hash of the id, in the currency of the marketplace the
@@ -54,6 +63,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -437,7 +447,10 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 	}
 }
 
-// serveToken is the client-credentials grant of eBay's OAuth endpoint.
+// serveToken is the client-credentials grant of eBay's OAuth endpoint:
+// the credentials as HTTP Basic (a missing or other scheme is 401
+// invalid_client), grant_type and scope in a form body (another
+// Content-Type is 400 invalid_request).
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	latency := s.latency
@@ -458,6 +471,14 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	if !ok || id != s.clientID || secret != s.clientSecret {
 		w.Header().Set("WWW-Authenticate", `Basic realm="eBay"`)
 		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", "client authentication failed"})
+		return
+	}
+	// The grant is a form body (RFC 6749 4.4.2), as eBay documents it;
+	// ParseForm alone would skip a body of any other type and answer a
+	// misleading unsupported_grant_type.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request",
+			"request is missing a required parameter or malformed: the body must be application/x-www-form-urlencoded"})
 		return
 	}
 	if err := r.ParseForm(); err != nil {

@@ -153,6 +153,57 @@ func TestTokenEndpoint(t *testing.T) {
 	assert.Equal(t, 1, s.TokensIssued())
 }
 
+// The grant is a form body with the credentials as HTTP Basic, as eBay
+// documents it; any other shape is refused before a token is issued.
+func TestTokenRequestShape(t *testing.T) {
+	s := newServer(t)
+	id, secret := s.Credentials()
+	r, _ := http.NewRequest(http.MethodPost, "/", nil)
+	r.SetBasicAuth(id, secret)
+	basic := r.Header.Get("Authorization")
+	const form = "application/x-www-form-urlencoded"
+	withCreds := url.Values{"grant_type": {"client_credentials"}, "scope": {browsetest.Scope}, "client_id": {id}, "client_secret": {secret}}
+	tests := []struct {
+		name          string
+		contentType   string
+		authorization string
+		path          string
+		body          string
+		status        int
+		oauthError    string
+	}{
+		{"a form with HTTP Basic", form, basic, "", grant.Encode(), http.StatusOK, ""},
+		{"a form with a charset", form + "; charset=UTF-8", basic, "", grant.Encode(), http.StatusOK, ""},
+		{"a JSON body", "application/json", basic, "",
+			`{"grant_type":"client_credentials","scope":"` + browsetest.Scope + `"}`, http.StatusBadRequest, "invalid_request"},
+		{"no Content-Type", "", basic, "", grant.Encode(), http.StatusBadRequest, "invalid_request"},
+		{"the credentials in the form, not HTTP Basic", form, "", "", withCreds.Encode(), http.StatusUnauthorized, "invalid_client"},
+		{"a bearer token instead of HTTP Basic", form, "Bearer " + secret, "", grant.Encode(), http.StatusUnauthorized, "invalid_client"},
+		{"the grant in the query string", form, basic, "?" + grant.Encode(), "", http.StatusBadRequest, "unsupported_grant_type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+"/identity/v1/oauth2/token"+tt.path,
+				strings.NewReader(tt.body))
+			require.NoError(t, err)
+			if tt.contentType != "" {
+				req.Header.Set("Content-Type", tt.contentType)
+			}
+			if tt.authorization != "" {
+				req.Header.Set("Authorization", tt.authorization)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			var ans tokenAnswer
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&ans))
+			assert.Equal(t, tt.status, resp.StatusCode)
+			assert.Equal(t, tt.oauthError, ans.Error)
+		})
+	}
+	assert.Equal(t, 2, s.TokensIssued())
+}
+
 func TestWithCredentials(t *testing.T) {
 	s := newServer(t, browsetest.WithCredentials("my-app", "my-cert"))
 	status, _ := requestToken(t, s, browsetest.DefaultClientID, browsetest.DefaultClientSecret, grant)
@@ -172,6 +223,20 @@ func TestItemRequiresTokenAndMarketplace(t *testing.T) {
 
 	a = getItem(t, s, "made-up", "EBAY_US", "legacy_item_id=123456789012")
 	assert.Equal(t, http.StatusUnauthorized, a.status)
+
+	// A live token, but not as "Bearer <token>".
+	id, secret := s.Credentials()
+	basic, _ := http.NewRequest(http.MethodGet, "/", nil)
+	basic.SetBasicAuth(id, secret)
+	for name, auth := range map[string]string{
+		"the token without its scheme": tok,
+		"the token as Basic":           "Basic " + tok,
+		"the keyset as HTTP Basic":     basic.Header.Get("Authorization"),
+	} {
+		a = getItem(t, s, "", "EBAY_US", "legacy_item_id=123456789012", "Authorization", auth)
+		assert.Equal(t, http.StatusUnauthorized, a.status, name)
+		assert.Equal(t, 1001, a.errorID(), name)
+	}
 
 	for _, mp := range []string{"", "EBAY_XX", "ebay_us"} {
 		a = getItem(t, s, tok, mp, "legacy_item_id=123456789012")

@@ -11,8 +11,13 @@
 // as for a test.
 //
 // Requests need "Authorization: Bearer <key>" with the server's key
-// (DefaultAPIKey unless WithAPIKey says otherwise); anything else is a
-// 401 in Zinc's error shape, {"error": {"code", "message", "details"}}.
+// (DefaultAPIKey unless WithAPIKey says otherwise); anything else, the
+// legacy API's HTTP Basic included, is a 401 in Zinc's error shape,
+// {"error": {"code", "message", "details"}}. POST /orders takes a JSON
+// body (Content-Type application/json; another or none is 400
+// bad_request) whose keys are matched exactly, case included, so
+// "Max_Price" is not max_price; a key the request model does not have is
+// ignored.
 // Orders are validated as Zinc documents: at least one product with a URL
 // and a quantity of 1 to 100, max_price a positive integer (US cents), an
 // idempotency_key of at most 36 characters, and a shipping address with
@@ -85,6 +90,8 @@
 //   - webhook payloads carry the order's metadata only with
 //     WithWebhookMetadata; Zinc documents none;
 //   - a sync rejection (Rejected) does not use up its idempotency key;
+//   - Zinc does not document its answer to a body that is not declared
+//     JSON: 400 bad_request is this server's choice;
 //   - prices, carriers and checkpoints are made up; product pages are
 //     never fetched.
 //
@@ -103,9 +110,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -746,6 +755,7 @@ type createRequest struct {
 	PONumber        string          `json:"po_number"`
 	HandlingDaysMax *int            `json:"handling_days_max"`
 	IsGift          bool            `json:"is_gift"`
+	GiftMessage     string          `json:"gift_message"`
 
 	maxPrice int64 // MaxPrice, validated
 }
@@ -851,8 +861,16 @@ func (req *createRequest) validate() (string, map[string]string) {
 }
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusBadRequest, "bad_request", "The request body must be JSON (Content-Type: application/json)", nil)
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		return
+	}
 	var req createRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	if err := json.Unmarshal(exactFields(raw, reflect.TypeFor[createRequest]()), &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "The request body is not valid JSON", nil)
 		return
 	}
@@ -927,6 +945,54 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, body)
 	}
+}
+
+// exactFields returns raw with only the keys Zinc's request model reads,
+// in every object that decodes into a struct of type t at any depth: keys
+// are matched exactly, case included, and others dropped. encoding/json
+// alone matches keys case-insensitively, so it would take "Max_Price" for
+// max_price, where Zinc sees no max_price and refuses the order. Free-form
+// values (metadata) are kept whole; what is not JSON is returned as it
+// is, for the decoder to refuse.
+func exactFields(raw json.RawMessage, t reflect.Type) json.RawMessage {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(raw, &obj) != nil || obj == nil {
+			return raw
+		}
+		fields := map[string]reflect.Type{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); f.IsExported() && name != "" && name != "-" {
+				fields[name] = f.Type
+			}
+		}
+		out := make(map[string]json.RawMessage, len(obj))
+		for k, v := range obj {
+			if ft, ok := fields[k]; ok {
+				out[k] = exactFields(v, ft)
+			}
+		}
+		if b, err := json.Marshal(out); err == nil {
+			return b
+		}
+	case t.Kind() == reflect.Slice && t != reflect.TypeFor[json.RawMessage]():
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil || elems == nil {
+			return raw
+		}
+		for i := range elems {
+			elems[i] = exactFields(elems[i], t.Elem())
+		}
+		if b, err := json.Marshal(elems); err == nil {
+			return b
+		}
+	}
+	return raw
 }
 
 // family names the Memocart order an order was placed for, for

@@ -46,7 +46,22 @@ func (a answer) errorDetails() map[string]any {
 	return d
 }
 
+// call sends body (JSON, or a string as it is) with the bearer key, as
+// Zinc's clients do.
 func call(t *testing.T, s *zinctest.Server, method, path, key string, body any) answer {
+	t.Helper()
+	h := http.Header{}
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	return callWith(t, s, method, path, h, body)
+}
+
+// callWith sends body with exactly the headers h.
+func callWith(t *testing.T, s *zinctest.Server, method, path string, h http.Header, body any) answer {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -60,9 +75,7 @@ func call(t *testing.T, s *zinctest.Server, method, path, key string, body any) 
 	}
 	req, err := http.NewRequestWithContext(t.Context(), method, s.URL+path, rd)
 	require.NoError(t, err)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
+	req.Header = h
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -107,6 +120,23 @@ func TestAuthentication(t *testing.T) {
 			assert.Equal(t, tt.code, a.errorCode())
 		})
 	}
+	// The key in another scheme: the legacy v1 API's HTTP Basic with the
+	// key as user name, or no scheme at all.
+	basic, _ := http.NewRequest(http.MethodGet, "/", nil)
+	basic.SetBasicAuth(zinctest.DefaultAPIKey, "")
+	for name, auth := range map[string]string{
+		"HTTP Basic": basic.Header.Get("Authorization"),
+		"no scheme":  zinctest.DefaultAPIKey,
+		"Token":      "Token " + zinctest.DefaultAPIKey,
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := callWith(t, s, http.MethodGet, "/orders/unknown", http.Header{"Authorization": {auth}}, nil)
+			assert.Equal(t, http.StatusUnauthorized, a.status)
+			assert.Equal(t, "invalid_token", a.errorCode())
+			assert.Nil(t, a.body["error"].(map[string]any)["details"], "details are null without field context")
+		})
+	}
+
 	custom := newServer(t, zinctest.WithAPIKey("zn_live_custom"))
 	assert.Equal(t, "zn_live_custom", custom.APIKey())
 	assert.Equal(t, http.StatusUnauthorized, call(t, custom, http.MethodGet, "/orders", zinctest.DefaultAPIKey, nil).status)
@@ -115,6 +145,7 @@ func TestAuthentication(t *testing.T) {
 
 func TestCreateValidation(t *testing.T) {
 	addr := func(o map[string]any) map[string]any { return o["shipping_address"].(map[string]any) }
+	rename := func(m map[string]any, from, to string) { m[to] = m[from]; delete(m, from) }
 	tests := []struct {
 		name   string
 		change func(o map[string]any)
@@ -141,6 +172,17 @@ func TestCreateValidation(t *testing.T) {
 		{"no last name", func(o map[string]any) { delete(addr(o), "last_name") }, "invalid_shipping_address", "shipping_address.last_name"},
 		{"no phone", func(o map[string]any) { delete(addr(o), "phone_number") }, "invalid_shipping_address", "shipping_address.phone_number"},
 		{"no US state", func(o map[string]any) { delete(addr(o), "state") }, "invalid_shipping_address", "shipping_address.state"},
+		// Names are matched exactly: a name in another case is not the
+		// field, which is then missing.
+		{"Max_Price", func(o map[string]any) { rename(o, "max_price", "Max_Price") }, "validation_error", "max_price"},
+		{"a product's URL", func(o map[string]any) {
+			o["products"] = []any{map[string]any{"URL": "https://www.amazon.com/dp/B07JGBW826", "quantity": 1}}
+		}, "validation_error", "products[0].url"},
+		{"Postal_Code", func(o map[string]any) { rename(addr(o), "postal_code", "Postal_Code") },
+			"invalid_shipping_address", "shipping_address.postal_code"},
+		// The legacy v1 API's name for it.
+		{"zip_code", func(o map[string]any) { rename(addr(o), "postal_code", "zip_code") },
+			"invalid_shipping_address", "shipping_address.postal_code"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +211,38 @@ func TestCreateValidation(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, a.status)
 		assert.Equal(t, "bad_request", a.errorCode())
 	})
+}
+
+// POST /orders takes a JSON body declared as such.
+func TestCreateContentType(t *testing.T) {
+	body, err := json.Marshal(validOrder())
+	require.NoError(t, err)
+	tests := []struct {
+		name, contentType string
+		status            int
+		code              string
+	}{
+		{"JSON", "application/json", http.StatusCreated, ""},
+		{"JSON in UTF-8", "application/json; charset=utf-8", http.StatusCreated, ""},
+		{"none", "", http.StatusBadRequest, "bad_request"},
+		{"a form", "application/x-www-form-urlencoded", http.StatusBadRequest, "bad_request"},
+		{"text", "text/plain", http.StatusBadRequest, "bad_request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t)
+			h := http.Header{"Authorization": {"Bearer " + s.APIKey()}}
+			if tt.contentType != "" {
+				h.Set("Content-Type", tt.contentType)
+			}
+			a := callWith(t, s, http.MethodPost, "/orders", h, string(body))
+			assert.Equal(t, tt.status, a.status, a.body)
+			assert.Equal(t, tt.code, a.errorCode())
+			if tt.status != http.StatusCreated {
+				assert.Empty(t, s.Orders())
+			}
+		})
+	}
 }
 
 func TestRepeatedIdempotencyKey(t *testing.T) {
