@@ -19,6 +19,9 @@ type OrderTerms struct {
 	// Metadata is the order request's (ValidateMetadata), merged over the
 	// cart's.
 	Metadata map[string]string
+	// RefundDestination is where money owed back goes, if the client said
+	// (ValidateRefundDestination); nil otherwise.
+	RefundDestination *RefundDestination
 
 	PayTo      string // receiving account
 	Network    string // pubnet, testnet or sandbox
@@ -78,6 +81,7 @@ func BuildOrder(cart Cart, t OrderTerms) (Order, error) {
 		PaymentMemoType: "text", PaymentExpiresAt: t.Now.Add(t.Window), AmountReceived: decimal.Zero,
 		SupplierBudget: cart.Subtotal.Add(cart.Shipping).Add(cart.Tax),
 		CreatedAt:      t.Now, UpdatedAt: t.Now, Metadata: metadata,
+		RefundDestination: t.RefundDestination,
 	}
 	if t.Rate != nil {
 		if cart.Currency != t.Rate.Quote {

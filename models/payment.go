@@ -125,3 +125,8 @@ type PaymentHandler func(ctx context.Context, p Payment) (PaymentOutcome, error)
 // ErrOrderClosed means an order's workflow has finished and takes no more
 // payments.
 var ErrOrderClosed = errors.New("order is closed")
+
+// ErrRefundClosed: the refund's workflow is not running (it ended, the
+// refund settled, or it has not started yet): no move can be made
+// through it.
+var ErrRefundClosed = errors.New("refund's workflow is not running")

@@ -43,3 +43,7 @@ func RefundValue(o Order, r Refund) (decimal.Decimal, bool) {
 	}
 	return r.Amount.Mul(o.Total).Div(o.PaymentAmount).Round(2), true
 }
+
+// RefundWorkflowID is the id of a refund's Refund workflow: one run per
+// refund.
+func RefundWorkflowID(refundID string) string { return "refund-" + refundID }

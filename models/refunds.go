@@ -141,8 +141,8 @@ type Refund struct {
 	// Amount and Asset are what was received: a wrong-asset payment goes
 	// back in its own asset. The payer is never charged a fee; the payout
 	// account pays the network's.
-	Amount          decimal.Decimal
-	Asset           string
+	Amount decimal.Decimal
+	Asset  string
 	// Value is Amount in the order's currency at the order's own rate
 	// (RefundValue), which the operator's approval limits are set in;
 	// nil when unknown (another asset, no order): such a refund always

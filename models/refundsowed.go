@@ -170,6 +170,7 @@ func RefundOfUnmatchedPayment(p Payment, state PaymentState, now time.Time) (Ref
 		ID:         RefundID(key),
 		Key:        key,
 		PaymentIDs: []string{p.ID},
+		Mode:       p.Mode,
 		Reason:     RefundUnmatchedPayment,
 		Amount:     p.Amount,
 		Asset:      p.Asset,

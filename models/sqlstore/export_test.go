@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // MigrateUpTo applies the migrations up to and including version, so a
@@ -90,4 +91,14 @@ func (s *Store) BackendPIDs(ctx context.Context) ([]int, error) {
 	var pids []int
 	err := s.db.WithContext(ctx).Raw(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`).Scan(&pids).Error
 	return pids, err
+}
+
+// RefundRowTimes returns a refund's updated_at and workflow_started_at,
+// which models.Refund does not carry, for tests of what a write wrote.
+func (s *Store) RefundRowTimes(ctx context.Context, id string) (updatedAt time.Time, workflowStartedAt *time.Time, err error) {
+	var r refundRow
+	if err := s.db.WithContext(ctx).Select("updated_at", "workflow_started_at").Where("id = ?", id).Take(&r).Error; err != nil {
+		return time.Time{}, nil, err
+	}
+	return utc(r.UpdatedAt), utcPtr(r.WorkflowStartedAt), nil
 }

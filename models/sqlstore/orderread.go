@@ -91,7 +91,8 @@ var orderColumns = []string{"id", "number", "account_id", "mode", "cart_id", "st
 	"customer_email", "ship_name", "ship_phone", "ship_line1", "ship_line2", "ship_city", "ship_region", "ship_postal_code",
 	"ship_country", "currency", "total", "payment_asset", "payment_amount", "payment_address", "payment_memo",
 	"payment_expires_at", "amount_received", "payment_network", "payment_asset_issuer", "payment_memo_type", "payment_uri",
-	"rate_price", "rate_source", "rate_at", "refunded_at", "refund_tx", "carrier", "tracking_number", "estimated_delivery",
+	"rate_price", "rate_source", "rate_at", "refunded_at", "refund_tx", "refund_address", "refund_memo_type", "refund_memo",
+	"refund_to_sender", "carrier", "tracking_number", "estimated_delivery",
 	"supplier_budget", "supplier_ref", "fulfilment", "metadata", "cancellation_reason", "idempotency_key", "request_hash",
 	"workflow_started_at", "created_at", "updated_at"}
 
@@ -116,7 +117,8 @@ func (r *clientOrderRow) scanDest() []any {
 		&o.CustomerEmail, &o.ShipName, &o.ShipPhone, &o.ShipLine1, &o.ShipLine2, &o.ShipCity, &o.ShipRegion, &o.ShipPostalCode,
 		&o.ShipCountry, &o.Currency, &o.Total, &o.PaymentAsset, &o.PaymentAmount, &o.PaymentAddress, &o.PaymentMemo,
 		&o.PaymentExpiresAt, &o.AmountReceived, &o.PaymentNetwork, &o.PaymentAssetIssuer, &o.PaymentMemoType, &o.PaymentURI,
-		&o.RatePrice, &o.RateSource, &o.RateAt, &o.RefundedAt, &o.RefundTx, &o.Carrier, &o.TrackingNumber, &o.EstimatedDelivery,
+		&o.RatePrice, &o.RateSource, &o.RateAt, &o.RefundedAt, &o.RefundTx, &o.RefundAddress, &o.RefundMemoType, &o.RefundMemo,
+		&o.RefundToSender, &o.Carrier, &o.TrackingNumber, &o.EstimatedDelivery,
 		&o.SupplierBudget, &o.SupplierRef, &o.Fulfilment, &o.Metadata, &o.CancellationReason, &o.IdempotencyKey, &o.RequestHash,
 		&o.WorkflowStartedAt, &o.CreatedAt, &o.UpdatedAt,
 		&r.StepsJSON, &r.ItemsJSON, &r.PaymentsJSON}

@@ -50,6 +50,10 @@ type orderRow struct {
 	RateAt             *time.Time
 	RefundedAt         *time.Time
 	RefundTx           string
+	RefundAddress      string // models.Order.RefundDestination: see refundDestinationOf
+	RefundMemoType     string
+	RefundMemo         string
+	RefundToSender     bool
 	Carrier            string
 	TrackingNumber     string
 	EstimatedDelivery  string
@@ -77,7 +81,7 @@ func (orderStepRow) TableName() string { return "order_steps" }
 
 func newOrderRow(o models.Order) orderRow {
 	a := o.Address
-	return orderRow{
+	row := orderRow{
 		ID: o.ID, Number: o.Number, AccountID: o.AccountID, Mode: string(o.Mode), CartID: o.CartID,
 		Status: string(o.Status), PaymentStatus: string(o.PaymentStatus), CustomerEmail: o.CustomerEmail,
 		ShipName: a.Name, ShipPhone: a.Phone, ShipLine1: a.Line1, ShipLine2: a.Line2, ShipCity: a.City,
@@ -91,6 +95,10 @@ func newOrderRow(o models.Order) orderRow {
 		EstimatedDelivery: o.Shipment.EstimatedDelivery, CreatedAt: o.CreatedAt.UTC(), UpdatedAt: o.UpdatedAt.UTC(),
 		Metadata: metadataText(o.Metadata),
 	}
+	if d := o.RefundDestination; d != nil {
+		row.RefundAddress, row.RefundMemoType, row.RefundMemo, row.RefundToSender = d.Address, d.MemoType, d.Memo, d.ToSender
+	}
+	return row
 }
 
 func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.Order {
@@ -113,6 +121,7 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		Steps:     make(map[models.OrderStatus]time.Time, len(steps)),
 		CreatedAt: utc(r.CreatedAt), UpdatedAt: utc(r.UpdatedAt),
 		Metadata: metadataMap(r.Metadata), Cancellation: models.CancellationReason(r.CancellationReason),
+		RefundDestination: refundDestinationOf(r.RefundAddress, r.RefundMemoType, r.RefundMemo, r.RefundToSender),
 	}
 	if r.Fulfilment != "" {
 		// Written only by RecordFulfilment from a models.Fulfilment: a
@@ -483,6 +492,31 @@ func (s *Store) RecordFulfilment(ctx context.Context, orderID string, f models.F
 		Updates(map[string]any{"supplier_ref": f.Ref, "fulfilment": string(doc), "updated_at": time.Now().UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("recording fulfilment: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return models.ErrOrderNotFound
+	}
+	return nil
+}
+
+// SetOrderRefundDestination sets where money the order owes back goes
+// (nil: nowhere said), for the refunds created for it from then on;
+// refunds already created keep theirs. Another account's or mode's order
+// is models.ErrOrderNotFound. d is stored as given: the caller validates
+// it (models.ValidateRefundDestination).
+func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination) error {
+	var dest models.RefundDestination
+	if d != nil {
+		dest = *d
+	}
+	res := s.db.WithContext(ctx).Model(&orderRow{}).
+		Where("id = ? AND account_id = ? AND mode = ?", orderID, accountID, string(mode)).
+		Updates(map[string]any{
+			"refund_address": dest.Address, "refund_memo_type": dest.MemoType, "refund_memo": dest.Memo,
+			"refund_to_sender": dest.ToSender, "updated_at": time.Now().UTC(),
+		})
+	if res.Error != nil {
+		return fmt.Errorf("setting the order's refund destination: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return models.ErrOrderNotFound

@@ -38,6 +38,9 @@ func TestMigrationsBuildTheSameSchemaOnBothDialects(t *testing.T) {
 		lite.indexes["orders_idempotency_idx"])
 	assert.Equal(t, "cart_id, position", lite.primaryKeys["cart_items"])
 	assert.Equal(t, []string{"cart_id", "number"}, lite.uniques["orders"])
+	assert.Equal(t, column{class: "decimal", nullable: true}, pg.columns["refunds"]["value"])
+	assert.Equal(t, index{table: "refunds", columns: "created_at", predicate: "workflow_started_at is null"},
+		lite.indexes["refunds_workflow_pending_idx"])
 
 	seen := map[string]bool{}
 	var diffs []string

@@ -1,0 +1,731 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/memocart/memocart/models"
+)
+
+// refundRow is a stored models.Refund.
+type refundRow struct {
+	ID                  string
+	Key                 string
+	OrderID             *string // NULL for an unmatched payment's refund
+	AccountID           *string
+	Mode                string
+	PaymentIDs          string `gorm:"column:payment_ids"` // JSON array of payment ids
+	Reason              string
+	Amount              decimal.Decimal
+	Asset               string
+	Value               decimal.NullDecimal
+	Status              string
+	DestinationAddress  string
+	DestinationMemoType string
+	DestinationMemo     string
+	DestinationToSender bool
+	TransactionHash     string
+	Envelope            string
+	FailureReason       string
+	WorkflowStartedAt   *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	ApprovedAt          *time.Time
+	SentAt              *time.Time
+	FailedAt            *time.Time
+	CancelledAt         *time.Time
+}
+
+func (refundRow) TableName() string { return "refunds" }
+
+// refundDestinationOf is a destination stored in four columns (a refund's
+// destination_*, an order's refund_*): none while there is no address and
+// not to_sender, since a destination has one or the other
+// (models.ValidateRefundDestination).
+func refundDestinationOf(address, memoType, memo string, toSender bool) *models.RefundDestination {
+	if address == "" && !toSender {
+		return nil
+	}
+	return &models.RefundDestination{Address: address, MemoType: memoType, Memo: memo, ToSender: toSender}
+}
+
+func newRefundRow(r models.Refund) (refundRow, error) {
+	ids := r.PaymentIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	doc, err := json.Marshal(ids)
+	if err != nil {
+		return refundRow{}, fmt.Errorf("encoding refund payments: %w", err)
+	}
+	row := refundRow{
+		ID: r.ID, Key: r.Key, Mode: string(r.Mode), PaymentIDs: string(doc), Reason: string(r.Reason),
+		Amount: r.Amount, Asset: r.Asset, Status: string(r.Status), TransactionHash: r.TransactionHash,
+		Envelope: r.Envelope, FailureReason: r.FailureReason, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.CreatedAt.UTC(),
+		ApprovedAt: utcPtr(r.ApprovedAt), SentAt: utcPtr(r.SentAt), FailedAt: utcPtr(r.FailedAt), CancelledAt: utcPtr(r.CancelledAt),
+	}
+	if r.OrderID != "" {
+		row.OrderID = &r.OrderID
+	}
+	if r.AccountID != "" {
+		row.AccountID = &r.AccountID
+	}
+	if r.Value != nil {
+		row.Value = decimal.NullDecimal{Decimal: *r.Value, Valid: true}
+	}
+	if d := r.Destination; d != nil {
+		row.DestinationAddress, row.DestinationMemoType, row.DestinationMemo, row.DestinationToSender = d.Address, d.MemoType, d.Memo, d.ToSender
+	}
+	return row, nil
+}
+
+func (r refundRow) toModel() (models.Refund, error) {
+	var ids []string
+	if err := json.Unmarshal([]byte(r.PaymentIDs), &ids); err != nil {
+		return models.Refund{}, fmt.Errorf("reading refund %s payments: %w", r.ID, err)
+	}
+	if len(ids) == 0 {
+		ids = nil
+	}
+	out := models.Refund{
+		ID: r.ID, Key: r.Key, Mode: models.Mode(r.Mode), PaymentIDs: ids, Reason: models.RefundReason(r.Reason),
+		Amount: r.Amount, Asset: r.Asset, Status: models.RefundStatus(r.Status),
+		Destination:     refundDestinationOf(r.DestinationAddress, r.DestinationMemoType, r.DestinationMemo, r.DestinationToSender),
+		TransactionHash: r.TransactionHash, Envelope: r.Envelope, FailureReason: r.FailureReason,
+		CreatedAt: utc(r.CreatedAt), ApprovedAt: utcPtr(r.ApprovedAt), SentAt: utcPtr(r.SentAt),
+		FailedAt: utcPtr(r.FailedAt), CancelledAt: utcPtr(r.CancelledAt),
+	}
+	if r.OrderID != nil {
+		out.OrderID = *r.OrderID
+	}
+	if r.AccountID != nil {
+		out.AccountID = *r.AccountID
+	}
+	if r.Value.Valid {
+		v := r.Value.Decimal
+		out.Value = &v
+	}
+	return out, nil
+}
+
+func refundModels(rows []refundRow) ([]models.Refund, error) {
+	out := make([]models.Refund, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = r.toModel(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// forUpdate locks the rows q reads until tx ends, on Postgres. SQLite
+// needs no lock clause: its transactions begin IMMEDIATE, one writer at a
+// time.
+func (s *Store) forUpdate(tx *gorm.DB) *gorm.DB {
+	if s.dialect == DialectPostgres {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}
+
+// keyColumn is refunds.key, quoted by GORM: KEY is a keyword to both
+// databases.
+var keyColumn = clause.Column{Name: "key"}
+
+// insertRefund stores r once by its key and reports whether this call
+// stored it; a refund already stored under the key is left as it is.
+func insertRefund(tx *gorm.DB, r models.Refund) (bool, error) {
+	row, err := newRefundRow(r)
+	if err != nil {
+		return false, err
+	}
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{keyColumn}, DoNothing: true}).Create(&row)
+	if res.Error != nil {
+		return false, fmt.Errorf("storing refund %s: %w", r.Key, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// refundsOfOrder lists an order's refunds, oldest first.
+func refundsOfOrder(tx *gorm.DB, orderID string) ([]models.Refund, error) {
+	var rows []refundRow
+	if err := tx.Where("order_id = ?", orderID).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reading the refunds of order %s: %w", orderID, err)
+	}
+	return refundModels(rows)
+}
+
+// orderWithPayments is the order of row with the payments attached to it,
+// each with its outcome as the order's reader sees it, as
+// models.RefundsOwed and models.PaymentStatusAfterRefunds need; without
+// steps or items.
+func orderWithPayments(tx *gorm.DB, row orderRow) (models.Order, error) {
+	var rows []paymentRow
+	if err := tx.Where("order_id = ?", row.ID).Order("received_at, id").Find(&rows).Error; err != nil {
+		return models.Order{}, fmt.Errorf("reading the payments of order %s: %w", row.ID, err)
+	}
+	o := row.toModel(nil, nil)
+	for _, p := range rows {
+		o.Payments = append(o.Payments, orderPaymentOf(p))
+	}
+	return o, nil
+}
+
+// CreateOwedRefunds creates the refunds order orderID owes and does not
+// have yet (models.RefundsOwed), at now, and returns all the order's
+// refunds, oldest first. Each new refund carries the order's account and
+// mode, its value in the order's currency (models.RefundValue; none in
+// another asset), and the order's refund destination when it has one that
+// models.SetRefundDestination accepts; with none, or one it refuses, the
+// refund awaits its destination.
+//
+// It runs in one transaction holding the order's row lock, so callers at
+// once compute what is owed one after the other, each seeing the
+// refunds of the one before; each refund is inserted once by its key
+// whatever happens. Calling it again creates nothing.
+func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.Time) ([]models.Refund, error) {
+	var out []models.Refund
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row orderRow
+		if err := s.forUpdate(tx).Where("id = ?", orderID).Take(&row).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return models.ErrOrderNotFound
+			}
+			return err
+		}
+		o, err := orderWithPayments(tx, row)
+		if err != nil {
+			return err
+		}
+		existing, err := refundsOfOrder(tx, orderID)
+		if err != nil {
+			return err
+		}
+		owed := models.RefundsOwed(o, existing, now)
+		if len(owed) == 0 {
+			out = existing
+			return nil
+		}
+		for _, r := range owed {
+			if _, err := insertRefund(tx, owedRefund(o, r)); err != nil {
+				return err
+			}
+		}
+		out, err = refundsOfOrder(tx, orderID)
+		return err
+	})
+	if err != nil {
+		var me *models.Error
+		if errors.As(err, &me) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("creating the refunds of order %s: %w", orderID, err)
+	}
+	return out, nil
+}
+
+// owedRefund completes a refund models.RefundsOwed made for order o.
+func owedRefund(o models.Order, r models.Refund) models.Refund {
+	r.AccountID, r.Mode = o.AccountID, o.Mode
+	if v, ok := models.RefundValue(o, r); ok {
+		r.Value = &v
+	}
+	if o.RefundDestination != nil {
+		if withDestination, err := models.SetRefundDestination(r, *o.RefundDestination); err == nil {
+			r = withDestination
+		}
+	}
+	return r
+}
+
+// CreateRefund stores refund r once, by its key (an unmatched payment's,
+// models.RefundOfUnmatchedPayment), and returns the refund stored under
+// that key and whether this call created it. A refund without a mode
+// takes the mode of its payments, so that a test-mode payment goes back
+// through the sandbox.
+func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error) {
+	if r.Key == "" {
+		return models.Refund{}, false, errors.New("creating refund: it has no key")
+	}
+	if r.ID == "" {
+		r.ID = models.RefundID(r.Key)
+	}
+	var (
+		out     models.Refund
+		created bool
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if r.Mode == "" {
+			mode, err := paymentsMode(tx, r.PaymentIDs)
+			if err != nil {
+				return err
+			}
+			r.Mode = mode
+		}
+		var err error
+		if created, err = insertRefund(tx, r); err != nil {
+			return err
+		}
+		var row refundRow
+		if err := tx.Where(clause.Eq{Column: keyColumn, Value: r.Key}).Take(&row).Error; err != nil {
+			return err
+		}
+		out, err = row.toModel()
+		return err
+	})
+	if err != nil {
+		return models.Refund{}, false, fmt.Errorf("creating refund %s: %w", r.Key, err)
+	}
+	return out, created, nil
+}
+
+// paymentsMode is the one mode of the stored payments ids.
+func paymentsMode(tx *gorm.DB, ids []string) (models.Mode, error) {
+	var modes []string
+	if len(ids) > 0 {
+		if err := tx.Model(&paymentRow{}).Distinct("mode").Where("id IN ?", ids).Pluck("mode", &modes).Error; err != nil {
+			return "", err
+		}
+	}
+	if len(modes) != 1 {
+		return "", fmt.Errorf("a refund without a mode takes its payments' one mode: %d found", len(modes))
+	}
+	return models.Mode(modes[0]), nil
+}
+
+// Refund returns a refund by id, of any account, or
+// models.ErrRefundNotFound.
+func (s *Store) Refund(ctx context.Context, id string) (models.Refund, error) {
+	var row refundRow
+	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	if err != nil {
+		return models.Refund{}, fmt.Errorf("reading refund: %w", err)
+	}
+	return row.toModel()
+}
+
+// RefundForAccount returns a refund by id if it belongs to the account and
+// mode; another account's or mode's refund is models.ErrRefundNotFound.
+func (s *Store) RefundForAccount(ctx context.Context, accountID string, mode models.Mode, id string) (models.Refund, error) {
+	r, err := s.Refund(ctx, id)
+	if err == nil && (r.AccountID != accountID || r.Mode != mode) {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	return r, err
+}
+
+// RefundsForOrder lists an order's refunds, oldest first.
+func (s *Store) RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error) {
+	return refundsOfOrder(s.db.WithContext(ctx), orderID)
+}
+
+// Refunds lists the refunds of every account with the given statuses (all
+// when none are given), oldest first, for operators.
+func (s *Store) Refunds(ctx context.Context, statuses ...models.RefundStatus) ([]models.Refund, error) {
+	q := s.db.WithContext(ctx).Order("created_at, id")
+	if len(statuses) > 0 {
+		ss := make([]string, len(statuses))
+		for i, st := range statuses {
+			ss[i] = string(st)
+		}
+		q = q.Where("status IN ?", ss)
+	}
+	var rows []refundRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("listing refunds: %w", err)
+	}
+	return refundModels(rows)
+}
+
+// ListRefunds returns a page of one account's refunds in one mode and
+// whether more follow it, as ListOrders does for orders: newest first
+// (created_at, then id), strictly after the StartingAfter refund, read
+// from refunds_list_idx. A cursor that is not one of the account's
+// refunds in the mode is models.ErrRefundNotFound. A limit out of 1 to
+// models.MaxRefundListLimit is brought into it (the default when not
+// positive).
+func (s *Store) ListRefunds(ctx context.Context, q models.RefundListQuery) ([]models.Refund, bool, error) {
+	switch {
+	case q.Limit <= 0:
+		q.Limit = models.DefaultRefundListLimit
+	case q.Limit > models.MaxRefundListLimit:
+		q.Limit = models.MaxRefundListLimit
+	}
+	db := s.db.WithContext(ctx)
+	tx := db.Table("refunds AS r").Select("r.*").Where("r.account_id = ? AND r.mode = ?", q.AccountID, string(q.Mode))
+	if q.Status != "" {
+		tx = tx.Where("r.status = ?", string(q.Status))
+	}
+	if q.OrderID != "" {
+		tx = tx.Where("r.order_id = ?", q.OrderID)
+	}
+	if q.CreatedGTE != nil {
+		tx = tx.Where("r.created_at >= ?", q.CreatedGTE.UTC())
+	}
+	if q.CreatedLTE != nil {
+		tx = tx.Where("r.created_at <= ?", q.CreatedLTE.UTC())
+	}
+	if q.StartingAfter != "" {
+		// Keyset pagination, read from the cursor's own row.
+		tx = tx.Where("(r.created_at, r.id) < (SELECT c.created_at, c.id FROM refunds c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)",
+			q.StartingAfter, q.AccountID, string(q.Mode))
+	}
+	var rows []refundRow
+	if err := tx.Order("r.created_at DESC, r.id DESC").Limit(q.Limit + 1).Find(&rows).Error; err != nil {
+		return nil, false, fmt.Errorf("listing refunds: %w", err)
+	}
+	if len(rows) == 0 && q.StartingAfter != "" {
+		// Only an empty page can hide a cursor that names no refund.
+		var n int64
+		err := db.Model(&refundRow{}).Where("id = ? AND account_id = ? AND mode = ?", q.StartingAfter, q.AccountID, string(q.Mode)).Count(&n).Error
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the list cursor: %w", err)
+		}
+		if n == 0 {
+			return nil, false, models.ErrRefundNotFound
+		}
+	}
+	more := len(rows) > q.Limit
+	if more {
+		rows = rows[:q.Limit]
+	}
+	out, err := refundModels(rows)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// lockRefund reads refund id inside tx with its row locked, having locked
+// its order's row first. Every refund write takes the order before the
+// refund, as CreateOwedRefunds does, so two writes never wait for each
+// other in opposite orders; and two refunds of one order settling at
+// once are written one after the other, so the second sees the first's
+// status when the order's payment status is recomputed.
+func (s *Store) lockRefund(tx *gorm.DB, id string) (models.Refund, error) {
+	var head refundRow
+	err := tx.Select("id", "order_id").Where("id = ?", id).Take(&head).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if head.OrderID != nil {
+		if err := s.forUpdate(tx).Select("id").Where("id = ?", *head.OrderID).Take(&orderRow{}).Error; err != nil {
+			return models.Refund{}, fmt.Errorf("locking order %s: %w", *head.OrderID, err)
+		}
+	}
+	var row refundRow
+	if err := s.forUpdate(tx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return models.Refund{}, err
+	}
+	return row.toModel()
+}
+
+// UpdateRefund applies move (a models move function: ApproveRefund,
+// MarkRefundSent...) to refund id at now, in one transaction holding the
+// refund's row lock (and its order's). When move refuses, its error is
+// returned as it is (a *models.Error reaches the caller) and nothing is
+// written. Otherwise every mutable column is written: status,
+// destination, transaction hash, envelope, failure reason, value and the
+// timestamps; the key, amount, asset, payments, order and account never
+// change. A move that returns the refund unchanged (a retried write)
+// writes nothing.
+//
+// When the refund's status changes and it belongs to an order, the order's
+// payment status becomes models.PaymentStatusAfterRefunds of its refunds
+// as written: refunded (or confirmed) once every refund is settled.
+func (s *Store) UpdateRefund(ctx context.Context, id string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	var (
+		out     models.Refund
+		refusal error
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		cur, err := s.lockRefund(tx, id)
+		if err != nil {
+			return err
+		}
+		next, err := move(cur)
+		if err != nil {
+			refusal = err
+			return err
+		}
+		out, err = s.writeRefund(tx, cur, next, now)
+		return err
+	})
+	if refusal != nil {
+		return models.Refund{}, refusal
+	}
+	if err != nil {
+		if errors.Is(err, models.ErrRefundNotFound) {
+			return models.Refund{}, err
+		}
+		return models.Refund{}, fmt.Errorf("updating refund %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// moved is refund before with the mutable fields of after: what a move
+// may change.
+func moved(before, after models.Refund) models.Refund {
+	out := before
+	out.Status, out.Destination, out.Value = after.Status, after.Destination, after.Value
+	out.TransactionHash, out.Envelope, out.FailureReason = after.TransactionHash, after.Envelope, after.FailureReason
+	out.ApprovedAt, out.SentAt, out.FailedAt, out.CancelledAt = after.ApprovedAt, after.SentAt, after.FailedAt, after.CancelledAt
+	return out
+}
+
+// refundChanged reports whether a move changed anything of before.
+func refundChanged(before, after models.Refund) bool {
+	return before.Status != after.Status || before.TransactionHash != after.TransactionHash ||
+		before.Envelope != after.Envelope || before.FailureReason != after.FailureReason ||
+		!sameDestination(before.Destination, after.Destination) || !sameDecimal(before.Value, after.Value) ||
+		!sameTime(before.ApprovedAt, after.ApprovedAt) || !sameTime(before.SentAt, after.SentAt) ||
+		!sameTime(before.FailedAt, after.FailedAt) || !sameTime(before.CancelledAt, after.CancelledAt)
+}
+
+func sameDestination(a, b *models.RefundDestination) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+func sameDecimal(a, b *decimal.Decimal) bool {
+	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
+}
+
+func sameTime(a, b *time.Time) bool {
+	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
+}
+
+// writeRefund writes what move made of before (locked in tx) at now, and
+// the order's payment status when the refund's status changed; it returns
+// the refund as stored.
+func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.Time) (models.Refund, error) {
+	out := moved(before, after)
+	if !refundChanged(before, out) {
+		return before, nil
+	}
+	row, err := newRefundRow(out)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	err = tx.Model(&refundRow{}).Where("id = ?", before.ID).Updates(map[string]any{
+		"status":                row.Status,
+		"destination_address":   row.DestinationAddress,
+		"destination_memo_type": row.DestinationMemoType,
+		"destination_memo":      row.DestinationMemo,
+		"destination_to_sender": row.DestinationToSender,
+		"transaction_hash":      row.TransactionHash,
+		"envelope":              row.Envelope,
+		"failure_reason":        row.FailureReason,
+		"value":                 row.Value,
+		"approved_at":           nullableTime(row.ApprovedAt),
+		"sent_at":               nullableTime(row.SentAt),
+		"failed_at":             nullableTime(row.FailedAt),
+		"cancelled_at":          nullableTime(row.CancelledAt),
+		"updated_at":            now.UTC(),
+	}).Error
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if before.OrderID != "" && before.Status != out.Status {
+		if err := settleOrderPaymentStatus(tx, before.OrderID, now); err != nil {
+			return models.Refund{}, err
+		}
+	}
+	return row.toModel()
+}
+
+// nullableTime is t for a write, NULL when nil.
+func nullableTime(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return *t
+}
+
+// settleOrderPaymentStatus writes the payment status of order orderID
+// (locked in tx) that models.PaymentStatusAfterRefunds gives its refunds
+// as tx sees them, if it changed. No webhook event is recorded: no event
+// type is about a payment status a refund settles (nor does
+// MarkOrderRefunded record one).
+func settleOrderPaymentStatus(tx *gorm.DB, orderID string, now time.Time) error {
+	var row orderRow
+	if err := tx.Where("id = ?", orderID).Take(&row).Error; err != nil {
+		return fmt.Errorf("reading order %s: %w", orderID, err)
+	}
+	o, err := orderWithPayments(tx, row)
+	if err != nil {
+		return err
+	}
+	refunds, err := refundsOfOrder(tx, orderID)
+	if err != nil {
+		return err
+	}
+	next := models.PaymentStatusAfterRefunds(o, refunds)
+	if next == o.PaymentStatus {
+		return nil
+	}
+	return tx.Model(&orderRow{}).Where("id = ?", orderID).
+		Updates(map[string]any{"payment_status": string(next), "updated_at": now.UTC()}).Error
+}
+
+// refundApprovalLockID names the Postgres advisory lock that approvals
+// within the daily maximum take, so that they sum and approve one at a
+// time (an arbitrary constant, not migrationLockID).
+const refundApprovalLockID = 0x6d63726566756e64 // "mcrefund"
+
+// ApproveRefundWithinDailyMax approves refund id at now
+// (models.ApproveRefund) if its value fits under max together with the
+// values of the refunds approved at or after since that are being sent or
+// were sent (a failed or cancelled one's money did not leave): their sum
+// plus its value at most max. It reports whether the refund is approved.
+// A refund of unknown value is never approved here, nor anything when max
+// is not positive: they wait for an operator (false, no error). A refund
+// already being sent is reported approved without a write (a retried
+// approval). A refund models.ApproveRefund refuses (no destination, sent)
+// returns its error.
+//
+// Approvals are serialised, so two that together exceed max approve one:
+// on Postgres by a transaction-scoped advisory lock taken before the sum
+// is read; SQLite has one writer at a time.
+func (s *Store) ApproveRefundWithinDailyMax(ctx context.Context, id string, now, since time.Time, max decimal.Decimal) (models.Refund, bool, error) {
+	var (
+		out      models.Refund
+		approved bool
+		refusal  error
+	)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		approved = false
+		if s.dialect == DialectPostgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(refundApprovalLockID)).Error; err != nil {
+				return err
+			}
+		}
+		cur, err := s.lockRefund(tx, id)
+		if err != nil {
+			return err
+		}
+		out = cur
+		switch {
+		case cur.Status == models.RefundSending:
+			approved = true
+			return nil
+		case cur.Value == nil || !max.IsPositive():
+			return nil
+		}
+		next, err := models.ApproveRefund(cur, now)
+		if err != nil {
+			refusal = err
+			return err
+		}
+		sum, err := approvedSince(tx, since)
+		if err != nil {
+			return err
+		}
+		if sum.Add(*cur.Value).GreaterThan(max) {
+			return nil
+		}
+		if out, err = s.writeRefund(tx, cur, next, now); err != nil {
+			return err
+		}
+		approved = true
+		return nil
+	})
+	if refusal != nil {
+		return models.Refund{}, false, refusal
+	}
+	if err != nil {
+		if errors.Is(err, models.ErrRefundNotFound) {
+			return models.Refund{}, false, err
+		}
+		return models.Refund{}, false, fmt.Errorf("approving refund %s: %w", id, err)
+	}
+	return out, approved, nil
+}
+
+// approvedSince sums the values of the refunds approved at or after since
+// that are being sent or sent. The sum is taken here rather than by SQL's
+// SUM: SQLite keeps amounts as text, which its SUM would add as floats.
+func approvedSince(tx *gorm.DB, since time.Time) (decimal.Decimal, error) {
+	var values []decimal.NullDecimal
+	err := tx.Model(&refundRow{}).
+		Where("approved_at >= ? AND status IN ?", since.UTC(), []string{string(models.RefundSending), string(models.RefundSent)}).
+		Pluck("value", &values).Error
+	if err != nil {
+		return decimal.Zero, fmt.Errorf("summing approved refunds: %w", err)
+	}
+	sum := decimal.Zero
+	for _, v := range values {
+		if v.Valid {
+			sum = sum.Add(v.Decimal)
+		}
+	}
+	return sum, nil
+}
+
+// RefundWorkflowsToStart returns up to limit refunds created before
+// createdBefore whose workflow is not known to exist (the process died
+// between creating the refund and starting its workflow, or Temporal was
+// down), oldest first.
+func (s *Store) RefundWorkflowsToStart(ctx context.Context, createdBefore time.Time, limit int) ([]models.Refund, error) {
+	var rows []refundRow
+	err := s.db.WithContext(ctx).Where("workflow_started_at IS NULL AND created_at < ?", createdBefore.UTC()).
+		Order("created_at, id").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("listing refunds awaiting their workflow: %w", err)
+	}
+	return refundModels(rows)
+}
+
+// MarkRefundWorkflowStarted records that refund id's workflow exists. A
+// refund already marked keeps its first mark; an unknown id is
+// models.ErrRefundNotFound.
+func (s *Store) MarkRefundWorkflowStarted(ctx context.Context, id string, at time.Time) error {
+	db := s.db.WithContext(ctx)
+	res := db.Model(&refundRow{}).Where("id = ? AND workflow_started_at IS NULL", id).Update("workflow_started_at", at.UTC())
+	if res.Error != nil {
+		return fmt.Errorf("marking refund workflow started: %w", res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	var n int64
+	if err := db.Model(&refundRow{}).Where("id = ?", id).Count(&n).Error; err != nil {
+		return fmt.Errorf("reading refund: %w", err)
+	}
+	if n == 0 {
+		return models.ErrRefundNotFound
+	}
+	return nil
+}
+
+// PaymentSenders returns the account each stored payment of paymentIDs
+// came from (payment id → sender), for a refund sent back to its sender.
+// An id not stored is left out; a payment whose sender is unknown (an
+// operator's manual payment) maps to "".
+func (s *Store) PaymentSenders(ctx context.Context, paymentIDs []string) (map[string]string, error) {
+	out := make(map[string]string, len(paymentIDs))
+	if len(paymentIDs) == 0 {
+		return out, nil
+	}
+	var rows []paymentRow
+	if err := s.db.WithContext(ctx).Select("id", "sender").Where("id IN ?", paymentIDs).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reading payment senders: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ID] = r.Sender
+	}
+	return out, nil
+}
