@@ -24,11 +24,16 @@ const maxRetryAfter = 10 * time.Minute
 // httpError is a non-2xx answer from Horizon, with its problem details
 // (Horizon answers errors as RFC 7807 problem JSON) when it sent them.
 type httpError struct {
-	Status     int
-	Type       string // e.g. https://stellar.org/horizon-errors/before_history
-	Title      string
-	Detail     string
-	RetryAfter time.Duration // from the Retry-After header, 0 if none
+	Status int
+	Type   string // e.g. https://stellar.org/horizon-errors/before_history
+	Title  string
+	Detail string
+	// InvalidField and Reason are a bad_request's extras: the parameter
+	// Horizon refused (account_id, cursor...) and why. The watcher stops
+	// on a 400, so the alert must say what to fix.
+	InvalidField string
+	Reason       string
+	RetryAfter   time.Duration // from the Retry-After header, 0 if none
 }
 
 func (e *httpError) Error() string {
@@ -38,6 +43,13 @@ func (e *httpError) Error() string {
 	}
 	if e.Detail != "" {
 		msg += ": " + e.Detail
+	}
+	if e.InvalidField != "" {
+		msg += " [invalid " + e.InvalidField
+		if e.Reason != "" {
+			msg += ": " + e.Reason
+		}
+		msg += "]"
 	}
 	return msg
 }
@@ -64,14 +76,30 @@ func (e *httpError) permanent() bool {
 // readError turns a non-2xx response into an *httpError.
 func readError(resp *http.Response, now time.Time) *httpError {
 	e := &httpError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now)}
+	// Real 429 bodies say "detail", Horizon's documentation sample says
+	// "details": either is read. details and extras stay raw so that an
+	// unexpected shape of either does not lose the rest of the problem.
 	var p struct {
-		Type   string `json:"type"`
-		Title  string `json:"title"`
-		Detail string `json:"detail"`
+		Type    string          `json:"type"`
+		Title   string          `json:"title"`
+		Detail  string          `json:"detail"`
+		Details json.RawMessage `json:"details"`
+		Extras  json.RawMessage `json:"extras"`
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(body, &p) == nil {
-		e.Type, e.Title, e.Detail = p.Type, p.Title, p.Detail
+	if json.Unmarshal(body, &p) != nil {
+		return e
+	}
+	e.Type, e.Title, e.Detail = p.Type, p.Title, p.Detail
+	if e.Detail == "" && len(p.Details) > 0 {
+		_ = json.Unmarshal(p.Details, &e.Detail)
+	}
+	var extras struct {
+		InvalidField string `json:"invalid_field"`
+		Reason       string `json:"reason"`
+	}
+	if len(p.Extras) > 0 && json.Unmarshal(p.Extras, &extras) == nil {
+		e.InvalidField, e.Reason = extras.InvalidField, extras.Reason
 	}
 	return e
 }
