@@ -78,6 +78,10 @@ type Activities struct {
 	// (RecordRefund, RecordLatePayment); nil on workers whose orders never
 	// owe money back (tests).
 	Refunds Refunds
+	// Payouts creates refunds and pays them out (refunds.go); nil on a
+	// worker that pays none: its refund activities fail retryably, so the
+	// refunds wait, visibly, for a worker that does.
+	Payouts *RefundPayouts
 	// Fulfillers holds one fulfiller per mode: the sandbox for test, the
 	// marketplaces for live. A paid order of a mode without one keeps
 	// retrying its sourcing (live_mode_unavailable, retryable) until one
@@ -139,9 +143,9 @@ func (a *Activities) RecordRefund(ctx context.Context, orderNumber, txHash strin
 }
 
 // RecordLatePayment stores a payment the workflow took in after the
-// order's refund was recorded and marks it late: it is not credited (the
-// refund covered what the order had), it is due back on its own, and
-// `memocart payments list` shows it.
+// order's refunds were recorded or created and marks it late: it is not
+// credited (the refunds covered what the order had), and it is due back
+// on its own: its refund is created here (on a worker that pays refunds).
 func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p models.Payment, at time.Time) error {
 	if a.Refunds == nil {
 		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
@@ -154,7 +158,15 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 		return temporalError(err)
 	}
 	a.dispatchEvents(ctx, orderID)
-	return nil
+	if a.Payouts == nil {
+		return nil
+	}
+	o, err := a.Store.Order(ctx, orderID)
+	if err != nil {
+		return temporalError(err)
+	}
+	_, err = a.CreateRefunds(ctx, CreateRefundsInput{OrderID: orderID, OrderNumber: o.Number})
+	return err
 }
 
 // PlaceOrder places the order with its buying provider and returns the
@@ -388,6 +400,11 @@ func temporalError(err error) error {
 		// (which fulfiller, order, product) is for operators: it goes in
 		// the details, which the Temporal UI shows with the failure.
 		return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), nil, err.Error())
+	}
+	if e.Field != "" {
+		// The field travels as the details, so an update's caller (an API
+		// request) names it in its answer.
+		return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err, e.Field)
 	}
 	return temporal.NewNonRetryableApplicationError(e.Message, string(e.Code), err)
 }

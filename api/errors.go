@@ -29,6 +29,7 @@ var httpStatus = map[models.Code]int{
 	models.CodeTestModeOnly:             http.StatusForbidden,
 	models.CodeCartNotFound:             http.StatusNotFound,
 	models.CodeOrderNotFound:            http.StatusNotFound,
+	models.CodeRefundNotFound:           http.StatusNotFound,
 	models.CodeNotFound:                 http.StatusNotFound,
 	models.CodeMethodNotAllowed:         http.StatusMethodNotAllowed,
 	models.CodeCartAlreadyOrdered:       http.StatusConflict,

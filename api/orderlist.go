@@ -5,19 +5,13 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/memocart/memocart/models"
 )
-
-// orderListParams are GET /v1/orders' query parameters; any other is
-// refused, as an unknown body field is, so a misspelt filter is never
-// silently ignored.
-var orderListParams = map[string]bool{
-	"status": true, "created[gte]": true, "created[lte]": true, "limit": true, "starting_after": true,
-}
 
 type orderListJSON struct {
 	Data    []orderJSON `json:"data"`
@@ -53,64 +47,90 @@ func (s *Server) listOrders(c *gin.Context) {
 // parseOrderList reads and checks the list's query parameters; errors name
 // the parameter.
 func parseOrderList(values map[string][]string) (models.OrderListQuery, error) {
-	q := models.OrderListQuery{Limit: models.DefaultOrderListLimit}
+	page, err := parseListPage(values, []string{"status"}, "ord", "an order")
+	q := models.OrderListQuery{Limit: page.limit, CreatedGTE: page.createdGTE, CreatedLTE: page.createdLTE, StartingAfter: page.startingAfter}
+	if err != nil {
+		return q, err
+	}
+	if v, ok := page.get("status"); ok {
+		q.Status = models.OrderStatus(v)
+		if !q.Status.Valid() {
+			return q, invalid("status", "status must be one of created, paid, ordered, shipped, delivered, cancelled, failed")
+		}
+	}
+	return q, nil
+}
+
+// listPage is what every list's query takes besides its filters: the page
+// size, the creation range and the cursor.
+type listPage struct {
+	limit                  int
+	createdGTE, createdLTE *time.Time
+	startingAfter          string
+	values                 map[string][]string
+}
+
+// get returns a parameter's one value.
+func (p listPage) get(name string) (string, bool) {
+	vs, ok := p.values[name]
+	if !ok {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// parseListPage reads a list's query parameters: filters are the list's
+// own (read by the caller through get), the rest are the page's. Any other
+// parameter, or one given twice, is refused, so a misspelt filter is never
+// silently ignored. idPrefix and noun ("an order") describe
+// starting_after's ids.
+func parseListPage(values map[string][]string, filters []string, idPrefix, noun string) (listPage, error) {
+	p := listPage{limit: models.DefaultOrderListLimit, values: values}
+	known := append(slices.Clone(filters), "created[gte]", "created[lte]", "limit", "starting_after")
 	names := make([]string, 0, len(values))
 	for name := range values {
 		names = append(names, name)
 	}
 	slices.Sort(names) // the same request always names the same culprit
 	for _, name := range names {
-		vs := values[name]
-		if !orderListParams[name] {
-			return q, invalid(name, "Unknown query parameter %q; the list takes status, created[gte], created[lte], limit and starting_after", name)
+		if !slices.Contains(known, name) {
+			return p, invalid(name, "Unknown query parameter %q; the list takes %s and starting_after", name,
+				strings.Join(known[:len(known)-1], ", "))
 		}
-		if len(vs) > 1 {
-			return q, invalid(name, "%s is given %d times", name, len(vs))
+		if n := len(values[name]); n > 1 {
+			return p, invalid(name, "%s is given %d times", name, n)
 		}
 	}
-	get := func(name string) (string, bool) {
-		vs, ok := values[name]
-		if !ok {
-			return "", false
-		}
-		return vs[0], true
-	}
-	if v, ok := get("limit"); ok {
+	if v, ok := p.get("limit"); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > models.MaxOrderListLimit {
-			return q, invalid("limit", "limit must be an integer from 1 to %d", models.MaxOrderListLimit)
+			return p, invalid("limit", "limit must be an integer from 1 to %d", models.MaxOrderListLimit)
 		}
-		q.Limit = n
-	}
-	if v, ok := get("status"); ok {
-		q.Status = models.OrderStatus(v)
-		if !q.Status.Valid() {
-			return q, invalid("status", "status must be one of created, paid, ordered, shipped, delivered, cancelled, failed")
-		}
+		p.limit = n
 	}
 	for _, b := range []struct {
 		name string
 		dst  **time.Time
-	}{{"created[gte]", &q.CreatedGTE}, {"created[lte]", &q.CreatedLTE}} {
-		v, ok := get(b.name)
+	}{{"created[gte]", &p.createdGTE}, {"created[lte]", &p.createdLTE}} {
+		v, ok := p.get(b.name)
 		if !ok {
 			continue
 		}
 		at, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			return q, invalid(b.name, "%s must be an RFC 3339 time such as 2026-11-21T23:27:27Z", b.name)
+			return p, invalid(b.name, "%s must be an RFC 3339 time such as 2026-11-21T23:27:27Z", b.name)
 		}
 		at = at.UTC()
 		*b.dst = &at
 	}
-	if q.CreatedGTE != nil && q.CreatedLTE != nil && q.CreatedGTE.After(*q.CreatedLTE) {
-		return q, invalid("created[gte]", "created[gte] is after created[lte]")
+	if p.createdGTE != nil && p.createdLTE != nil && p.createdGTE.After(*p.createdLTE) {
+		return p, invalid("created[gte]", "created[gte] is after created[lte]")
 	}
-	if v, ok := get("starting_after"); ok {
-		if !models.ValidID("ord", v) {
-			return q, invalid("starting_after", "starting_after must be an order id (ord_…)")
+	if v, ok := p.get("starting_after"); ok {
+		if !models.ValidID(idPrefix, v) {
+			return p, invalid("starting_after", "starting_after must be %s id (%s_…)", noun, idPrefix)
 		}
-		q.StartingAfter = v
+		p.startingAfter = v
 	}
-	return q, nil
+	return p, nil
 }

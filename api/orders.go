@@ -46,6 +46,8 @@ type orderRequest struct {
 	ShippingAddress *addressRequest `json:"shipping_address"`
 	// Metadata is merged over the cart's (models.MergeMetadata).
 	Metadata map[string]string `json:"metadata"`
+	// RefundDestination is where money owed back goes; optional.
+	RefundDestination *refundDestinationRequest `json:"refund_destination"`
 }
 
 type addressRequest struct {
@@ -70,6 +72,8 @@ type normalizedOrder struct {
 	// it did before metadata existed. Empty values stay: they remove a
 	// cart key, so they make another request.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// RefundDestination is omitted when not given, for the same reason.
+	RefundDestination *models.RefundDestination `json:"refund_destination,omitempty"`
 }
 
 func (n normalizedOrder) hash() string {
@@ -111,7 +115,15 @@ func (r orderRequest) validate() (normalizedOrder, models.Asset, error) {
 	if err := models.ValidateMetadata(r.Metadata); err != nil {
 		return n, models.Asset{}, err
 	}
-	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr, Metadata: r.Metadata}, asset, nil
+	var dest *models.RefundDestination
+	if r.RefundDestination != nil {
+		d := r.RefundDestination.model()
+		if err := models.ValidateRefundDestination(d); err != nil {
+			return n, models.Asset{}, err
+		}
+		dest = &d
+	}
+	return normalizedOrder{CartID: *r.CartID, Email: email, Asset: asset.Code, Address: addr, Metadata: r.Metadata, RefundDestination: dest}, asset, nil
 }
 
 // createOrder is POST /v1/orders (checkout.CreateOrder): 201 with the new
@@ -131,7 +143,7 @@ func (s *Server) createOrder(c *gin.Context) {
 	}
 	placed, err := s.checkout.CreateOrder(ctx, checkout.NewOrder{
 		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID, Email: norm.Email, Asset: asset,
-		Address: norm.Address, Metadata: norm.Metadata,
+		Address: norm.Address, Metadata: norm.Metadata, RefundDestination: norm.RefundDestination,
 		IdempotencyKey: idempotencyKeyOf(c), RequestHash: norm.hash(),
 	})
 	var notStarted *checkout.NotStartedError
@@ -157,6 +169,12 @@ func (s *Server) createOrder(c *gin.Context) {
 		c.Header(headerIdempotentReplayed, "true")
 	}
 	render(c, status, gin.H{"order": s.newCreatedOrderJSON(placed.Order)})
+}
+
+// ReconcileRefunds starts the workflows of refunds whose creator died
+// before starting them (checkout.Service.ReconcileRefunds).
+func (s *Server) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	return s.checkout.ReconcileRefunds(ctx, grace)
 }
 
 // SetAfterOrderCommit installs f to run between committing an order and
@@ -194,6 +212,8 @@ type createdOrderJSON struct {
 	// Metadata is the client's own: the cart's with the order request's
 	// merged over it.
 	Metadata map[string]string `json:"metadata"`
+	// RefundDestination is where money owed back goes; null until set.
+	RefundDestination *refundDestinationJSON `json:"refund_destination"`
 }
 
 // exchangeRate is the rate locked on an order quoted in a non-dollar asset.
@@ -220,6 +240,7 @@ func (s *Server) newCreatedOrderJSON(o models.Order) createdOrderJSON {
 		CreatedAt: timestamp(o.CreatedAt), PaymentNetwork: o.PaymentNetwork,
 		PaymentAssetIssuer: optional(o.PaymentAssetIssuer), PaymentMemoType: o.PaymentMemoType,
 		PaymentURI: s.payURI(o), ExchangeRate: rateJSON(o), Metadata: metadataJSON(o.Metadata),
+		RefundDestination: destinationJSON(o.RefundDestination),
 	}
 }
 
@@ -287,6 +308,11 @@ type orderJSON struct {
 	Payments []orderPaymentJSON `json:"payments"`
 	// Metadata is the client's own (see createdOrderJSON).
 	Metadata map[string]string `json:"metadata"`
+	// RefundDestination is where money owed back goes; null until set.
+	RefundDestination *refundDestinationJSON `json:"refund_destination"`
+	// Refunds are the money the order owes back and its way there, in
+	// the reads of one order (absent from lists: read GET /v1/refunds).
+	Refunds []refundJSON `json:"refunds,omitempty"`
 }
 
 // orderPaymentJSON is one payment seen for an order (README: Payments of
@@ -413,6 +439,7 @@ func (s *Server) newOrderJSON(o models.Order) orderJSON {
 		ID: o.ID, Number: o.Number, Status: o.Status, Total: money(o.Total, o.Currency), Currency: o.Currency,
 		PaymentStatus: o.ShownPaymentStatus(), CreatedAt: timestamp(o.CreatedAt), TrackingURL: s.trackingURL(o),
 		Shipments: shipmentsJSON(o), Payments: orderPaymentsJSON(o), Metadata: metadataJSON(o.Metadata),
+		RefundDestination: destinationJSON(o.RefundDestination),
 		Tracking: trackingJSON{
 			CurrentStep: o.Status, Carrier: optional(o.Shipment.Carrier),
 			TrackingNumber: optional(o.Shipment.TrackingNumber), EstimatedDelivery: optional(o.Shipment.EstimatedDelivery),
@@ -466,7 +493,7 @@ func (s *Server) getOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	render(c, http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+	s.renderOrder(c, http.StatusOK, o)
 }
 
 type cancelRequest struct {
@@ -506,7 +533,7 @@ func (s *Server) cancelOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	render(c, http.StatusOK, gin.H{"order": s.newOrderJSON(o)})
+	s.renderOrder(c, http.StatusOK, o)
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset

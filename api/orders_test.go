@@ -346,6 +346,15 @@ type createdOrder struct {
 	PaymentURI         string            `json:"payment_uri"`
 	ExchangeRate       *exchangeRateBody `json:"exchange_rate"`
 	Metadata           map[string]string `json:"metadata"`
+	RefundDestination  *destinationView  `json:"refund_destination"`
+}
+
+// destinationView is a refund destination as the API shows it.
+type destinationView struct {
+	Address  *string `json:"address"`
+	MemoType *string `json:"memo_type"`
+	Memo     *string `json:"memo"`
+	ToSender bool    `json:"to_sender"`
 }
 
 type exchangeRateBody struct {
@@ -1044,6 +1053,27 @@ type orderView struct {
 	Shipments          []shipmentView     `json:"shipments"`
 	Payments           []orderPaymentView `json:"payments"`
 	Metadata           map[string]string  `json:"metadata"`
+	RefundDestination  *destinationView   `json:"refund_destination"`
+	Refunds            []refundView       `json:"refunds"`
+}
+
+// refundView is a refund as the API shows it.
+type refundView struct {
+	ID              string           `json:"id"`
+	OrderID         *string          `json:"order_id"`
+	PaymentIDs      []string         `json:"payment_ids"`
+	Reason          string           `json:"reason"`
+	Amount          string           `json:"amount"`
+	Asset           string           `json:"asset"`
+	Status          string           `json:"status"`
+	Destination     *destinationView `json:"destination"`
+	TransactionHash *string          `json:"transaction_hash"`
+	FailureReason   *string          `json:"failure_reason"`
+	CreatedAt       string           `json:"created_at"`
+	ApprovedAt      *string          `json:"approved_at"`
+	SentAt          *string          `json:"sent_at"`
+	FailedAt        *string          `json:"failed_at"`
+	CancelledAt     *string          `json:"cancelled_at"`
 }
 
 type orderPaymentView struct {

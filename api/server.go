@@ -44,6 +44,8 @@ type Store interface {
 	ListOrders(ctx context.Context, q models.OrderListQuery) ([]models.Order, bool, error)
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
 	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
+	RefundStore
+	checkout.Payouts
 	Ping(ctx context.Context) error
 	IdempotencyStore
 }
@@ -158,6 +160,10 @@ type Deps struct {
 	Events    WebhookEvents
 	Resolver  Resolver
 
+	// Refunds drives the refunds' workflows (workflows.Client); nil:
+	// Workflows, if it has the methods.
+	Refunds checkout.PayoutWorkflows
+
 	// Observability (observability.go): Metrics is told about every
 	// request (nil: nothing); Tracer traces every request (nil: off);
 	// Readiness lists what /readyz checks besides the database.
@@ -207,11 +213,17 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if deps.Endpoints == nil {
 		deps.Endpoints, _ = deps.Store.(WebhookStore)
 	}
+	if deps.Refunds == nil {
+		deps.Refunds, _ = deps.Workflows.(checkout.PayoutWorkflows)
+	}
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
 	s.checkout = checkout.New(checkout.Config{
 		Payments: cfg.Payments, NoPurchasing: cfg.NoPurchasing, PaymentWindow: cfg.PaymentWindow,
 		RateMaxAge: cfg.RateMaxAge, StartMarkDelay: cfg.StartMarkDelay,
-	}, checkout.Deps{Orders: deps.Store, Workflows: deps.Workflows, Rates: deps.Rates, Now: deps.Now, Logger: deps.Logger})
+	}, checkout.Deps{
+		Orders: deps.Store, Workflows: deps.Workflows, Rates: deps.Rates, Now: deps.Now, Logger: deps.Logger,
+		Payouts: deps.Store, PayoutWorkflows: deps.Refunds,
+	})
 	s.engine = s.routes()
 	return s
 }
@@ -275,6 +287,10 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/orders/:ref", s.getOrder)
 	// Cancelling an unpaid order is part of the basic flow: every tier.
 	v1.POST("/orders/:ref/cancel", s.cancelOrder)
+	// Money owed back is every client's concern: every tier.
+	v1.POST("/orders/:ref/refund_destination", s.setRefundDestination)
+	v1.GET("/refunds", s.listRefunds)
+	v1.GET("/refunds/:id", s.getRefund)
 	// Test helpers: test keys only, every tier (they are how a Free
 	// integration exercises the payment path).
 	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)

@@ -32,13 +32,15 @@ const stopTimeout = 30 * time.Second
 const HeartbeatSendInterval = 3 * time.Second
 
 // Register registers the order workflow as workflows.OrderWorkflowName, the
-// Stellar watcher and the webhook delivery workflow under theirs, and
+// Stellar watcher, the webhook delivery and the refund workflows under
+// theirs, and
 // every method of acts as an activity named after the method — the names
 // the workflow uses when it calls them through method values.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.StellarWatcher, workflow.RegisterOptions{Name: workflows.StellarWatcherName})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Refund, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
 	r.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
 }
 

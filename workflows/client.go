@@ -163,3 +163,66 @@ func (c *Client) RecordRefund(ctx context.Context, orderID string, r RefundReque
 	}
 	return res, err
 }
+
+// StartRefund starts the refund's workflow, or does nothing if it exists,
+// running or finished. orderNumber is shown to operators; empty for an
+// unmatched payment's refund.
+func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+	in := RefundInput{Refund: r, OrderNumber: orderNumber}
+	_, err := c.c.ExecuteWorkflow(ctx, RefundStartOptions(in, c.taskQueue), RefundWorkflowName, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("starting workflow for refund %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// MoveRefund asks the refund's workflow to make one move (update: one of
+// UpdateSetRefundDestination, UpdateApproveRefund, UpdateCancelRefund,
+// UpdateMarkRefundSent, with its request) and waits until it is written.
+// It answers the refund as written. A move the refund's rules refuse is
+// the models error of the refusal (invalid_refund_state,
+// invalid_refund_destination, invalid_request), with its message and
+// field; a workflow that is closed (the refund settled) or not started is
+// models.ErrRefundClosed.
+func (c *Client) MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error) {
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   models.RefundWorkflowID(refundID),
+		UpdateName:   update,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var r models.Refund
+	if err == nil {
+		err = h.Get(ctx, &r)
+	}
+	var (
+		appErr   *temporal.ApplicationError
+		notFound *serviceerror.NotFound
+	)
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.As(err, &appErr) && refundMoveCodes[models.Code(appErr.Type())]:
+		var field string
+		if appErr.HasDetails() {
+			_ = appErr.Details(&field)
+		}
+		return r, &models.Error{Code: models.Code(appErr.Type()), Message: appErr.Message(), Field: field}
+	case errors.As(err, &notFound):
+		return r, models.ErrRefundClosed
+	}
+	return r, err
+}
+
+// refundMoveCodes are the refusals of a refund's move that reach the
+// caller as they are: the rest is the service's own failure.
+var refundMoveCodes = map[models.Code]bool{
+	models.CodeInvalidRefundState:       true,
+	models.CodeInvalidRefundDestination: true,
+	models.CodeInvalidRequest:           true,
+	models.CodeRefundNotFound:           true,
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/memocart/memocart/models"
 )
 
@@ -168,4 +170,38 @@ func (f *fakeFulfiller) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
+}
+
+// orderRefunds makes fakeStore the order workflow's activities.RefundStore:
+// creating the order's refunds records "refunds" among the writes and
+// answers one refund awaiting its destination; the order's run touches
+// nothing else of it.
+type orderRefunds struct{ *fakeStore }
+
+func (s orderRefunds) CreateOwedRefunds(_ context.Context, orderID string, now time.Time) ([]models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if orderID != s.order.ID {
+		return nil, models.ErrOrderNotFound
+	}
+	s.writes = append(s.writes, "refunds")
+	return []models.Refund{{ID: models.RefundID("order:" + orderID + ":1"), OrderID: orderID, Status: models.RefundAwaitingDestination, CreatedAt: now}}, nil
+}
+
+func (s orderRefunds) MarkRefundWorkflowStarted(context.Context, string, time.Time) error { return nil }
+
+func (orderRefunds) Refund(context.Context, string) (models.Refund, error) {
+	return models.Refund{}, errors.New("fake store: the order's run reads no refund")
+}
+
+func (orderRefunds) UpdateRefund(context.Context, string, time.Time, func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	return models.Refund{}, errors.New("fake store: the order's run moves no refund")
+}
+
+func (orderRefunds) ApproveRefundWithinDailyMax(context.Context, string, time.Time, time.Time, decimal.Decimal) (models.Refund, bool, error) {
+	return models.Refund{}, false, errors.New("fake store: the order's run approves no refund")
+}
+
+func (orderRefunds) PaymentSenders(context.Context, []string) (map[string]string, error) {
+	return nil, errors.New("fake store: the order's run pays no refund")
 }

@@ -23,7 +23,7 @@ func TestOrderSourcingFailed(t *testing.T) {
 
 	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
 	transitions, _, writes := h.store.snapshot()
-	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due"}, writes)
+	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refunds"}, writes)
 	// The order's reason is its failure_reason: the customer's sentence
 	// alone. The fulfiller's chain is for operators, in the failure.
 	assert.Equal(t, "The product was withdrawn by the seller.", transitions[len(transitions)-1].Reason)
@@ -119,7 +119,7 @@ func TestOrderFailsAfterShipping(t *testing.T) {
 	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), res)
 	transitions, _, writes := h.store.snapshot()
 	assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:ordered/confirmed",
-		"transition:shipped/confirmed", "transition:failed/refund_due"}, writes)
+		"transition:shipped/confirmed", "transition:failed/refund_due", "refunds"}, writes)
 	assert.Equal(t, models.FulfilmentFailureReason("undeliverable"), transitions[len(transitions)-1].Reason)
 }
 

@@ -23,6 +23,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SearchAttrOrderStatus.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrPaymentStatus.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrOrderMode.GetName():     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrRefundStatus.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

@@ -35,8 +35,9 @@ func TestSearchAttributesAreWhatTheWorkflowSets(t *testing.T) {
 		"OrderStatus":   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		"PaymentStatus": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		"OrderMode":     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"RefundStatus":  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}, SearchAttributes())
-	for _, k := range []interface{ GetName() string }{SearchAttrOrderNumber, SearchAttrOrderStatus, SearchAttrPaymentStatus, SearchAttrOrderMode} {
+	for _, k := range []interface{ GetName() string }{SearchAttrOrderNumber, SearchAttrOrderStatus, SearchAttrPaymentStatus, SearchAttrOrderMode, SearchAttrRefundStatus} {
 		assert.Contains(t, SearchAttributes(), k.GetName())
 	}
 }
@@ -50,18 +51,18 @@ func TestCheckNamespace(t *testing.T) {
 		notInErr []string
 	}{
 		{name: "all registered, plus others", custom: map[string]enumspb.IndexedValueType{
-			"OrderNumber": kw, "OrderStatus": kw, "PaymentStatus": kw, "OrderMode": kw, "CustomerTier": enumspb.INDEXED_VALUE_TYPE_INT}},
+			"OrderNumber": kw, "OrderStatus": kw, "PaymentStatus": kw, "OrderMode": kw, "RefundStatus": kw, "CustomerTier": enumspb.INDEXED_VALUE_TYPE_INT}},
 		{name: "none registered", custom: nil,
-			wantErr: []string{`namespace "orders"`, "missing search attribute(s) OrderMode, OrderNumber, OrderStatus, PaymentStatus",
+			wantErr: []string{`namespace "orders"`, "missing search attribute(s) OrderMode, OrderNumber, OrderStatus, PaymentStatus, RefundStatus",
 				"temporal operator search-attribute create --namespace orders --name PaymentStatus --type Keyword"}},
-		{name: "one missing", custom: map[string]enumspb.IndexedValueType{"OrderNumber": kw, "PaymentStatus": kw, "OrderMode": kw},
+		{name: "one missing", custom: map[string]enumspb.IndexedValueType{"OrderNumber": kw, "PaymentStatus": kw, "OrderMode": kw, "RefundStatus": kw},
 			wantErr:  []string{"missing search attribute(s) OrderStatus;", "--name OrderStatus --type Keyword"},
 			notInErr: []string{"--name OrderNumber", "--name PaymentStatus"}},
-		// A namespace prepared before OrderMode existed: the upgrade step.
-		{name: "prepared before OrderMode", custom: map[string]enumspb.IndexedValueType{"OrderNumber": kw, "OrderStatus": kw, "PaymentStatus": kw},
-			wantErr:  []string{"missing search attribute(s) OrderMode;", "temporal operator search-attribute create --namespace orders --name OrderMode --type Keyword"},
-			notInErr: []string{"--name OrderNumber", "--name OrderStatus", "--name PaymentStatus"}},
-		{name: "wrong type", custom: map[string]enumspb.IndexedValueType{"OrderNumber": enumspb.INDEXED_VALUE_TYPE_TEXT, "OrderStatus": kw, "PaymentStatus": kw, "OrderMode": kw},
+		// A namespace prepared before RefundStatus existed: the upgrade step.
+		{name: "prepared before RefundStatus", custom: map[string]enumspb.IndexedValueType{"OrderNumber": kw, "OrderStatus": kw, "PaymentStatus": kw, "OrderMode": kw},
+			wantErr:  []string{"missing search attribute(s) RefundStatus;", "temporal operator search-attribute create --namespace orders --name RefundStatus --type Keyword"},
+			notInErr: []string{"--name OrderNumber", "--name OrderStatus", "--name PaymentStatus", "--name OrderMode"}},
+		{name: "wrong type", custom: map[string]enumspb.IndexedValueType{"OrderNumber": enumspb.INDEXED_VALUE_TYPE_TEXT, "OrderStatus": kw, "PaymentStatus": kw, "OrderMode": kw, "RefundStatus": kw},
 			wantErr: []string{"wrong type: OrderNumber is Text, want Keyword"}, notInErr: []string{"missing"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,12 +43,20 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 	// A failed order, refunded, then paid again: the refund and late
 	// payment writes.
 	refunded := newHarness(t)
+	refunded.beforeRefundPayouts()
 	listen(refunded)
 	refunded.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "Out of stock."))
 	refunded.payAt(5*time.Minute, pay("p1", "995.98"))
 	refunded.refundAt(time.Hour, "995.98", "tx-1")
 	refunded.payAt(time.Hour, pay("p2", "10"))
 	assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), refunded.run())
+
+	// A failed order handing its refunds over.
+	handed := newHarness(t)
+	listen(handed)
+	handed.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "Out of stock."))
+	handed.payAt(5*time.Minute, pay("p1", "995.98"))
+	assertResult(t, result(models.OrderFailed, models.PaymentRefundDue, "995.98"), handed.run())
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -66,7 +74,7 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 			"%s: a live attempt's beats must have time to reach the server", name)
 		assert.Greater(t, info.StartToCloseTimeout, info.HeartbeatTimeout, "%s: the heartbeat timeout must come first", name)
 	}
-	assert.ElementsMatch(t, []string{"RecordPayment", "RecordTransition", "PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment"}, names)
+	assert.ElementsMatch(t, []string{"RecordPayment", "RecordTransition", "PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment", "CreateRefunds"}, names)
 }
 
 func TestOrderTransientStoreErrorIsRetried(t *testing.T) {

@@ -185,7 +185,15 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 	// change and re-record the scenarios they cover.
 	endStates := runErr == nil && workflow.GetVersion(o.bg, changeEndStates, workflow.DefaultVersion, 1) == 1
 	if endStates {
-		o.awaitRefund(ctx)
+		// Version 1 of refund-payouts hands what the order owes to Refund
+		// workflows and closes; runs before it wait for an operator's
+		// refund. Asked only of an order that may owe money, so an order
+		// that owes none records no marker.
+		if o.mayOweMoney() && workflow.GetVersion(o.bg, changeRefundPayouts, workflow.DefaultVersion, 1) == 1 {
+			runErr = o.handOverRefunds()
+		} else {
+			o.awaitRefund(ctx)
+		}
 		if err := o.settle(o.bg); err != nil && runErr == nil {
 			runErr = err
 		}
@@ -211,6 +219,11 @@ func Order(ctx workflow.Context, in OrderInput) (OrderResult, error) {
 // end: version 1 waits for the refund of an order that ended owing money
 // (RefundWait) and ends a failed order as a failed workflow.
 const changeEndStates = "end-states"
+
+// changeRefundPayouts is the workflow.GetVersion change id of refunds as
+// their own workflows: version 1 creates the refunds an order owes as it
+// closes (handOverRefunds) instead of waiting for an operator's.
+const changeRefundPayouts = "refund-payouts"
 
 // validateInput names every field of in that is missing or invalid.
 func validateInput(in OrderInput) error {

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -66,6 +67,9 @@ type harness struct {
 	store *fakeStore
 	ff    *fakeFulfiller
 	attrs []temporal.SearchAttributes // every upsert, in order
+	// started lists the refund workflows started, "<refund id>@<order
+	// number>".
+	started []string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -96,14 +100,27 @@ func newHarness(t *testing.T) *harness {
 	}
 	env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	env.RegisterActivity(&activities.Activities{
-		Store:      h.store,
-		Refunds:    h.store,
+		Store:   h.store,
+		Refunds: h.store,
+		Payouts: &activities.RefundPayouts{
+			Store: orderRefunds{h.store},
+			Start: func(_ context.Context, r models.Refund, number string) error {
+				h.started = append(h.started, r.ID+"@"+number)
+				return nil
+			},
+		},
 		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: h.ff},
 	})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		h.attrs = append(h.attrs, args.Get(0).(temporal.SearchAttributes))
 	}).Return()
 	return h
+}
+
+// beforeRefundPayouts makes the run take the path of runs started before
+// refund-payouts: an order owing money waits for an operator's refund.
+func (h *harness) beforeRefundPayouts() {
+	h.env.OnGetVersion("refund-payouts", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 }
 
 type testWriter struct{ t *testing.T }
@@ -327,8 +344,9 @@ func TestStartOptions(t *testing.T) {
 
 // TestOrderEndStates: how each end of an order shows in Temporal, the
 // workflow's state (the UI's badge) and the search attributes left on
-// the closed run. Nobody records a refund here, so an order owing one
-// waits RefundWait before it closes.
+// the closed run. An order owing money hands it to refunds and closes at
+// once; a run from before refund-payouts waits RefundWait for an
+// operator's refund, which nobody records here.
 func TestOrderEndStates(t *testing.T) {
 	sourcingFails := func(h *harness) {
 		h.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "The product was withdrawn by the seller."))
@@ -341,6 +359,7 @@ func TestOrderEndStates(t *testing.T) {
 		wantStatus    models.OrderStatus
 		wantPayment   models.PaymentStatus
 		wantOpenAfter time.Duration // workflow time at close
+		oldRun        bool          // a run from before refund-payouts
 	}{
 		{
 			name:       "delivered: Completed",
@@ -355,18 +374,32 @@ func TestOrderEndStates(t *testing.T) {
 			wantOpenAfter: deadline,
 		},
 		{
-			name:       "cancelled after a partial payment: Completed, refund_due, after the refund wait",
+			name:       "cancelled after a partial payment: Completed, refund_due, refunds handed over",
 			events:     func(h *harness) { h.payAt(2*time.Minute, pay("p1", "500")) },
 			wantStatus: models.OrderCancelled, wantPayment: models.PaymentRefundDue,
-			wantOpenAfter: deadline + workflows.RefundWait,
+			wantOpenAfter: deadline,
 		},
 		{
-			name:       "failed: Failed, refund_due, after the refund wait",
+			name:       "failed: Failed, refund_due, refunds handed over",
 			setup:      sourcingFails,
 			events:     func(h *harness) { h.payAt(5*time.Minute, pay("p1", "995.98")) },
 			wantFailed: true,
 			wantStatus: models.OrderFailed, wantPayment: models.PaymentRefundDue,
-			wantOpenAfter: 5*time.Minute + workflows.RefundWait,
+			wantOpenAfter: 5 * time.Minute,
+		},
+		{
+			name:       "old run, cancelled after a partial payment: Completed, refund_due, after the refund wait",
+			events:     func(h *harness) { h.payAt(2*time.Minute, pay("p1", "500")) },
+			wantStatus: models.OrderCancelled, wantPayment: models.PaymentRefundDue,
+			wantOpenAfter: deadline + workflows.RefundWait, oldRun: true,
+		},
+		{
+			name:       "old run, failed: Failed, refund_due, after the refund wait",
+			setup:      sourcingFails,
+			events:     func(h *harness) { h.payAt(5*time.Minute, pay("p1", "995.98")) },
+			wantFailed: true,
+			wantStatus: models.OrderFailed, wantPayment: models.PaymentRefundDue,
+			wantOpenAfter: 5*time.Minute + workflows.RefundWait, oldRun: true,
 		},
 	}
 	for _, tt := range tests {
@@ -374,6 +407,9 @@ func TestOrderEndStates(t *testing.T) {
 			h := newHarness(t)
 			if tt.setup != nil {
 				tt.setup(h)
+			}
+			if tt.oldRun {
+				h.beforeRefundPayouts()
 			}
 			tt.events(h)
 			h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
@@ -397,6 +433,9 @@ func TestOrderEndStates(t *testing.T) {
 			assert.Equal(t, string(tt.wantStatus), status, "OrderStatus left on the closed run")
 			assert.Equal(t, string(tt.wantPayment), payment, "PaymentStatus left on the closed run")
 			assert.Equal(t, t0.Add(tt.wantOpenAfter), h.env.Now().UTC(), "closed at")
+			if tt.wantPayment == models.PaymentRefundDue && !tt.oldRun {
+				assert.Equal(t, []string{models.RefundID("order:"+orderID+":1") + "@" + orderNumber}, h.started, "the refund's workflow is started")
+			}
 		})
 	}
 }

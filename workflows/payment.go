@@ -111,7 +111,7 @@ func (o *order) acceptPayment(p PaymentSignal) {
 		return
 	}
 	o.seen[p.PaymentID] = true
-	if o.refunded || o.refunding {
+	if o.refunded || o.refunding || o.refundsTaken {
 		// The refund covered what the order had: this one is due back on
 		// its own.
 		o.late[p.PaymentID] = true

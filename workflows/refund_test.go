@@ -45,13 +45,14 @@ func (h *harness) refundAt(after time.Duration, amount, tx string) *refundOutcom
 	return out
 }
 
-// TestOrderRefundRecorded: an order that ended owing money closes as soon
-// as its refund is recorded, with PaymentStatus refunded; refunds that do
+// TestOrderRefundRecorded (runs from before refund-payouts): an order
+// that ended owing money closes as soon as its refund is recorded, with PaymentStatus refunded; refunds that do
 // not match are refused before they enter the history; a payment after
 // the refund is recorded late, never credited.
 func TestOrderRefundRecorded(t *testing.T) {
 	failed := func(t *testing.T) *harness {
 		h := newHarness(t)
+		h.beforeRefundPayouts()
 		h.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "Out of stock."))
 		h.payAt(5*time.Minute, pay("p1", "995.98"))
 		return h
@@ -97,11 +98,12 @@ func TestOrderRefundRecorded(t *testing.T) {
 		assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), res)
 		_, _, writes := h.store.snapshot()
 		assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refund:tx-1",
-			"payment:p2", "late:p2"}, writes, "stored, then marked late: due back on its own")
+			"payment:p2", "late:p2", "refunds"}, writes, "stored, then marked late: due back on its own, as a refund of its own")
 	})
 
 	t.Run("cancelled after a partial payment: Completed once refunded", func(t *testing.T) {
 		h := newHarness(t)
+		h.beforeRefundPayouts()
 		h.payAt(2*time.Minute, pay("p1", "500"))
 		h.cancelAt(3*time.Minute, workflows.CancelSignal{Reason: "customer asked"})
 		out := h.refundAt(24*time.Hour, "500", "tx-c")

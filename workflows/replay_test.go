@@ -16,9 +16,9 @@ import (
 	"github.com/memocart/memocart/workflows"
 )
 
-// TestReplayHistories replays every committed history of the Order and
-// WebhookEvent workflows (see testdata/README.md) against the current code. A failure
-// means a change would break runs already in flight: guard it with
+// TestReplayHistories replays every committed history of the Order,
+// WebhookEvent and Refund workflows (see testdata/README.md) against the
+// current code. A failure means a change would break runs already in flight: guard it with
 // workflow.GetVersion. No histories is a failure too, so the guard cannot
 // silently go missing.
 func TestReplayHistories(t *testing.T) {
@@ -47,6 +47,7 @@ func TestReplayHistories(t *testing.T) {
 		require.NoError(t, err)
 		replayer.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 		replayer.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
+		replayer.RegisterWorkflowWithOptions(workflows.Refund, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
 		for _, f := range files {
 			t.Run(name+"/"+filepath.Base(f), func(t *testing.T) {
 				require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(nil, f))

@@ -50,9 +50,12 @@ type order struct {
 	// refunded: an operator's refund of the money received is recorded;
 	// payments taken in after it are late, never credited.
 	refunded  bool
-	refunding bool            // a refund is being written: payments are late already
-	late      map[string]bool // ids of toRecord payments to record as late
-	note      string          // shown in the current details (setDetails)
+	refunding bool // a refund is being written: payments are late already
+	// refundsTaken: the order's refunds are created (handOverRefunds);
+	// payments taken in after it are late, each refunded on its own.
+	refundsTaken bool
+	late         map[string]bool // ids of toRecord payments to record as late
+	note         string          // shown in the current details (setDetails)
 
 	writeMu workflow.Mutex
 	written models.Transition // last state written, initially what the API wrote

@@ -7,7 +7,10 @@
 // answer, with no network, no clock and no randomness. That lets client
 // developers script against known products and lets our own tests assert
 // exact values. A few reserved ids trigger the failure paths (see
-// UnavailableASIN, UnavailableEbayItem and FailSourcingASIN).
+// UnavailableASIN, UnavailableEbayItem and FailSourcingASIN), and a few
+// refund memos the payout's (Payer).
 //
-// It may import models, shopspring/decimal and the standard library.
+// It may import models, shopspring/decimal, the standard library, and
+// activities/stellar/payout for the payout's request and result, which the
+// sandbox payer shares with the live one.
 package sandbox

@@ -32,6 +32,8 @@ type Service struct {
 	rates           map[models.Mode]RateProvider
 	refunds         Refunds
 	refundWorkflows RefundWorkflows
+	payouts         Payouts
+	payoutWorkflows PayoutWorkflows
 	payments        Payments
 	now             func() time.Time
 	log             *slog.Logger
@@ -76,6 +78,10 @@ type Deps struct {
 	// RecordPaymentRefund.
 	Refunds         Refunds
 	RefundWorkflows RefundWorkflows
+	// Payouts and PayoutWorkflows serve the refunds the service pays out
+	// (payouts.go).
+	Payouts         Payouts
+	PayoutWorkflows PayoutWorkflows
 	// Payments serves AttachPayment.
 	Payments Payments
 	// Now is the clock (time.Now when nil); Logger gets what the service
@@ -101,6 +107,7 @@ func New(cfg Config, deps Deps) *Service {
 	s := &Service{
 		cfg: cfg, orders: deps.Orders, workflows: deps.Workflows, rates: deps.Rates,
 		refunds: deps.Refunds, refundWorkflows: deps.RefundWorkflows,
+		payouts: deps.Payouts, payoutWorkflows: deps.PayoutWorkflows,
 		payments: deps.Payments, now: deps.Now, log: deps.Logger,
 	}
 	if cfg.StartMarkDelay > 0 {

@@ -39,6 +39,9 @@ type NewOrder struct {
 	Address   models.ShippingAddress
 	// Metadata is merged over the cart's (models.MergeMetadata).
 	Metadata map[string]string
+	// RefundDestination is where money owed back goes (validated); nil
+	// when the client did not say.
+	RefundDestination *models.RefundDestination
 	// IdempotencyKey (may be empty) and RequestHash, a hash of the
 	// normalised request, tell a retry from another request.
 	IdempotencyKey string
@@ -125,8 +128,8 @@ func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 			}
 			return models.BuildOrder(cart, models.OrderTerms{
 				ID: id, AccountID: r.AccountID, Mode: r.Mode, Email: r.Email, Asset: r.Asset, Address: r.Address,
-				Metadata: r.Metadata,
-				PayTo:    setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
+				Metadata: r.Metadata, RefundDestination: r.RefundDestination,
+				PayTo: setup.Address, Network: setup.Network, USDCIssuer: setup.USDCIssuer, Rate: rate,
 				Now: now, Window: s.cfg.PaymentWindow,
 			})
 		},

@@ -70,12 +70,13 @@ func (s *stack) listed(t *testing.T, query, workflowID string) enumspb.WorkflowE
 }
 
 // TestE2EFailedOrderInTheTemporalUI follows a failed order (the sandbox
-// product whose sourcing fails after payment) through the saved views
-// docs/operators.md tells operators to set up: in the refund queue while
-// its workflow waits for the refund, out of it once `memocart payments
-// mark-refunded --order` has recorded the refund through the workflow,
-// which then ends Failed. With -record-histories it records that run for
-// the replay test.
+// product whose sourcing fails after payment) and its refund through the
+// saved views docs/operators.md tells operators to set up: the order's
+// workflow ends Failed at once, handing the money to a Refund workflow,
+// which waits for the payer's destination, then (test mode approves every
+// refund) pays it in the sandbox and closes; the order then reads
+// refunded. With -record-histories it records both runs for the replay
+// test.
 func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 	views := savedViews(t)
 	s := startDev(t, "sqlite", nil)
@@ -86,7 +87,7 @@ func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 		_, err := s.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: "default", Query: q})
 		require.NoError(t, err, "saved view %q: %s", name, q)
 	}
-	for _, name := range []string{"Failed orders", "Refund queue", "Closed owing money", "Delivered", "Live orders"} {
+	for _, name := range []string{"Failed orders", "Refund queue", "Refunds awaiting the payer", "Refunds", "Closed owing money", "Delivered", "Live orders"} {
 		require.Contains(t, views, name)
 	}
 
@@ -97,59 +98,93 @@ func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 	final, _ := s.waitStatus(s.key, str(o, "number"), "failed")
 	require.Equal(t, "refund_due", str(final, "payment_status"))
 
-	running := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	// The order's workflow ends Failed without waiting: a red badge,
+	// counted under Failures; its money is its refund's.
+	var res workflows.OrderResult
+	err := s.client.GetWorkflow(ctx, id, "").Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr, "the workflow ends Failed")
+	assert.Equal(t, workflows.OrderFailedError, appErr.Type())
+	require.NoError(t, appErr.Details(&res))
+	assert.Equal(t, models.PaymentRefundDue, res.PaymentStatus)
+
+	failed := enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
 	require.Eventually(t, func() bool {
-		return s.listed(t, views["Failed orders"], id) == running && s.listed(t, views["Refund queue"], id) == running
-	}, 30*time.Second, 100*time.Millisecond, "the failed order is in Failed orders and the Refund queue, its workflow open")
+		return s.listed(t, views["Failed orders"], id) == failed && s.listed(t, views["Closed owing money"], id) == failed
+	}, 30*time.Second, 100*time.Millisecond, "the failed order is in Failed orders and Closed owing money")
 	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Delivered"], id))
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Closed owing money"], id))
-	// A test key's order is a test order to the list: the API's start set
-	// its OrderMode.
-	assert.Equal(t, running, s.listed(t, `WorkflowType = "Order" AND OrderMode = "test"`, id))
+	assert.Equal(t, failed, s.listed(t, `WorkflowType = "Order" AND OrderMode = "test"`, id))
 	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Live orders"], id))
 
-	// The operator sends the money back and records it, as documented.
-	var out, errOut syncBuffer
+	// Its refund waits for the payer, in the order and in the UI.
+	code, body = s.do(s.key, "GET", "/v1/orders/"+str(o, "number"), nil)
+	require.Equal(t, http.StatusOK, code, body)
+	refunds := obj(body, "order")["refunds"].([]any)
+	require.Len(t, refunds, 1, body)
+	refund := refunds[0].(map[string]any)
+	assert.Equal(t, "awaiting_destination", str(refund, "status"))
+	assert.Equal(t, "order_failed", str(refund, "reason"))
+	assert.Equal(t, str(obj(final, "payment"), "amount_received"), str(refund, "amount"))
+	rid := models.RefundWorkflowID(str(refund, "id"))
+	running := enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	require.Eventually(t, func() bool {
+		return s.listed(t, views["Refunds awaiting the payer"], rid) == running
+	}, 30*time.Second, 100*time.Millisecond, "the refund waits for the payer")
+	assert.Equal(t, running, s.listed(t, `WorkflowType = "Refund" AND OrderNumber = "`+str(o, "number")+`" AND OrderMode = "test"`, rid))
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Refund queue"], rid))
+
+	// The client says where the money goes; test mode pays it at once.
+	dest := map[string]any{"address": sandboxRefundAddress, "memo_type": "text", "memo": "refund 1"}
+	code, body = s.do(s.key, "POST", "/v1/orders/"+str(o, "number")+"/refund_destination", dest)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, sandboxRefundAddress, str(obj(obj(body, "order"), "refund_destination"), "address"))
+
+	var sent map[string]any
+	require.Eventually(t, func() bool {
+		_, b := s.do(s.key, "GET", "/v1/refunds/"+str(refund, "id"), nil)
+		sent = obj(b, "refund")
+		return str(sent, "status") == "sent"
+	}, 30*time.Second, 100*time.Millisecond, "the refund is sent")
+	assert.Regexp(t, `^[0-9a-f]{64}$`, str(sent, "transaction_hash"))
+	assert.Equal(t, "refund 1", str(obj(sent, "destination"), "memo"))
+	var out workflows.RefundOutcome
+	require.NoError(t, s.client.GetWorkflow(ctx, rid, "").Get(ctx, &out))
+	assert.Equal(t, models.RefundSent, out.Status)
+	assert.Equal(t, str(sent, "transaction_hash"), out.TransactionHash)
+	completed := enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	require.Eventually(t, func() bool {
+		return s.listed(t, views["Refunds"], rid) == completed &&
+			s.listed(t, views["Refunds awaiting the payer"], rid) == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
+	}, 30*time.Second, 100*time.Millisecond, "the sent refund's workflow has completed")
+	assert.Equal(t, completed, s.listed(t, `WorkflowType = "Refund" AND RefundStatus = "sent"`, rid))
+
+	code, body = s.do(s.key, "GET", "/v1/orders/"+str(o, "number"), nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "refunded", str(obj(body, "order"), "payment_status"), "the order is refunded once its refund is sent")
+	code, body = s.do(s.key, "GET", "/v1/refunds?order_id="+str(o, "id"), nil)
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Len(t, body["data"].([]any), 1)
+
+	// The operator's list has it; moving a sent refund is refused.
 	env := func(k string) string {
 		if k == "MEMOCART_TEMPORAL_ADDRESS" {
 			return s.temporal
 		}
 		return s.env[k]
 	}
-	err := run(ctx, []string{"payments", "mark-refunded", "--order", str(o, "number"), "--tx", "refund-tx-e2e"}, env, &out, &errOut)
-	require.NoError(t, err, errOut.String())
-	assert.Contains(t, out.String(), "its workflow recorded it")
-
-	// The workflow closes Failed: a red badge, counted under Failures.
-	var res workflows.OrderResult
-	err = s.client.GetWorkflow(ctx, id, "").Get(ctx, &res)
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr, "the workflow ends Failed")
-	assert.Equal(t, workflows.OrderFailedError, appErr.Type())
-	require.NoError(t, appErr.Details(&res))
-	assert.Equal(t, models.PaymentRefunded, res.PaymentStatus)
-
-	failed := enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
-	require.Eventually(t, func() bool {
-		return s.listed(t, views["Failed orders"], id) == failed &&
-			s.listed(t, views["Refund queue"], id) == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
-	}, 30*time.Second, 100*time.Millisecond, "listed as Failed, out of the refund queue")
-	assert.Equal(t, failed, s.listed(t, `ExecutionStatus = "Failed" AND OrderNumber = "`+str(o, "number")+`"`, id),
-		"the UI's own Failed view lists it")
-	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED, s.listed(t, views["Closed owing money"], id))
-	assert.Equal(t, failed, s.listed(t, `PaymentStatus = "refunded" AND OrderNumber = "`+str(o, "number")+`"`, id))
-
-	code, body = s.do(s.key, "GET", "/v1/orders/"+str(o, "number"), nil)
-	require.Equal(t, http.StatusOK, code, body)
-	assert.Equal(t, "refunded", str(obj(body, "order"), "payment_status"), "the database agrees")
-
-	// Recording it again is refused: the workflow has closed, and the
-	// database has it already.
-	errOut = syncBuffer{}
-	err = run(ctx, []string{"payments", "mark-refunded", "--order", str(o, "number"), "--tx", "another-tx"}, env, &out, &errOut)
-	assert.Error(t, err)
+	var stdout, stderr syncBuffer
+	require.NoError(t, run(ctx, []string{"refunds", "list", "--status", "sent"}, env, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), str(refund, "id"))
+	err = run(ctx, []string{"refunds", "cancel", str(refund, "id")}, env, &stdout, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "invalid_refund_state")
 
 	if *recordHistories {
-		writeHistory(t, s, str(o, "id"), "order_failed_refunded.json")
+		writeHistory(t, s, str(o, "id"), "order_failed_refunds_handed_over.json")
+		writeWorkflowHistory(t, s, models.RefundWorkflowID(str(refund, "id")), "refund_sent_sandbox.json")
 	}
 }
+
+// sandboxRefundAddress is an account a test refund goes to: the sandbox
+// pays nothing, so any valid account does.
+const sandboxRefundAddress = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"

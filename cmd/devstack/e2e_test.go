@@ -545,9 +545,29 @@ func TestE2ESourcingFailure(t *testing.T) {
 	}
 }
 
-// writeHistory saves a finished workflow's history as JSON for the replay
-// test in package workflows.
+// writeHistory saves a finished order workflow's history as JSON for the
+// replay test in package workflows.
 func writeHistory(t testing.TB, s *stack, orderID, name string) {
+	t.Helper()
+	recordHistory(t, s, models.WorkflowID(orderID), name, func(err error) {
+		// A failed order's workflow ends Failed: its history is recorded
+		// all the same.
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		require.Equal(t, workflows.OrderFailedError, appErr.Type(), "%v", err)
+	})
+}
+
+// writeWorkflowHistory saves the history of another workflow than Order,
+// which must have completed.
+func writeWorkflowHistory(t testing.TB, s *stack, workflowID, name string) {
+	t.Helper()
+	recordHistory(t, s, workflowID, name, func(err error) { require.NoError(t, err) })
+}
+
+// recordHistory waits for workflow id to finish (its failure goes to
+// failed) and writes its history to workflows/testdata/name.
+func recordHistory(t testing.TB, s *stack, id, name string, failed func(error)) {
 	t.Helper()
 	path := filepath.Join("..", "..", "workflows", "testdata", name)
 	// Recorded histories stand for runs of older code: never replace one.
@@ -556,16 +576,10 @@ func writeHistory(t testing.TB, s *stack, orderID, name string) {
 		return
 	}
 	ctx := context.Background()
-	run := s.client.GetWorkflow(ctx, models.WorkflowID(orderID), "")
-	var res workflows.OrderResult
-	if err := run.Get(ctx, &res); err != nil {
-		// A failed order's workflow ends Failed: its history is recorded
-		// all the same.
-		var appErr *temporal.ApplicationError
-		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, workflows.OrderFailedError, appErr.Type(), "%v", err)
+	if err := s.client.GetWorkflow(ctx, id, "").Get(ctx, nil); err != nil {
+		failed(err)
 	}
-	iter := s.client.GetWorkflowHistory(ctx, models.WorkflowID(orderID), "", false, 0)
+	iter := s.client.GetWorkflowHistory(ctx, id, "", false, 0)
 	h := &historypb.History{}
 	for iter.HasNext() {
 		ev, err := iter.Next()

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	historypb "go.temporal.io/api/history/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/memocart/memocart/cmd/internal/app"
 	"github.com/memocart/memocart/models"
@@ -228,31 +224,6 @@ func TestE2EWebhooks(t *testing.T) {
 		// Two failed attempts, then a success: the retry path.
 		writeWorkflowHistory(t, s, workflows.WebhookEventWorkflowID(createdID), "webhook_event_retried.json")
 	}
-}
-
-// writeWorkflowHistory saves a finished workflow's history for the replay
-// test in package workflows (writeHistory's counterpart for workflows
-// other than Order).
-func writeWorkflowHistory(t testing.TB, s *stack, workflowID, name string) {
-	t.Helper()
-	path := filepath.Join("..", "..", "workflows", "testdata", name)
-	if _, err := os.Stat(path); err == nil {
-		t.Logf("%s exists; kept", path)
-		return
-	}
-	ctx := context.Background()
-	require.NoError(t, s.client.GetWorkflow(ctx, workflowID, "").Get(ctx, nil))
-	iter := s.client.GetWorkflowHistory(ctx, workflowID, "", false, 0)
-	h := &historypb.History{}
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, ev)
-	}
-	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-	t.Logf("wrote %s (%d events)", path, len(h.Events))
 }
 
 func keys(m map[string]hookDelivery) []string {

@@ -55,7 +55,7 @@ func TestWorkerAndAPIRefuseANamespaceWithoutSearchAttributes(t *testing.T) {
 	for _, sub := range []string{"worker", "api"} {
 		err := run(ctx, []string{sub}, getenv, &syncBuffer{}, &syncBuffer{})
 		require.Error(t, err, sub)
-		assert.Contains(t, err.Error(), `Temporal namespace "partial" is not prepared for order workflows: missing search attribute(s) OrderMode, OrderStatus, PaymentStatus;`, sub)
+		assert.Contains(t, err.Error(), `Temporal namespace "partial" is not prepared for order workflows: missing search attribute(s) OrderMode, OrderStatus, PaymentStatus, RefundStatus;`, sub)
 		assert.Contains(t, err.Error(), "--name OrderStatus --type Keyword", sub)
 		assert.NotContains(t, err.Error(), "--name OrderNumber", sub)
 	}

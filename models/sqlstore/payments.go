@@ -187,9 +187,10 @@ func (s *Store) OrderIDByNumber(ctx context.Context, mode models.Mode, number st
 }
 
 // MarkPaymentLate records that a payment reached its order after the order
-// closed: the payment is marked late and the order's payment status
-// refund_due, so neither the operator nor the client can miss that money
-// must go back. It reports false, and changes nothing, for a payment the
+// closed: the payment is marked late, the order's payment status
+// refund_due and the payment's refund created (models.RefundsOwed), so
+// neither the operator nor the client can miss that money must go back,
+// and it goes back by itself. It reports false, and changes nothing, for a payment the
 // order's workflow had already recorded (RecordPayment acknowledged it, so
 // the order counted it): a second delivery of a counted payment (a source
 // replaying it, a test payment retried under its Idempotency-Key) that
@@ -240,7 +241,15 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 		if err := tx.Select("id", "account_id", "mode").Where("id = ?", *p.OrderID).Take(&o).Error; err != nil {
 			return err
 		}
-		return s.recordPaymentEvent(tx, o, paymentID, models.EventPaymentLate)
+		if err := s.recordPaymentEvent(tx, o, paymentID, models.EventPaymentLate); err != nil {
+			return err
+		}
+		// The late payment is owed back: its refund is created with the
+		// mark, so no crash between the two leaves money owed without a
+		// refund. Its workflow is started by whoever marked it, or by the
+		// reconciler (RefundWorkflowsToStart).
+		_, err = s.createOwedRefunds(tx, *p.OrderID, at)
+		return err
 	})
 	return late, err
 }

@@ -194,32 +194,8 @@ func orderWithPayments(tx *gorm.DB, row orderRow) (models.Order, error) {
 func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.Time) ([]models.Refund, error) {
 	var out []models.Refund
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var row orderRow
-		if err := s.forUpdate(tx).Where("id = ?", orderID).Take(&row).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return models.ErrOrderNotFound
-			}
-			return err
-		}
-		o, err := orderWithPayments(tx, row)
-		if err != nil {
-			return err
-		}
-		existing, err := refundsOfOrder(tx, orderID)
-		if err != nil {
-			return err
-		}
-		owed := models.RefundsOwed(o, existing, now)
-		if len(owed) == 0 {
-			out = existing
-			return nil
-		}
-		for _, r := range owed {
-			if _, err := insertRefund(tx, owedRefund(o, r)); err != nil {
-				return err
-			}
-		}
-		out, err = refundsOfOrder(tx, orderID)
+		var err error
+		out, err = s.createOwedRefunds(tx, orderID, now)
 		return err
 	})
 	if err != nil {
@@ -230,6 +206,35 @@ func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.
 		return nil, fmt.Errorf("creating the refunds of order %s: %w", orderID, err)
 	}
 	return out, nil
+}
+
+// createOwedRefunds is CreateOwedRefunds inside the caller's transaction.
+func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([]models.Refund, error) {
+	var row orderRow
+	if err := s.forUpdate(tx).Where("id = ?", orderID).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, models.ErrOrderNotFound
+		}
+		return nil, err
+	}
+	o, err := orderWithPayments(tx, row)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := refundsOfOrder(tx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	owed := models.RefundsOwed(o, existing, now)
+	if len(owed) == 0 {
+		return existing, nil
+	}
+	for _, r := range owed {
+		if _, err := insertRefund(tx, owedRefund(o, r)); err != nil {
+			return nil, err
+		}
+	}
+	return refundsOfOrder(tx, orderID)
 }
 
 // owedRefund completes a refund models.RefundsOwed made for order o.

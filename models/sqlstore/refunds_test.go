@@ -128,16 +128,22 @@ func TestCreateOwedRefunds(t *testing.T) {
 				payments: func(c string) []string { return []string{c + "-paid"} },
 			},
 			{
-				name: "late payment: that payment",
+				name: "late payment: that payment, created as it is marked late",
 				cart: "crt_late",
 				seed: func(c string) models.Order {
 					o := newOrder(t, st, a.ID, c, nil)
 					require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired,
 						At: t0, Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}))
 					require.NoError(t, st.SaveMatch(ctx, livePayment(c+"-late", o.Number, "USDC", "12.50"), o.ID))
-					late, err := st.MarkPaymentLate(ctx, c+"-late", t0.Add(time.Hour))
+					late, err := st.MarkPaymentLate(ctx, c+"-late", now)
 					require.NoError(t, err)
 					require.True(t, late)
+					rs, err := st.RefundsForOrder(ctx, o.ID)
+					require.NoError(t, err)
+					require.Len(t, rs, 1, "the mark created the refund")
+					pending, err := st.RefundWorkflowsToStart(ctx, now.Add(time.Second), 100)
+					require.NoError(t, err)
+					assert.Contains(t, pending, rs[0], "its workflow is left to start")
 					return o
 				},
 				key:    func(_ models.Order, c string) string { return "payment:" + c + "-late" },

@@ -11,9 +11,11 @@
 // trustlines, sequence numbers) and takes transactions: POST /transactions
 // decodes and checks the real XDR envelope like stellar-core would, applies
 // its payments, and answers with Horizon's success or transaction_failed
-// bodies; GET /transactions/{hash} and GET /accounts/{id} read the result.
-// Submissions can be delayed, answered 504 after being applied, and have
-// their sequence number stolen (see ledger.go and submit.go).
+// bodies; GET /transactions/{hash} and GET /accounts/{id} read the result,
+// GET / says how far the history reaches, and LedgerPayments lists every
+// payment the ledger took. Submissions can be delayed, answered 504 after
+// being applied, and have their sequence number stolen; the history can
+// be made to trail the clock (see ledger.go, submit.go and root.go).
 //
 // Where it knowingly differs from Horizon:
 //   - operations of failed transactions are always listed (Horizon lists
@@ -76,6 +78,11 @@ type Payment struct {
 	// Amount), in the source asset (default native).
 	Amount, SourceAmount                                string
 	SourceAssetType, SourceAssetCode, SourceAssetIssuer string
+	// ToMuxed and ToMuxedID are the muxed account (M...) a payment was sent
+	// to and its id in decimal (a JSON string, as Horizon writes it); both
+	// are empty, and absent from the record, for a plain account. To is
+	// then the muxed account's G... account.
+	ToMuxed, ToMuxedID string
 	// MemoType is "none" (default), "text", "id", "hash" or "return"; Memo
 	// is served verbatim (base64 for hash and return, as Horizon does).
 	MemoType, Memo string
@@ -137,6 +144,8 @@ type Server struct {
 	delayN     int           // submissions to hold before checking
 	delay      time.Duration // how long delayN submissions are held
 	submitted  int           // submissions received (POST /transactions)
+	applied    []Payment     // payment operations of transactions in the ledger
+	historyLag time.Duration // how far the root's latest ledger trails the clock
 }
 
 // New starts a server holding the (empty) history of account.
@@ -472,6 +481,9 @@ func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMes
 	case "payment", "path_payment_strict_receive", "path_payment_strict_send":
 		putAsset(op, "", p.AssetType, p.AssetCode, p.AssetIssuer)
 		op["from"], op["to"], op["amount"] = p.From, p.To, p.Amount
+		if p.ToMuxed != "" {
+			op["to_muxed"], op["to_muxed_id"] = p.ToMuxed, p.ToMuxedID
+		}
 		if p.Type != "payment" {
 			putAsset(op, "source_", p.SourceAssetType, p.SourceAssetCode, p.SourceAssetIssuer)
 			op["source_amount"] = p.SourceAmount
@@ -620,6 +632,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "/transactions":
 		s.submit(w, r)
 		return
+	case "/":
+		if r.Method == http.MethodGet {
+			s.root(w)
+			return
+		}
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if r.Method == http.MethodGet && len(parts) == 2 {

@@ -65,6 +65,17 @@ func (s *Server) Submissions() int {
 	return s.submitted
 }
 
+// LedgerPayments returns every payment operation of the transactions the
+// ledger took, from any account, in the order they were applied, with
+// Successful saying whether its transaction succeeded: what a test counts
+// to prove that money moved once. Rejected transactions (tx_bad_seq,
+// tx_too_late...) never entered the ledger and are not listed.
+func (s *Server) LedgerPayments() []Payment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Payment(nil), s.applied...)
+}
+
 // submit is POST /transactions.
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -304,6 +315,7 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	// in, with the transaction (and its memo) embedded.
 	for i, op := range ops {
 		p := paymentRecord(opSources[i], *op.Body.PaymentOp, env.Memo(), successful, hash, closed)
+		s.applied = append(s.applied, p)
 		if p.From == s.account || p.To == s.account {
 			s.appendLocked(p, ledger, int64(i+1), resource)
 		}
@@ -622,6 +634,10 @@ func paymentRecord(from string, op xdr.PaymentOp, memo xdr.Memo, successful bool
 	}
 	if op.Asset.Type != xdr.AssetTypeAssetTypeNative {
 		p.AssetCode, p.AssetIssuer = op.Asset.GetCode(), op.Asset.GetIssuer()
+	}
+	if med, ok := op.Destination.GetMed25519(); ok {
+		p.ToMuxed = op.Destination.Address()
+		p.ToMuxedID = strconv.FormatUint(uint64(med.Id), 10)
 	}
 	p.MemoType, p.Memo = renderMemo(memo)
 	defaults(&p)

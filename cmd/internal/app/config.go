@@ -51,10 +51,16 @@ type Config struct {
 	StellarAccount    string
 	StellarHorizonURL string
 	USDCIssuer        string
-	XLMRateURL        string
-	RateMaxAge        time.Duration
-	RequestTimeout    time.Duration
-	KeyCacheTTL       time.Duration
+	// Refunds: the file holding the payout account's secret seed (read by
+	// the worker only; "" = live refunds wait for one), and the limits on
+	// approving refunds without an operator, in the order's currency.
+	StellarPayoutSecretFile string
+	RefundAutoApproveMax    decimal.Decimal
+	RefundDailyMax          decimal.Decimal
+	XLMRateURL              string
+	RateMaxAge              time.Duration
+	RequestTimeout          time.Duration
+	KeyCacheTTL             time.Duration
 	// PublicRateLimit is each client address's requests per minute on
 	// the routes that need no key; negative: no limit. TrustedProxies
 	// are the reverse proxies whose X-Forwarded-For names the client.
@@ -358,6 +364,15 @@ var envVars = []envVar{
 			c.USDCIssuer = v
 			return nil
 		}},
+	{name: "MEMOCART_STELLAR_PAYOUT_SECRET_FILE", def: "",
+		help: "live mode: file holding the secret seed (S...) of the Stellar account refunds are paid from; read by the worker only, never logged; empty = live refunds wait for approval and a payout account",
+		set:  func(c *Config, v string) error { c.StellarPayoutSecretFile = v; return nil }},
+	{name: "MEMOCART_REFUND_AUTO_APPROVE_MAX", def: "0",
+		help: "live mode: a refund worth at most this (in the order's currency) is paid without an operator's approval; 0 = every live refund waits for `memocart refunds approve` (test mode approves all)",
+		set:  func(c *Config, v string) error { return parseNonNegativeDecimal(v, &c.RefundAutoApproveMax) }},
+	{name: "MEMOCART_REFUND_DAILY_MAX", def: "0",
+		help: "live mode: what refunds approved without an operator may add up to per UTC day; beyond it they wait for approval; 0 = no daily limit",
+		set:  func(c *Config, v string) error { return parseNonNegativeDecimal(v, &c.RefundDailyMax) }},
 	{name: "MEMOCART_XLM_RATE_URL", def: "https://api.coinbase.com",
 		help: "live mode: base URL of the XLM-USD spot price endpoint ({url}/v2/prices/XLM-USD/spot)",
 		set: func(c *Config, v string) error {
@@ -665,4 +680,15 @@ func writeEnvHelp(w *tabwriter.Writer) {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", v.name, def, v.help)
 	}
 	w.Flush()
+}
+
+// parseNonNegativeDecimal reads an amount of money: a decimal, zero or
+// more.
+func parseNonNegativeDecimal(v string, dst *decimal.Decimal) error {
+	d, err := decimal.NewFromString(v)
+	if err != nil || d.IsNegative() {
+		return errors.New("must be a decimal amount, 0 or more")
+	}
+	*dst = d
+	return nil
 }

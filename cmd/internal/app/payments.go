@@ -253,7 +253,7 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 	if *tx == "" || (*paymentID == "") == (*order == "") {
 		return errors.New("mark-refunded needs --tx and exactly one of --payment or --order")
 	}
-	wf := &lazyRefundWorkflows{e: e}
+	wf := &lazyWorkflows{e: e}
 	defer wf.close()
 	uses := checkout.New(checkout.Config{}, checkout.Deps{Refunds: st, RefundWorkflows: wf})
 	if *paymentID != "" {
@@ -285,27 +285,14 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 	return nil
 }
 
-// lazyRefundWorkflows is checkout.RefundWorkflows on the cluster of
-// MEMOCART_TEMPORAL_ADDRESS, connected on first use: a refund the
-// database alone records never touches Temporal.
-type lazyRefundWorkflows struct {
-	e  Env
-	tc client.Client
-}
-
-func (w *lazyRefundWorkflows) RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error) {
-	if w.tc == nil {
-		opts, err := TemporalOptions(w.e, w.e.Cfg.TemporalAddress)
-		if err != nil {
-			return workflows.RefundResult{}, temporalSetupError{err}
-		}
-		if w.tc, err = client.NewLazyClient(opts); err != nil {
-			return workflows.RefundResult{}, temporalSetupError{err}
-		}
+func (w *lazyWorkflows) RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error) {
+	c, err := w.client()
+	if err != nil {
+		return workflows.RefundResult{}, err
 	}
 	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return workflows.NewClient(w.tc, w.e.Cfg.TemporalTaskQueue).RecordRefund(upCtx, orderID, r)
+	return c.RecordRefund(upCtx, orderID, r)
 }
 
 // temporalSetupError is a client configuration the command could not use:
@@ -314,9 +301,3 @@ type temporalSetupError struct{ err error }
 
 func (e temporalSetupError) Error() string { return e.err.Error() }
 func (e temporalSetupError) Unwrap() error { return e.err }
-
-func (w *lazyRefundWorkflows) close() {
-	if w.tc != nil {
-		w.tc.Close()
-	}
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/memocart/memocart/activities/rates"
 	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/activities/stellar"
+	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/activities/webhooks"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
@@ -100,6 +101,37 @@ func newActivities(e Env, st *sqlstore.Store) (*activities.Activities, error) {
 	}, nil
 }
 
+// newPayouts wires refunds: the store, the sandbox payout in test mode,
+// the payout account's on the chain in live mode once its secret file is
+// configured (until then live refunds wait, retried, for a worker that
+// has it), the operator's limits, and alerts where operators look.
+func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.RefundPayouts, error) {
+	payers := map[models.Mode]activities.Payer{models.ModeTest: sandbox.NewPayer()}
+	if f := e.Cfg.StellarPayoutSecretFile; f != "" {
+		signer, err := payout.NewFileSigner(f)
+		if err != nil {
+			return nil, fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
+		}
+		p, err := payout.NewPayer(payout.Config{
+			HorizonURL: e.Cfg.StellarHorizonURL, HTTPClient: &http.Client{},
+			NetworkPassphrase: e.Cfg.StellarNetwork.Passphrase(), USDCIssuer: e.Cfg.USDCIssuer,
+			Signer: signer, Logger: e.Log.With(slog.String("component", "stellar-payout")),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("configuring the Stellar payout: %w", err)
+		}
+		e.Log.Info("refund payouts from Stellar account", slog.String("account", p.Address()))
+		payers[models.ModeLive] = p
+	}
+	return &activities.RefundPayouts{
+		Store:  st,
+		Payers: payers,
+		Limits: activities.RefundLimits{AutoApproveMax: e.Cfg.RefundAutoApproveMax, DailyMax: e.Cfg.RefundDailyMax},
+		Start:  wf.StartRefund,
+		Alerts: storeAlerter{st: st, log: e.Log},
+	}, nil
+}
+
 // newOutbox is the dispatcher of webhook events to their workflows.
 func newOutbox(e Env, c client.Client, st *sqlstore.Store) *workflows.Outbox {
 	return workflows.NewOutbox(c, e.Cfg.TemporalTaskQueue, st, TestHooks.WebhookRetry)
@@ -155,6 +187,9 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 	}
 	acts.Events = newOutbox(e, c, st)
 	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
+	if acts.Payouts, err = newPayouts(e, st, orders); err != nil {
+		return err
+	}
 	var watch *workflows.WatcherInput
 	if e.Cfg.StellarAccount != "" {
 		in := workflows.WatcherInput{Network: string(e.Cfg.StellarNetwork), Account: e.Cfg.StellarAccount}
@@ -317,7 +352,7 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 }
 
 // reconcile periodically re-drives the hand-offs a crash can interrupt: an
-// order committed but its workflow not started, a payment matched but not
+// order (or a refund) committed but its workflow not started, a payment matched but not
 // yet handed to its workflow, and a webhook event recorded but its delivery
 // workflow not started. All are idempotent, so every replica may run this.
 // It also purges a bounded batch of expired Idempotency-Key records.
@@ -336,6 +371,11 @@ func (s *APIStack) reconcile(ctx context.Context, e Env) {
 			e.Log.Warn("reconciling orders", slog.Any("error", err))
 		} else if n > 0 {
 			e.Log.Info("reconciled orders", slog.Int("started", n))
+		}
+		if n, err := s.server.ReconcileRefunds(ctx, grace); err != nil {
+			e.Log.Warn("reconciling refunds", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Info("reconciled refunds", slog.Int("started", n))
 		}
 		if n, err := s.matcher.Redeliver(ctx, grace); err != nil {
 			e.Log.Warn("redelivering payments", slog.Any("error", err))

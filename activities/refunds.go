@@ -1,0 +1,360 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/models"
+)
+
+// RefundStore is the refunds' database as the refund activities see it.
+// Every write goes through UpdateRefund with one of the models' moves, so
+// the rules of what may happen to a refund live in models alone.
+type RefundStore interface {
+	Refund(ctx context.Context, id string) (models.Refund, error)
+	// UpdateRefund applies move to the refund in one transaction and
+	// returns it as written; a move's error is returned unchanged and
+	// nothing is written. A settled refund of an order updates the
+	// order's payment status.
+	UpdateRefund(ctx context.Context, id string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error)
+	// ApproveRefundWithinDailyMax approves the refund if its value fits
+	// under max with the values approved since; false otherwise.
+	ApproveRefundWithinDailyMax(ctx context.Context, id string, now, since time.Time, max decimal.Decimal) (models.Refund, bool, error)
+	// CreateOwedRefunds creates the refunds an order owes and has not got
+	// yet (models.RefundsOwed) and returns all the order's refunds.
+	CreateOwedRefunds(ctx context.Context, orderID string, now time.Time) ([]models.Refund, error)
+	// MarkRefundWorkflowStarted records that the refund's workflow exists.
+	MarkRefundWorkflowStarted(ctx context.Context, id string, at time.Time) error
+	// PaymentSenders maps payment ids to the accounts that sent them.
+	PaymentSenders(ctx context.Context, paymentIDs []string) (map[string]string, error)
+}
+
+// Payer pays refunds out: on the chain in live mode
+// (activities/stellar/payout), in the sandbox in test mode.
+type Payer interface {
+	// CheckDestination asks the network whether address can receive
+	// asset: an invalid_refund_destination error says why not.
+	CheckDestination(ctx context.Context, address, asset string) error
+	// Pay sends the refund exactly once: it calls record with the
+	// transaction's hash and envelope before submitting it, and given the
+	// transaction an earlier attempt recorded it looks that one up before
+	// building another.
+	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
+}
+
+// Alerter raises an alert for operators (memocart payments alerts).
+type Alerter interface {
+	Alert(ctx context.Context, kind, detail string)
+}
+
+// RefundLimits are the operator's limits on approving refunds without
+// them, in the order's currency (models.RefundValue). Test mode approves
+// every refund.
+type RefundLimits struct {
+	// AutoApproveMax: a live refund worth at most this is approved without
+	// an operator; zero approves none.
+	AutoApproveMax decimal.Decimal
+	// DailyMax: what automatic approvals may add up to per UTC day (the
+	// one payout account's); beyond it refunds wait for an operator. Zero
+	// is no daily limit.
+	DailyMax decimal.Decimal
+}
+
+// RefundPayouts is what creating and paying refunds out needs.
+type RefundPayouts struct {
+	Store  RefundStore
+	Payers map[models.Mode]Payer
+	Limits RefundLimits
+	// Start starts the refund's workflow, or finds it running: whoever
+	// creates a refund starts it, and starting twice is harmless.
+	Start  func(ctx context.Context, r models.Refund, orderNumber string) error
+	Alerts Alerter
+}
+
+// AlertPayoutUnderfunded is the alert kind raised when the payout account
+// cannot cover a refund: an operator tops it up, and the payout is
+// retried.
+const AlertPayoutUnderfunded = "refund_payout_underfunded"
+
+// errPayoutRaced: another attempt recorded a payout transaction after this
+// one read the refund; this one submits nothing, and its retry looks that
+// transaction up.
+var errPayoutRaced = errors.New("another attempt recorded a payout transaction meanwhile")
+
+// RefundInput names the refund an activity works on.
+type RefundInput struct {
+	RefundID string
+}
+
+// RefundMove is an update's move of a refund: a destination, or an
+// operator's approval, cancellation or transaction hash.
+type RefundMove struct {
+	RefundID    string
+	Destination *models.RefundDestination `json:",omitempty"`
+	TxHash      string                    `json:",omitempty"`
+	By          string                    `json:",omitempty"`
+}
+
+// CreateRefundsInput names the order whose owed refunds are created.
+type CreateRefundsInput struct {
+	OrderID     string
+	OrderNumber string
+}
+
+func (a *Activities) payouts() (*RefundPayouts, error) {
+	if a.Payouts == nil {
+		return nil, temporal.NewApplicationError("this worker pays no refunds", string(models.CodeUnavailable))
+	}
+	return a.Payouts, nil
+}
+
+// CreateRefunds creates the refunds an order owes (the order's run, as it
+// closes; a payment recorded late) and starts their workflows. It answers
+// how many refunds the order has. Idempotent: refunds are keyed by what
+// they return, and a running workflow is found, not started again.
+func (a *Activities) CreateRefunds(ctx context.Context, in CreateRefundsInput) (int, error) {
+	defer a.heartbeat(ctx)()
+	p, err := a.payouts()
+	if err != nil {
+		return 0, err
+	}
+	rs, err := p.Store.CreateOwedRefunds(ctx, in.OrderID, a.clock())
+	if err != nil {
+		return 0, temporalError(err)
+	}
+	for _, r := range rs {
+		if err := a.startRefund(ctx, r, in.OrderNumber); err != nil {
+			return 0, err
+		}
+	}
+	return len(rs), nil
+}
+
+// startRefund starts the workflow of a refund not settled yet and records
+// that it exists.
+func (a *Activities) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+	if r.Status.Settled() {
+		return nil
+	}
+	if err := a.Payouts.Start(ctx, r, orderNumber); err != nil {
+		return fmt.Errorf("starting the workflow of refund %s: %w", r.ID, err)
+	}
+	return temporalError(a.Payouts.Store.MarkRefundWorkflowStarted(ctx, r.ID, a.clock()))
+}
+
+// AutoApproveRefund approves a refund awaiting approval when the
+// operator's limits allow it (RefundLimits), and answers the refund as it
+// is then: sending if approved, still awaiting approval if not.
+func (a *Activities) AutoApproveRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	r, err := p.Store.Refund(ctx, in.RefundID)
+	if err != nil || r.Status != models.RefundAwaitingApproval {
+		return r, temporalError(err)
+	}
+	now := a.clock()
+	switch {
+	case r.Mode == models.ModeTest:
+		// Test mode moves no real money: every refund goes out at once.
+	case !withinAutoApproval(r, p.Limits):
+		return r, nil
+	case p.Limits.DailyMax.IsPositive():
+		day := now.Truncate(24 * time.Hour)
+		r, _, err = p.Store.ApproveRefundWithinDailyMax(ctx, r.ID, now, day, p.Limits.DailyMax)
+		return r, temporalError(err)
+	}
+	r, err = p.Store.UpdateRefund(ctx, r.ID, now, func(r models.Refund) (models.Refund, error) {
+		return models.ApproveRefund(r, now)
+	})
+	return r, temporalError(err)
+}
+
+// withinAutoApproval reports whether r is worth no more than the limit
+// for approving without an operator. A refund of unknown value (another
+// asset, no order) always waits for one.
+func withinAutoApproval(r models.Refund, l RefundLimits) bool {
+	return l.AutoApproveMax.IsPositive() && r.Value != nil && !r.Value.GreaterThan(l.AutoApproveMax)
+}
+
+// SendRefund pays out a refund being sent and answers it as it is then:
+// sent, or failed when the network refused the payout. A payout whose
+// outcome is unknown (a timeout, the payout account short of funds) is an
+// error, and the retry resolves it: the transaction recorded before
+// submitting is looked up first, so it is never paid twice.
+func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	r, err := p.Store.Refund(ctx, in.RefundID)
+	if err != nil || r.Status != models.RefundSending {
+		// Sent or cancelled by an operator meanwhile: nothing to pay.
+		return r, temporalError(err)
+	}
+	payer := p.Payers[r.Mode]
+	if payer == nil {
+		return r, temporal.NewApplicationError(fmt.Sprintf("no payout account for %s mode on this worker (MEMOCART_STELLAR_PAYOUT_SECRET_FILE)", r.Mode), string(models.CodeUnavailable))
+	}
+	dest, why, err := a.payoutDestination(ctx, r)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	var res payout.Result
+	if why == "" {
+		prior := r.TransactionHash
+		record := func(ctx context.Context, hash, envelope string) error {
+			_, err := p.Store.UpdateRefund(ctx, r.ID, a.clock(), func(r models.Refund) (models.Refund, error) {
+				// Compare-and-set on the transaction this attempt started
+				// from: an attempt Temporal gave up on may still be running
+				// elsewhere, and if it recorded a transaction meanwhile,
+				// this one must not submit another (the retry looks that
+				// one up instead).
+				if r.TransactionHash != prior {
+					return r, errPayoutRaced
+				}
+				return models.RecordRefundTransaction(r, hash, envelope)
+			})
+			return err
+		}
+		res, err = payer.Pay(ctx, payout.Request{
+			RefundID:    r.ID,
+			Destination: dest,
+			Asset:       r.Asset,
+			Amount:      r.Amount,
+			Prior:       payout.Prior{Hash: r.TransactionHash, Envelope: r.Envelope},
+		}, record)
+		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
+			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
+		}
+		var he *payout.HorizonError
+		if errors.As(err, &he) && he.RetryAfter > 0 {
+			// Horizon said when to come back: the retry waits that long,
+			// not the policy's back-off.
+			return r, temporal.NewApplicationErrorWithOptions(err.Error(), "horizon_unavailable",
+				temporal.ApplicationErrorOptions{NextRetryDelay: he.RetryAfter, Cause: err})
+		}
+		if err != nil {
+			return r, temporalError(err)
+		}
+		if res.Outcome == payout.Refused {
+			why = res.Reason
+		}
+	}
+	now := a.clock()
+	r, err = p.Store.UpdateRefund(ctx, r.ID, now, func(r models.Refund) (models.Refund, error) {
+		if why != "" {
+			return models.FailRefund(r, why, now)
+		}
+		return models.MarkRefundSent(r, res.Hash, now)
+	})
+	return r, temporalError(err)
+}
+
+// payoutDestination is where r's payout goes: its destination, or for
+// to_sender the account its payments came from. A refund whose payments
+// came from several accounts (or from none known) cannot be sent to the
+// sender: the reason says so, and the refund fails, waiting for an
+// address.
+func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (models.RefundDestination, string, error) {
+	if r.Destination == nil {
+		return models.RefundDestination{}, "", models.Errorf(models.CodeInvalidRefundState, "refund %s has no destination", r.ID)
+	}
+	d := *r.Destination
+	if !d.ToSender {
+		return d, "", nil
+	}
+	senders, err := a.Payouts.Store.PaymentSenders(ctx, r.PaymentIDs)
+	if err != nil {
+		return d, "", err
+	}
+	var from string
+	for _, id := range r.PaymentIDs {
+		s := senders[id]
+		if s == "" || (from != "" && s != from) {
+			return d, "The payments came from more than one account, or from one not known: set the destination's address", nil
+		}
+		from = s
+	}
+	if from == "" {
+		return d, "No paying account is known: set the destination's address", nil
+	}
+	d.Address, d.ToSender = from, false
+	return d, "", nil
+}
+
+// SetRefundDestination checks a destination with the network (the
+// account exists; for USDC, it trusts the issuer) and records it. A
+// destination that cannot receive the refund is refused with
+// invalid_refund_destination and the reason.
+func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if m.Destination == nil {
+		return models.Refund{}, temporalError(models.Errorf(models.CodeInvalidRequest, "no destination"))
+	}
+	r, err := p.Store.Refund(ctx, m.RefundID)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	if err := models.ValidateRefundDestination(*m.Destination); err != nil {
+		return r, temporalError(err)
+	}
+	if payer := p.Payers[r.Mode]; payer != nil && m.Destination.Address != "" {
+		if err := payer.CheckDestination(ctx, m.Destination.Address, r.Asset); err != nil {
+			return r, temporalError(err)
+		}
+	}
+	logger(ctx).Info("Refund destination set", "By", m.By, "ToSender", m.Destination.ToSender)
+	return a.moveRefund(ctx, m.RefundID, func(r models.Refund, _ time.Time) (models.Refund, error) {
+		return models.SetRefundDestination(r, *m.Destination)
+	})
+}
+
+// ApproveRefund records an operator's approval of a refund's payout.
+func (a *Activities) ApproveRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	logger(ctx).Info("Refund approved by an operator", "By", m.By)
+	return a.moveRefund(ctx, m.RefundID, models.ApproveRefund)
+}
+
+// CancelRefund records that an operator settled a refund another way.
+func (a *Activities) CancelRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	logger(ctx).Info("Refund cancelled by an operator", "By", m.By)
+	return a.moveRefund(ctx, m.RefundID, models.CancelRefund)
+}
+
+// MarkRefundSent records that an operator paid a refund from another
+// wallet, in transaction m.TxHash.
+func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	logger(ctx).Info("Refund marked sent by an operator", "By", m.By, "TxHash", m.TxHash)
+	return a.moveRefund(ctx, m.RefundID, func(r models.Refund, now time.Time) (models.Refund, error) {
+		return models.MarkRefundSent(r, strings.TrimSpace(m.TxHash), now)
+	})
+}
+
+// moveRefund writes one move at the activity's clock.
+func (a *Activities) moveRefund(ctx context.Context, id string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	now := a.clock()
+	r, err := p.Store.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return move(r, now) })
+	return r, temporalError(err)
+}

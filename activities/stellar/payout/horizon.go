@@ -1,0 +1,209 @@
+package payout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxBody bounds what is read of a Horizon answer: an account, a
+// transaction or a problem, XDR included, is a few kilobytes.
+const maxBody = 1 << 20
+
+// maxRetryAfter caps a Retry-After header, so a wrong one cannot park
+// payouts for hours.
+const maxRetryAfter = 10 * time.Minute
+
+// HorizonError is an answer from Horizon that is neither the resource
+// asked for nor a transaction result: a rate limit, an overloaded or
+// failing server. Retrying later may succeed; RetryAfter is the server's
+// hint (from Retry-After), 0 if it gave none.
+type HorizonError struct {
+	Status     int
+	Type       string // problem type, e.g. https://stellar.org/horizon-errors/rate_limit_exceeded
+	Detail     string
+	RetryAfter time.Duration
+}
+
+func (e *HorizonError) Error() string {
+	msg := fmt.Sprintf("payout: horizon answered %d %s", e.Status, http.StatusText(e.Status))
+	if e.Type != "" {
+		msg += " (" + e.Type + ")"
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	if e.RetryAfter > 0 {
+		msg += "; retry after " + e.RetryAfter.String()
+	}
+	return msg
+}
+
+// errNotFound is Horizon's 404: no such account or transaction.
+var errNotFound = errors.New("not found")
+
+// problem is Horizon's error body (RFC 7807), with the extras of
+// transaction_failed.
+type problem struct {
+	Type   string `json:"type"`
+	Detail string `json:"detail"`
+	Extras struct {
+		ResultCodes *struct {
+			Transaction string   `json:"transaction"`
+			Operations  []string `json:"operations"`
+		} `json:"result_codes"`
+	} `json:"extras"`
+}
+
+// transactionFailed reports whether the problem is a transaction result
+// (400 transaction_failed), as opposed to a malformed request.
+func (p problem) transactionFailed() bool {
+	return strings.HasSuffix(p.Type, "/transaction_failed") && p.Extras.ResultCodes != nil
+}
+
+// horizonError turns a non-2xx answer and its body into a *HorizonError.
+func horizonError(status int, header http.Header, body []byte, now time.Time) *HorizonError {
+	e := &HorizonError{Status: status, RetryAfter: retryAfter(header.Get("Retry-After"), now)}
+	var p problem
+	if json.Unmarshal(body, &p) == nil {
+		e.Type, e.Detail = p.Type, p.Detail
+	}
+	return e
+}
+
+// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
+
+// transportError drops the URL from a client error: URLs name accounts,
+// which errors and logs must not carry.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("payout: horizon %s request: %w", ue.Op, ue.Err)
+	}
+	return fmt.Errorf("payout: horizon request: %w", err)
+}
+
+// getJSON GETs path from Horizon and decodes a 200 answer into out, within
+// the per-request timeout. A 404 is errNotFound; another answer is a
+// *HorizonError.
+func (p *Payer) getJSON(ctx context.Context, path string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, p.requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+	if err != nil {
+		return fmt.Errorf("payout: building a horizon request: %w", err)
+	}
+	req.Header.Set("Accept", "application/hal+json, application/json")
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return transportError(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return transportError(err)
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return errNotFound
+	default:
+		return horizonError(resp.StatusCode, resp.Header, body, p.now())
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("payout: decoding a horizon answer: %w", err)
+	}
+	return nil
+}
+
+// post submits a base64 envelope (POST /transactions, form tx=...) within
+// the submission timeout, which is longer than Horizon's own wait for the
+// ledger (it answers 504 after about 30 seconds).
+func (p *Payer) post(ctx context.Context, envelope string) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.submitTimeout)
+	defer cancel()
+	form := url.Values{"tx": {envelope}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/transactions", strings.NewReader(form))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("payout: building a horizon request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/hal+json, application/json")
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, transportError(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return 0, nil, nil, transportError(err)
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// accountBody is what Payer reads of Horizon's account resource.
+type accountBody struct {
+	Sequence string        `json:"sequence"`
+	Balances []balanceBody `json:"balances"`
+}
+
+type balanceBody struct {
+	AssetType    string `json:"asset_type"`
+	AssetCode    string `json:"asset_code"`
+	AssetIssuer  string `json:"asset_issuer"`
+	IsAuthorized *bool  `json:"is_authorized"`
+}
+
+// account GETs the account resource of id (a G… account).
+func (p *Payer) account(ctx context.Context, id string) (accountBody, error) {
+	var acc accountBody
+	err := p.getJSON(ctx, "/accounts/"+url.PathEscape(id), &acc)
+	return acc, err
+}
+
+// txBody is what Payer reads of Horizon's transaction resource, which is
+// also the body of a successful submission.
+type txBody struct {
+	Hash       string `json:"hash"`
+	Successful bool   `json:"successful"`
+	ResultXDR  string `json:"result_xdr"`
+}
+
+// historyReaches returns the close time of the latest ledger in Horizon's
+// history (its root resource): a transaction valid only before then and
+// not found is in no ledger, and never will be.
+func (p *Payer) historyReaches(ctx context.Context) (time.Time, error) {
+	var root struct {
+		ClosedAt   time.Time `json:"history_latest_ledger_closed_at"`
+		Passphrase string    `json:"network_passphrase"`
+	}
+	if err := p.getJSON(ctx, "/", &root); err != nil {
+		if errors.Is(err, errNotFound) {
+			return time.Time{}, errors.New("payout: horizon serves no root resource")
+		}
+		return time.Time{}, err
+	}
+	if root.Passphrase != "" && root.Passphrase != p.passphrase {
+		return time.Time{}, errors.New("payout: horizon serves another network than the payout's passphrase")
+	}
+	return root.ClosedAt, nil
+}

@@ -1,0 +1,228 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+// The use cases of refunds paid out by the service: where the money goes,
+// and an operator's approval, cancellation or manual payout. Every move of
+// a refund is made by its Refund workflow (one writer per refund); these
+// methods find the refund, make sure its workflow runs, and ask it.
+
+// Payouts is the store's part in paying refunds out.
+type Payouts interface {
+	// Refund returns a refund, or an error wrapping models.ErrRefundNotFound.
+	Refund(ctx context.Context, id string) (models.Refund, error)
+	// RefundsForOrder returns an order's refunds, oldest first.
+	RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error)
+	// SetOrderRefundDestination records where the order's refunds go
+	// (models.ErrOrderNotFound for another account's order).
+	SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination) error
+	// CreateRefund creates a refund once by its key; false when it
+	// existed.
+	CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error)
+	// MarkRefundWorkflowStarted records that the refund's workflow exists.
+	MarkRefundWorkflowStarted(ctx context.Context, id string, at time.Time) error
+	// RefundWorkflowsToStart returns refunds created before the cutoff
+	// whose workflow is not known to exist.
+	RefundWorkflowsToStart(ctx context.Context, createdBefore time.Time, limit int) ([]models.Refund, error)
+}
+
+// PayoutWorkflows drives the Refund workflows (workflows.Client).
+type PayoutWorkflows interface {
+	// StartRefund starts the refund's workflow, or finds it: idempotent.
+	StartRefund(ctx context.Context, r models.Refund, orderNumber string) error
+	// MoveRefund asks the refund's workflow for one move and answers the
+	// refund as written; models.ErrRefundClosed when it is not running.
+	MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error)
+}
+
+// SetOrderRefundDestinationRequest is a client saying where the money an
+// order owes back goes: its refunds now, and those created later.
+type SetOrderRefundDestinationRequest struct {
+	AccountID   string
+	Mode        models.Mode
+	Ref         string // the order's id or normalised number
+	Destination models.RefundDestination
+}
+
+// SetOrderRefundDestination records where an order's refunds go and gives
+// the destination to each refund of the order that can still take one. A
+// refund being sent keeps its destination (its payout may be on its way)
+// and a settled one is left alone. The order's destination is written
+// first, so a refund created meanwhile starts with it; a destination a
+// refund's workflow refuses (Horizon says the account cannot receive the
+// asset) is refused here, and the order's previous destination put back.
+// It answers the order as it is then.
+func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
+	if err := models.ValidateRefundDestination(req.Destination); err != nil {
+		return models.Order{}, err
+	}
+	o, err := s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, req.Ref)
+	if err != nil {
+		return models.Order{}, err
+	}
+	d := req.Destination
+	if err := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d); err != nil {
+		return models.Order{}, err
+	}
+	rs, err := s.payouts.RefundsForOrder(ctx, o.ID)
+	if err != nil {
+		return models.Order{}, err
+	}
+	for _, r := range rs {
+		if r.Status.Settled() || r.Status == models.RefundSending {
+			continue
+		}
+		_, err := s.moveRefund(ctx, r, o.Number, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: req.Destination, By: "api"})
+		if models.CodeOf(err) == models.CodeInvalidRefundDestination {
+			if rerr := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
+				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
+			}
+		}
+		if err != nil {
+			return models.Order{}, err
+		}
+	}
+	return s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, o.ID)
+}
+
+// RefundAction is an operator's move of a refund.
+type RefundAction string
+
+// Operators' moves (memocart refunds approve|cancel|mark-sent).
+const (
+	RefundApprove  RefundAction = "approve"
+	RefundCancel   RefundAction = "cancel"
+	RefundMarkSent RefundAction = "mark-sent"
+)
+
+var refundActionUpdates = map[RefundAction]string{
+	RefundApprove:  workflows.UpdateApproveRefund,
+	RefundCancel:   workflows.UpdateCancelRefund,
+	RefundMarkSent: workflows.UpdateMarkRefundSent,
+}
+
+// OperatorRefundRequest is an operator's move of one refund.
+type OperatorRefundRequest struct {
+	RefundID string
+	Action   RefundAction
+	TxHash   string // mark-sent: the transaction that paid it
+	By       string // who, for the workflow's log
+}
+
+// MoveRefundByOperator makes an operator's move of a refund through its
+// workflow, and answers the refund as written. A refund already in the
+// state asked for (cancelled, or sent with that hash) is answered as it is.
+func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRequest) (models.Refund, error) {
+	update, ok := refundActionUpdates[req.Action]
+	if !ok {
+		return models.Refund{}, fmt.Errorf("unknown refund action %q", req.Action)
+	}
+	r, err := s.payouts.Refund(ctx, req.RefundID)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return s.moveRefund(ctx, r, "", update, workflows.RefundOperatorRequest{By: req.By, TxHash: req.TxHash})
+}
+
+// moveRefund asks r's workflow for a move. A workflow not running is
+// started from the stored refund (its start may not have happened yet)
+// and asked again; a settled refund's workflow has ended, and the move is
+// refused by the refund's rules, checked here on the stored refund.
+func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, update string, req any) (models.Refund, error) {
+	if s.payoutWorkflows == nil {
+		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
+	}
+	got, err := s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+	if !errors.Is(err, models.ErrRefundClosed) {
+		return got, err
+	}
+	if r.Status.Settled() {
+		return settledMove(r, update, req)
+	}
+	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+		return models.Refund{}, err
+	}
+	return s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+}
+
+// settledMove answers a move asked of a settled refund, whose workflow has
+// ended: the refund as it is when the move would change nothing (a
+// retried cancel or mark-sent), else the rules' refusal.
+func settledMove(r models.Refund, update string, req any) (models.Refund, error) {
+	var err error
+	switch update {
+	case workflows.UpdateCancelRefund:
+		_, err = models.CancelRefund(r, time.Time{})
+	case workflows.UpdateMarkRefundSent:
+		op, _ := req.(workflows.RefundOperatorRequest)
+		_, err = models.MarkRefundSent(r, op.TxHash, time.Time{})
+	case workflows.UpdateApproveRefund:
+		_, err = models.ApproveRefund(r, time.Time{})
+	default:
+		dr, _ := req.(workflows.RefundDestinationRequest)
+		_, err = models.SetRefundDestination(r, dr.Destination)
+	}
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return r, nil
+}
+
+// RefundUnmatchedPayment creates the refund of a payment that named no
+// order, which an operator decided to return (memocart refunds create
+// --payment), and starts its workflow. Deciding twice creates it once.
+func (s *Service) RefundUnmatchedPayment(ctx context.Context, p models.Payment, state models.PaymentState) (models.Refund, error) {
+	r, err := models.RefundOfUnmatchedPayment(p, state, s.now().UTC())
+	if err != nil {
+		return models.Refund{}, err
+	}
+	r, _, err = s.payouts.CreateRefund(ctx, r)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if err := s.startRefund(ctx, r, ""); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// startRefund starts a refund's workflow and records that it exists.
+func (s *Service) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+	if r.Status.Settled() {
+		return nil
+	}
+	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+		return err
+	}
+	return s.payouts.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
+}
+
+// ReconcileRefunds starts the workflows of refunds created more than
+// grace ago without one known to exist (their creator died between the
+// two), and answers how many it started.
+func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	if s.payoutWorkflows == nil {
+		return 0, nil
+	}
+	rs, err := s.payouts.RefundWorkflowsToStart(ctx, s.now().Add(-grace), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rs {
+		if err := s.startRefund(ctx, r, ""); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

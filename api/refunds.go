@@ -1,0 +1,215 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/memocart/memocart/api/checkout"
+	"github.com/memocart/memocart/models"
+)
+
+// RefundStore is what the refund endpoints read.
+type RefundStore interface {
+	// RefundForAccount returns a refund of the account in the mode, else
+	// models.ErrRefundNotFound.
+	RefundForAccount(ctx context.Context, accountID string, mode models.Mode, id string) (models.Refund, error)
+	// ListRefunds returns a page of refunds and whether more follow; an
+	// unknown StartingAfter is models.ErrRefundNotFound.
+	ListRefunds(ctx context.Context, q models.RefundListQuery) ([]models.Refund, bool, error)
+	// RefundsForOrder returns an order's refunds, oldest first.
+	RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error)
+}
+
+// refundDestinationJSON is where a refund goes, as the client set it: an
+// account and its memo, or to_sender (the paying account).
+type refundDestinationJSON struct {
+	Address  *string `json:"address"`
+	MemoType *string `json:"memo_type"`
+	Memo     *string `json:"memo"`
+	ToSender bool    `json:"to_sender"`
+}
+
+func destinationJSON(d *models.RefundDestination) *refundDestinationJSON {
+	if d == nil {
+		return nil
+	}
+	return &refundDestinationJSON{Address: optional(d.Address), MemoType: optional(d.MemoType), Memo: optional(d.Memo), ToSender: d.ToSender}
+}
+
+// refundJSON is a refund (README: Refunds): money owed back and its way
+// there. The destination is the API client's to see; the tracking page
+// never shows it.
+type refundJSON struct {
+	ID              string                 `json:"id"`
+	OrderID         *string                `json:"order_id"`
+	PaymentIDs      []string               `json:"payment_ids"`
+	Reason          models.RefundReason    `json:"reason"`
+	Amount          string                 `json:"amount"`
+	Asset           string                 `json:"asset"`
+	Status          models.RefundStatus    `json:"status"`
+	Destination     *refundDestinationJSON `json:"destination"`
+	TransactionHash *string                `json:"transaction_hash"`
+	FailureReason   *string                `json:"failure_reason"`
+	CreatedAt       string                 `json:"created_at"`
+	ApprovedAt      *string                `json:"approved_at"`
+	SentAt          *string                `json:"sent_at"`
+	FailedAt        *string                `json:"failed_at"`
+	CancelledAt     *string                `json:"cancelled_at"`
+}
+
+func newRefundJSON(r models.Refund) refundJSON {
+	js := refundJSON{
+		ID: r.ID, OrderID: optional(r.OrderID), PaymentIDs: r.PaymentIDs, Reason: r.Reason,
+		Amount: r.Amount.String(), Asset: r.Asset, Status: r.Status, Destination: destinationJSON(r.Destination),
+		FailureReason: optional(r.FailureReason), CreatedAt: timestamp(r.CreatedAt),
+		ApprovedAt: optionalTime(r.ApprovedAt), SentAt: optionalTime(r.SentAt), FailedAt: optionalTime(r.FailedAt),
+		CancelledAt: optionalTime(r.CancelledAt),
+	}
+	if js.PaymentIDs == nil {
+		js.PaymentIDs = []string{}
+	}
+	// The hash of a payout not known to be on the chain is ours alone: a
+	// client sees one once the refund is sent (or a failed payout's).
+	if r.Status == models.RefundSent || r.Status == models.RefundFailed {
+		js.TransactionHash = optional(r.TransactionHash)
+	}
+	return js
+}
+
+// orderRefunds returns the refunds of o for its JSON. An order that owes
+// nothing back from scratch (models.RefundsOwed with no refunds) has
+// none, and costs no read: most orders never owe money.
+func (s *Server) orderRefunds(ctx context.Context, o models.Order) ([]refundJSON, error) {
+	out := []refundJSON{}
+	if len(models.RefundsOwed(o, nil, time.Time{})) == 0 {
+		return out, nil
+	}
+	rs, err := s.deps.Store.RefundsForOrder(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		out = append(out, newRefundJSON(r))
+	}
+	return out, nil
+}
+
+// getRefund is GET /v1/refunds/{id}.
+func (s *Server) getRefund(c *gin.Context) {
+	key := mustKey(c)
+	id := c.Param("id")
+	if !models.ValidID(models.RefundIDPrefix, id) {
+		abort(c, models.ErrRefundNotFound)
+		return
+	}
+	r, err := s.deps.Store.RefundForAccount(c.Request.Context(), key.AccountID, key.Mode, id)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	render(c, http.StatusOK, gin.H{"refund": newRefundJSON(r)})
+}
+
+type refundListJSON struct {
+	Data    []refundJSON `json:"data"`
+	HasMore bool         `json:"has_more"`
+}
+
+// listRefunds is GET /v1/refunds: the key's account's refunds in the key's
+// mode, newest first, a page at a time, filtered by status or order.
+func (s *Server) listRefunds(c *gin.Context) {
+	key := mustKey(c)
+	values := c.Request.URL.Query()
+	page, err := parseListPage(values, []string{"order_id", "status"}, models.RefundIDPrefix, "a refund")
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	q := models.RefundListQuery{
+		AccountID: key.AccountID, Mode: key.Mode, Limit: page.limit,
+		CreatedGTE: page.createdGTE, CreatedLTE: page.createdLTE, StartingAfter: page.startingAfter,
+	}
+	if v, ok := page.get("status"); ok {
+		q.Status = models.RefundStatus(v)
+		if !q.Status.Valid() {
+			abort(c, invalid("status", "status must be one of awaiting_destination, awaiting_approval, sending, sent, failed, cancelled"))
+			return
+		}
+	}
+	if v, ok := page.get("order_id"); ok {
+		if !models.ValidID("ord", v) {
+			abort(c, invalid("order_id", "order_id must be an order id (ord_…)"))
+			return
+		}
+		q.OrderID = v
+	}
+	refunds, more, err := s.deps.Store.ListRefunds(c.Request.Context(), q)
+	if errors.Is(err, models.ErrRefundNotFound) {
+		abort(c, invalid("starting_after", "starting_after must be the id of one of your refunds (in this mode)"))
+		return
+	}
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	out := refundListJSON{Data: make([]refundJSON, len(refunds)), HasMore: more}
+	for i, r := range refunds {
+		out.Data[i] = newRefundJSON(r)
+	}
+	render(c, http.StatusOK, out)
+}
+
+// refundDestinationRequest is the body of POST
+// /v1/orders/{id}/refund_destination, and the refund_destination of POST
+// /v1/orders.
+type refundDestinationRequest struct {
+	Address  string `json:"address"`
+	MemoType string `json:"memo_type"`
+	Memo     string `json:"memo"`
+	ToSender bool   `json:"to_sender"`
+}
+
+func (r refundDestinationRequest) model() models.RefundDestination {
+	return models.RefundDestination{Address: r.Address, MemoType: r.MemoType, Memo: r.Memo, ToSender: r.ToSender}
+}
+
+// setRefundDestination is POST /v1/orders/{id_or_number}/refund_destination
+// (checkout.SetOrderRefundDestination): where the order's refunds go, now
+// and later. Answers the order with its refunds.
+func (s *Server) setRefundDestination(c *gin.Context) {
+	key := mustKey(c)
+	var req refundDestinationRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abort(c, err)
+		return
+	}
+	ref, ok := orderRef(c.Param("ref"))
+	if !ok {
+		abort(c, models.ErrOrderNotFound)
+		return
+	}
+	o, err := s.checkout.SetOrderRefundDestination(c.Request.Context(), checkout.SetOrderRefundDestinationRequest{
+		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
+	})
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.renderOrder(c, http.StatusOK, o)
+}
+
+// renderOrder answers {"order": …} with the order's refunds.
+func (s *Server) renderOrder(c *gin.Context, status int, o models.Order) {
+	js := s.newOrderJSON(o)
+	refunds, err := s.orderRefunds(c.Request.Context(), o)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	js.Refunds = refunds
+	render(c, status, gin.H{"order": js})
+}

@@ -1,0 +1,174 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+const (
+	refundAccount  = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+	refundAccount2 = "GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7"
+)
+
+// StartRefund and MoveRefund make recordingWorkflows the refunds'
+// workflows: a move is written to the store as the Refund workflow's
+// activities write it, and a destination in refuseDestinations is refused
+// as Horizon would refuse an account that does not exist.
+func (w *recordingWorkflows) StartRefund(_ context.Context, r models.Refund, number string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.refundStarts = append(w.refundStarts, r.ID+"@"+number)
+	return nil
+}
+
+func (w *recordingWorkflows) MoveRefund(ctx context.Context, id, update string, req any) (models.Refund, error) {
+	now := w.now()
+	var move func(models.Refund) (models.Refund, error)
+	switch update {
+	case workflows.UpdateSetRefundDestination:
+		d := req.(workflows.RefundDestinationRequest).Destination
+		if w.refuseDestinations[d.Address] {
+			return models.Refund{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
+		}
+		move = func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, d) }
+	case workflows.UpdateCancelRefund:
+		move = func(r models.Refund) (models.Refund, error) { return models.CancelRefund(r, now) }
+	default:
+		return models.Refund{}, models.ErrRefundClosed
+	}
+	return w.store.UpdateRefund(ctx, id, now, move)
+}
+
+// failedWithRefund creates an order through the API, pays it, fails it
+// and creates its refunds, as its workflow would; it returns the order's
+// id.
+func (e *ordersEnv) failedWithRefund(t *testing.T, key string, body string) string {
+	t.Helper()
+	r := e.postOrder(t, key, body, nil)
+	require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
+	o := decodeCreated(t, r)
+	ctx := context.Background()
+	stored, err := e.st.Order(ctx, o.ID)
+	require.NoError(t, err)
+	now := e.clock.Now()
+	require.NoError(t, e.st.RecordPayment(ctx, o.ID, models.Payment{
+		ID: "sandbox:" + o.ID, Mode: stored.Mode, Asset: stored.PaymentAsset, Amount: stored.PaymentAmount,
+		Memo: o.Number, Sender: refundAccount2, ReceivedAt: now, OrderID: o.ID,
+	}))
+	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: now, AmountReceived: stored.PaymentAmount}))
+	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: now, AmountReceived: stored.PaymentAmount, Reason: "out of stock"}))
+	_, err = e.st.CreateOwedRefunds(ctx, o.ID, now)
+	require.NoError(t, err)
+	return o.ID
+}
+
+func (e *ordersEnv) setDestination(t *testing.T, key, ref, body string) response {
+	t.Helper()
+	return e.send(t, request{method: http.MethodPost, path: "/v1/orders/" + url.PathEscape(ref) + "/refund_destination", auth: "Bearer " + key, body: body})
+}
+
+// TestRefunds: a failed order's refund shows in the order, in the refund
+// list and by id, to its own account only; the client sets where it
+// goes, on the order and on its refunds; bad destinations and bad list
+// queries are refused in the contract's envelope.
+func TestRefunds(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		otherKey, _ := e.accountKey(t, "other", models.ModeTest, models.TierFree)
+		liveKey, _ := e.accountKey(t, "acme-live", models.ModeLive, models.TierFree)
+		_ = accountID
+
+		// A destination on the order request is checked like any other.
+		cartID, _ := e.newCart(t, key)
+		bad := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
+			b["refund_destination"] = map[string]any{"address": "GNOTANACCOUNT"}
+		}), nil)
+		requireError(t, bad, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
+		withDest := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
+			b["refund_destination"] = map[string]any{"address": refundAccount, "memo_type": "id", "memo": "42"}
+		}), nil)
+		require.Equalf(t, http.StatusCreated, withDest.status, "body %s", withDest.body)
+		created := decodeCreated(t, withDest)
+		require.NotNil(t, created.RefundDestination)
+		assert.Equal(t, refundAccount, *created.RefundDestination.Address)
+		assert.Equal(t, "42", *created.RefundDestination.Memo)
+
+		// An order without one: its refund waits for it.
+		cart2, _ := e.newCart(t, key)
+		orderID := e.failedWithRefund(t, key, orderBody(cart2))
+		v := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key))
+		assert.Nil(t, v.RefundDestination)
+		require.Len(t, v.Refunds, 1)
+		r := v.Refunds[0]
+		assert.Equal(t, "awaiting_destination", r.Status)
+		assert.Equal(t, "order_failed", r.Reason)
+		assert.Equal(t, v.Payment.AmountReceived, r.Amount)
+		assert.Equal(t, orderID, *r.OrderID)
+		assert.Nil(t, r.Destination)
+		assert.Nil(t, r.TransactionHash)
+
+		// By id and in the list, for its own account and mode only.
+		got := e.get(t, "/v1/refunds/"+r.ID, key)
+		require.Equalf(t, http.StatusOK, got.status, "body %s", got.body)
+		assert.Contains(t, string(got.body), `"id":"`+r.ID+`"`)
+		requireError(t, e.get(t, "/v1/refunds/"+r.ID, otherKey), http.StatusNotFound, models.CodeRefundNotFound, "")
+		requireError(t, e.get(t, "/v1/refunds/"+r.ID, liveKey), http.StatusNotFound, models.CodeRefundNotFound, "")
+		requireError(t, e.get(t, "/v1/refunds/rfd_nope", key), http.StatusNotFound, models.CodeRefundNotFound, "")
+		list := e.get(t, "/v1/refunds?order_id="+orderID+"&status=awaiting_destination", key)
+		require.Equalf(t, http.StatusOK, list.status, "body %s", list.body)
+		assert.Equal(t, 1, strings.Count(string(list.body), `"id":"rfd_`), "body %s", list.body)
+		assert.NotContains(t, string(e.get(t, "/v1/refunds", otherKey).body), r.ID)
+		requireError(t, e.get(t, "/v1/refunds?status=lost", key), http.StatusBadRequest, models.CodeInvalidRequest, "status")
+		requireError(t, e.get(t, "/v1/refunds?order=x", key), http.StatusBadRequest, models.CodeInvalidRequest, "order")
+		requireError(t, e.get(t, "/v1/refunds?starting_after="+r.ID, otherKey), http.StatusBadRequest, models.CodeInvalidRequest, "starting_after")
+
+		// The client sets the destination: checked, then given to the
+		// order and its refund.
+		requireError(t, e.setDestination(t, key, orderID, `{"address":"`+refundAccount+`","memo_type":"id","memo":"x"}`),
+			http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.memo")
+		requireError(t, e.setDestination(t, key, orderID, `{"address":"`+refundAccount+`","to_sender":true}`),
+			http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
+		requireError(t, e.setDestination(t, otherKey, orderID, `{"to_sender":true}`), http.StatusNotFound, models.CodeOrderNotFound, "")
+		e.wf.refuseDestinations = map[string]bool{refundAccount2: true}
+		requireError(t, e.setDestination(t, key, orderID, `{"address":"`+refundAccount2+`"}`),
+			http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
+		assert.Nil(t, decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key)).RefundDestination, "a refused destination is not kept")
+
+		set := e.setDestination(t, key, orderID, `{"address":"`+refundAccount+`","memo_type":"text","memo":"exchange 7"}`)
+		require.Equalf(t, http.StatusOK, set.status, "body %s", set.body)
+		after := decodeOrderView(t, set)
+		require.NotNil(t, after.RefundDestination)
+		assert.Equal(t, refundAccount, *after.RefundDestination.Address)
+		require.Len(t, after.Refunds, 1)
+		assert.Equal(t, "awaiting_approval", after.Refunds[0].Status)
+		require.NotNil(t, after.Refunds[0].Destination)
+		assert.Equal(t, "exchange 7", *after.Refunds[0].Destination.Memo)
+
+		// A refund created after the destination starts with it.
+		cart3, _ := e.newCart(t, key)
+		withDestID := e.failedWithRefund(t, key, orderBody(cart3, func(b, _ map[string]any) {
+			b["refund_destination"] = map[string]any{"to_sender": true}
+		}))
+		v3 := decodeOrderView(t, e.get(t, "/v1/orders/"+withDestID, key))
+		require.Len(t, v3.Refunds, 1)
+		assert.Equal(t, "awaiting_approval", v3.Refunds[0].Status)
+		assert.True(t, v3.Refunds[0].Destination.ToSender)
+
+		// A refund's list leaves nothing of another order in.
+		page := e.get(t, "/v1/refunds?limit=1", key)
+		require.Equal(t, http.StatusOK, page.status)
+		assert.Contains(t, string(page.body), `"has_more":true`)
+		_ = time.Second
+	})
+}

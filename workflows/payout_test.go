@@ -1,0 +1,426 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+const (
+	refundDest  = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+	refundDest2 = "GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7"
+)
+
+// fakeRefunds is an in-memory activities.RefundStore for one refund, which
+// applies the models' moves as the real store does and keeps its writes
+// in order: "approve", "tx:<hash>", "sent", "failed", "destination",
+// "cancel".
+type fakeRefunds struct {
+	mu      sync.Mutex
+	r       models.Refund
+	senders map[string]string
+	writes  []string
+}
+
+func (s *fakeRefunds) Refund(_ context.Context, id string) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.r.ID {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	return s.r, nil
+}
+
+func (s *fakeRefunds) UpdateRefund(_ context.Context, id string, _ time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.r.ID {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	next, err := move(s.r)
+	if err != nil {
+		return s.r, err
+	}
+	switch {
+	case next.Status == s.r.Status && next.TransactionHash != s.r.TransactionHash:
+		s.writes = append(s.writes, "tx:"+next.TransactionHash)
+	case next.Status == models.RefundSending:
+		s.writes = append(s.writes, "approve")
+	case next.Status == models.RefundSent:
+		s.writes = append(s.writes, "sent")
+	case next.Status == models.RefundFailed:
+		s.writes = append(s.writes, "failed")
+	case next.Status == models.RefundCancelled:
+		s.writes = append(s.writes, "cancel")
+	case next.Status == models.RefundAwaitingApproval:
+		s.writes = append(s.writes, "destination")
+	}
+	s.r = next
+	return next, nil
+}
+
+func (s *fakeRefunds) ApproveRefundWithinDailyMax(ctx context.Context, id string, now, _ time.Time, max decimal.Decimal) (models.Refund, bool, error) {
+	s.mu.Lock()
+	within := s.r.Value != nil && !s.r.Value.GreaterThan(max)
+	s.mu.Unlock()
+	if !within {
+		r, err := s.Refund(ctx, id)
+		return r, false, err
+	}
+	r, err := s.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
+	return r, err == nil, err
+}
+
+func (s *fakeRefunds) CreateOwedRefunds(context.Context, string, time.Time) ([]models.Refund, error) {
+	return nil, errors.New("fake refunds: not an order's store")
+}
+
+func (s *fakeRefunds) MarkRefundWorkflowStarted(context.Context, string, time.Time) error { return nil }
+
+func (s *fakeRefunds) PaymentSenders(_ context.Context, ids []string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for _, id := range ids {
+		if v, ok := s.senders[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeRefunds) snapshot() (models.Refund, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r, append([]string(nil), s.writes...)
+}
+
+// fakePayer is a chain of one payout account: a payment applies once per
+// transaction hash; refuse and fail script what the next payouts answer.
+type fakePayer struct {
+	mu sync.Mutex
+	// refuse: the next payouts are refused with these codes, in turn.
+	refuse []string
+	// timeouts: the next payouts apply, then answer an unknown outcome.
+	timeouts int
+	applied  map[string]payout.Request // by hash
+	attempts int
+	badDest  map[string]bool // destinations CheckDestination refuses
+}
+
+func (p *fakePayer) CheckDestination(_ context.Context, address, _ string) error {
+	if p.badDest[address] {
+		return models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "The account does not exist")
+	}
+	return nil
+}
+
+func (p *fakePayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.attempts++
+	if p.applied == nil {
+		p.applied = map[string]payout.Request{}
+	}
+	if h := req.Prior.Hash; h != "" {
+		if _, ok := p.applied[h]; ok {
+			return payout.Result{Outcome: payout.Sent, Hash: h}, nil
+		}
+	}
+	hash := fmt.Sprintf("%064x", p.attempts)
+	if err := record(ctx, hash, "envelope-"+hash); err != nil {
+		return payout.Result{}, err
+	}
+	if len(p.refuse) > 0 {
+		code := p.refuse[0]
+		p.refuse = p.refuse[1:]
+		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: code, Reason: "refused: " + code}, nil
+	}
+	p.applied[hash] = req
+	if p.timeouts > 0 {
+		p.timeouts--
+		return payout.Result{}, errors.New("fake payer: 504 after applying")
+	}
+	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+}
+
+// payments returns what reached the chain, one per applied transaction.
+func (p *fakePayer) payments() []payout.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []payout.Request
+	for _, r := range p.applied {
+		out = append(out, r)
+	}
+	return out
+}
+
+type refundHarness struct {
+	t        *testing.T
+	env      *testsuite.TestWorkflowEnvironment
+	store    *fakeRefunds
+	payer    *fakePayer
+	limits   activities.RefundLimits
+	statuses []string // every upserted RefundStatus, in order
+}
+
+func newRefundHarness(t *testing.T, r models.Refund) *refundHarness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	h := &refundHarness{
+		t: t, env: env,
+		store: &fakeRefunds{r: r, senders: map[string]string{"p1": refundDest}},
+		payer: &fakePayer{},
+	}
+	env.RegisterWorkflowWithOptions(workflows.Refund, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(workflows.SearchAttrRefundStatus); ok {
+			h.statuses = append(h.statuses, v)
+		}
+	}).Return()
+	return h
+}
+
+func (h *refundHarness) register() {
+	h.env.RegisterActivity(&activities.Activities{Payouts: &activities.RefundPayouts{
+		Store:  h.store,
+		Payers: map[models.Mode]activities.Payer{models.ModeTest: h.payer, models.ModeLive: h.payer},
+		Limits: h.limits,
+	}})
+}
+
+func (h *refundHarness) run() (workflows.RefundOutcome, error) {
+	h.t.Helper()
+	h.register()
+	r, _ := h.store.snapshot()
+	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: r, OrderNumber: orderNumber})
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	var res workflows.RefundOutcome
+	if err := h.env.GetWorkflowError(); err != nil {
+		return res, err
+	}
+	require.NoError(h.t, h.env.GetWorkflowResult(&res))
+	return res, nil
+}
+
+// updateOutcome is what an update sent by updateAt got.
+type updateOutcome struct {
+	rejected, completed bool
+	err                 error
+	refund              models.Refund
+}
+
+func (h *refundHarness) updateAt(after time.Duration, name string, req any) *updateOutcome {
+	out := &updateOutcome{}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(name, fmt.Sprintf("%s-%s", name, after), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { out.rejected, out.err = true, err },
+			OnComplete: func(v any, err error) {
+				out.completed, out.err = true, err
+				switch r := v.(type) {
+				case models.Refund:
+					out.refund = r
+				case converter.EncodedValue:
+					if r != nil && err == nil {
+						require.NoError(h.t, r.Get(&out.refund))
+					}
+				}
+			},
+		}, req)
+	}, after)
+	return out
+}
+
+func testRefund(mode models.Mode, dest *models.RefundDestination) models.Refund {
+	value := decimal.RequireFromString("50")
+	r := models.Refund{
+		ID: models.RefundID("order:" + orderID + ":1"), Key: "order:" + orderID + ":1", OrderID: orderID, Mode: mode,
+		PaymentIDs: []string{"p1"}, Reason: models.RefundOrderFailed, Amount: decimal.RequireFromString("50"), Asset: "USDC",
+		Value: &value, Status: models.RefundAwaitingDestination, CreatedAt: t0,
+	}
+	if dest != nil {
+		var err error
+		if r, err = models.SetRefundDestination(r, *dest); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
+
+func TestRefundWorkflow(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+
+	t.Run("test mode with a destination: approved and sent at once, paid once", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		res, err := h.run()
+		require.NoError(t, err)
+		r, writes := h.store.snapshot()
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, r.TransactionHash, res.TransactionHash)
+		assert.Equal(t, []string{"approve", "tx:" + r.TransactionHash, "sent"}, writes, "the transaction is recorded before it is sent")
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
+		assert.Equal(t, "42", h.payer.payments()[0].Destination.Memo)
+		assert.Equal(t, []string{"sending", "sent"}, h.statuses, "one upsert per status")
+	})
+
+	t.Run("waits for a destination, then pays it", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, nil))
+		early := h.updateAt(time.Minute, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "test"})
+		set := h.updateAt(48*time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: *dest, By: "api"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.True(t, early.rejected, "nothing to approve without a destination: %+v", early)
+		assert.Contains(t, early.err.Error(), "only a refund awaiting approval, or failed, can be approved")
+		require.True(t, set.completed, "%+v", set)
+		require.NoError(t, set.err)
+		assert.Equal(t, models.RefundAwaitingApproval, set.refund.Status)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(48*time.Hour), h.env.Now().UTC(), "sent as soon as it had a destination")
+		assert.Len(t, h.payer.payments(), 1)
+	})
+
+	t.Run("a destination the network refuses is refused, the refund keeps waiting", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, nil))
+		h.payer.badDest = map[string]bool{refundDest2: true}
+		bad := h.updateAt(time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}})
+		good := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: *dest})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.True(t, bad.completed)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, bad.err, &appErr)
+		assert.Equal(t, string(models.CodeInvalidRefundDestination), appErr.Type())
+		require.NoError(t, good.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		_, writes := h.store.snapshot()
+		assert.Equal(t, "destination", writes[0], "the refused destination wrote nothing")
+	})
+
+	t.Run("live over the limit waits for an operator", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("20")}
+		approve := h.updateAt(3*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, approve.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(3*time.Hour), h.env.Now().UTC())
+		assert.Equal(t, []string{"sending", "sent"}, h.statuses)
+	})
+
+	t.Run("live under the limit and the daily limit goes out", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("50"), DailyMax: decimal.RequireFromString("100")}
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0, h.env.Now().UTC())
+	})
+
+	t.Run("live under the limit, over the daily limit, waits", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("50"), DailyMax: decimal.RequireFromString("10")}
+		h.updateAt(5*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(5*time.Hour), h.env.Now().UTC())
+	})
+
+	t.Run("refused payout fails the refund; a new destination pays it", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		h.payer.refuse = []string{"op_no_trust"}
+		var failed models.Refund
+		h.env.RegisterDelayedCallback(func() {
+			v, err := h.env.QueryWorkflow(workflows.QueryRefund)
+			require.NoError(t, err)
+			require.NoError(t, v.Get(&failed))
+		}, time.Hour)
+		set := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundFailed, failed.Status)
+		assert.Equal(t, "refused: op_no_trust", failed.FailureReason)
+		require.NoError(t, set.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		pays := h.payer.payments()
+		require.Len(t, pays, 1, "the refused payout moved nothing")
+		assert.Equal(t, refundDest2, pays[0].Destination.Address)
+		assert.Equal(t, []string{"sending", "failed", "awaiting_approval", "sending", "sent"}, h.statuses)
+	})
+
+	t.Run("an unknown outcome is resolved by the retry, paid once", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		h.payer.timeouts = 1
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Len(t, h.payer.payments(), 1, "the retry found the recorded transaction")
+		assert.Equal(t, 2, h.payer.attempts)
+		r, _ := h.store.snapshot()
+		assert.Equal(t, fmt.Sprintf("%064x", 1), r.TransactionHash, "sent in the first transaction")
+	})
+
+	t.Run("to the sender: the paying account", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, &models.RefundDestination{ToSender: true}))
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
+	})
+
+	t.Run("to the sender of several accounts fails, asking for an address", func(t *testing.T) {
+		r := testRefund(models.ModeTest, &models.RefundDestination{ToSender: true})
+		r.PaymentIDs = []string{"p1", "p2"}
+		h := newRefundHarness(t, r)
+		h.store.senders["p2"] = refundDest2
+		h.updateAt(time.Hour, workflows.UpdateCancelRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundCancelled, res.Status)
+		got, writes := h.store.snapshot()
+		assert.Equal(t, []string{"approve", "failed", "cancel"}, writes)
+		assert.Contains(t, got.FailureReason, "more than one account")
+		assert.Empty(t, h.payer.payments())
+	})
+
+	t.Run("an operator marks it sent; a second mark with another hash is refused", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, nil))
+		tx := strings.Repeat("ab", 32)
+		mark := h.updateAt(time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: tx})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, mark.err)
+		assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
+		assert.Empty(t, h.payer.payments())
+	})
+}
