@@ -1,8 +1,15 @@
 package main
 
 import (
+	"cmp"
+	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stellar/go-stellar-sdk/keypair"
 
 	"github.com/memocart/memocart/activities/amazon/creatorstest"
 	"github.com/memocart/memocart/activities/ebay/browsetest"
@@ -21,6 +28,9 @@ type devLiveServers struct {
 	browse   *browsetest.Server
 	zinc     *zinctest.Server
 	horizon  *horizontest.Server
+	// payout is the account live refunds are paid from, funded on the
+	// Horizon test server; empty when the service was given its own.
+	payout string
 }
 
 // testHookLiveServers, set only by this package's end-to-end tests before
@@ -79,8 +89,53 @@ func startDevLive(e *app.Env) (*devLiveServers, func(), error) {
 		}
 	}
 	srv.horizon.SetUSDCIssuer(c.USDCIssuer)
+	if e.Getenv("MEMOCART_STELLAR_PAYOUT_SECRET_FILE") == "" && c.StellarHorizonURL == srv.horizon.URL {
+		payout, path, err := fundDevPayout(srv.horizon, c.DataDir)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		srv.payout, c.StellarPayoutSecretFile = payout, path
+	}
+	// Test money: live refunds up to this go out without an operator, so
+	// a walk reaches `sent` on its own (production's default waits for
+	// `memocart refunds approve`).
+	if e.Getenv("MEMOCART_REFUND_AUTO_APPROVE_MAX") == "" {
+		c.RefundAutoApproveMax = devRefundAutoApproveMax
+	}
 	e.Live = e.Live.WithAmazon(srv.creators.Client())
 	return srv, stop, nil
+}
+
+// devRefundAutoApproveMax is dev live's MEMOCART_REFUND_AUTO_APPROVE_MAX.
+var devRefundAutoApproveMax = decimal.NewFromInt(1000)
+
+// devPayoutFunds is what the dev payout account holds on the Horizon test
+// server, in XLM and in USDC: enough for any walk.
+const devPayoutFunds = "100000"
+
+// fundDevPayout makes the account live refunds are paid from on the
+// Horizon test server: a key derived from a fixed name (it holds test
+// money only), funded in XLM and USDC, its seed written to a file in
+// dataDir that only the owner may read, as a payout seed file must be.
+// It returns the account and the file's path.
+func fundDevPayout(h *horizontest.Server, dataDir string) (string, string, error) {
+	kp, err := keypair.FromRawSeed(sha256.Sum256([]byte("memocart dev live payout")))
+	if err != nil {
+		return "", "", err
+	}
+	if err := h.SetAccount(horizontest.Account{ID: kp.Address(), XLM: devPayoutFunds, USDC: devPayoutFunds, TrustUSDC: true}); err != nil {
+		return "", "", fmt.Errorf("funding the dev payout account: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", "", err
+	}
+	path := filepath.Join(dataDir, "dev-live-payout-seed")
+	if err := os.WriteFile(path, []byte(kp.Seed()+"\n"), 0o600); err != nil {
+		return "", "", fmt.Errorf("writing the dev payout seed: %w", err)
+	}
+	// WriteFile keeps the mode of a file that exists: make sure of it.
+	return kp.Address(), path, os.Chmod(path, 0o600)
 }
 
 // listening tells the servers where the API listens: Zinc's test server
@@ -96,9 +151,10 @@ Live mode runs against test servers (MEMOCART_DEV_LIVE=testservers):
   Amazon Creators API: %[1]s   eBay Browse API: %[2]s
   Zinc:                %[3]s   Horizon (testnet): %[4]s
   Live API key:        %[5]s
+  Refunds paid from:   %[6]s
 
 Walk the live path (docs/production.md, "Walk the live path on one machine"):
   export LIVE=%[5]s
   export HORIZON=%[4]s
-`, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey)
+`, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey, cmp.Or(s.payout, "the account of MEMOCART_STELLAR_PAYOUT_SECRET_FILE"))
 }

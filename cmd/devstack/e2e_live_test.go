@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -666,14 +667,31 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 func TestE2EDevLiveTestservers(t *testing.T) {
 	needWalkTools(t)
 	blocks := docBlocks(t, "../../docs/production.md", "\n### Walk the live path on one machine")
-	require.Len(t, blocks, 2, "make run, then the walk")
+	require.Len(t, blocks, 3, "make run, the walk, the refund")
 
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_DEV_LIVE": "testservers"})
-	out := string(runWalk(t, walkScript(t, s.out.String(), blocks, "API", "LIVE", "HORIZON"), 3*time.Minute))
+	out := string(runWalk(t, walkScript(t, s.out.String(), blocks, "API", "LIVE", "HORIZON"), 4*time.Minute))
 	assert.Contains(t, out, "\ndelivered\n", "the poll loop saw delivered")
 	assert.Regexp(t, `"carrier":"ups"`, out, "the tracking of the delivered order")
 	assert.Regexp(t, `"tracking_number":"[^"]+"`, out)
 	assert.Regexp(t, `"estimated_delivery":"[^"]+"`, out)
+
+	// The failed order's refund, sent once, to the destination with its
+	// memo, on the Horizon test server.
+	assert.Contains(t, out, "\nfailed\n", "the second order failed")
+	m := regexp.MustCompile(`\{"status":"sent","amount":"([0-9.]+)","transaction_hash":"([0-9a-f]{64})"\}`).FindStringSubmatch(out)
+	require.NotNil(t, m, "the refund poll saw sent:\n%s", out)
+	assert.Contains(t, out, "\nrefunded\n", "the order reads refunded")
+	assert.Contains(t, out, `[{"asset_code":"USDC","balance":"`+horizonAmount(t, m[1])+`"},{"asset_code":null,"balance":"5.0000000"}]`,
+		"the destination holds the refund (trustlines first, native last, as Horizon lists them)")
+}
+
+// horizonAmount writes a decimal as Horizon does, with 7 decimal places.
+func horizonAmount(t *testing.T, v string) string {
+	t.Helper()
+	d, err := decimal.NewFromString(v)
+	require.NoError(t, err)
+	return d.StringFixed(7)
 }
 
 // TestE2ELiveWorkerKilledBetweenPlacingAndRecording kills the whole stack
