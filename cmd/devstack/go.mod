@@ -27,7 +27,6 @@ require (
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/stellar/go-stellar-sdk v0.7.3 // indirect
 	github.com/stellar/go-xdr v0.0.0-20260806060815-dc590f17552a // indirect
 	github.com/urfave/cli v1.22.17 // indirect
 	github.com/urfave/cli/v2 v2.27.7 // indirect
@@ -263,7 +262,10 @@ tool (
 	go.temporal.io/server/cmd/tools/sql
 )
 
-require github.com/memocart/memocart v0.0.0-00010101000000-000000000000
+require (
+	github.com/memocart/memocart v0.0.0-00010101000000-000000000000
+	github.com/stellar/go-stellar-sdk v0.7.3
+)
 
 // The service module is this repository's root: the tools build against the
 // code beside them, never a published version.

@@ -14,6 +14,7 @@ func commands() []app.Command {
 		{Name: "dev", Summary: "run everything in one process for development: embedded stack, API, worker, a printed test key", Run: runDev, LogFormat: "text"},
 		{Name: "loadtest", Summary: "measure the service against pgbench and bare Temporal starts on the same servers (loadtest --help)", Run: runLoadtest, LogFormat: "text"},
 		{Name: "cluster", Summary: "the production topology on this machine without Docker: up, down, status... (cluster --help)", Run: runCluster, LogFormat: "text"},
+		{Name: "cost", Summary: "events, workflow tasks and billable Temporal actions per order path, from histories (cost --help)", Run: runCost, LogFormat: "text"},
 		{Name: "chaos", Summary: "orders through a cluster of its own while its processes are killed; checks that none is lost (chaos --help)", Run: runChaos, LogFormat: "text"},
 	}
 }
