@@ -234,6 +234,15 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			Amount:      r.Amount,
 			Prior:       payout.Prior{Hash: r.TransactionHash, Envelope: r.Envelope},
 		}, record)
+		var refused *models.Error
+		if errors.As(err, &refused) && (refused.Code == models.CodeInvalidRefundDestination || refused.Code == models.CodeInvalidRequest) {
+			// The payout cannot be made as asked (a destination the
+			// payer must change, an asset the payout account cannot
+			// send): the refund fails with the reason, and waits for a
+			// new destination or an operator, instead of retrying a
+			// request that can never succeed.
+			why, err = refused.Message, nil
+		}
 		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
 			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
 		}
@@ -281,7 +290,7 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 	var from string
 	for _, id := range r.PaymentIDs {
 		s := senders[id]
-		if s == "" || (from != "" && s != from) {
+		if models.ValidateStellarAccount(s) != nil || (from != "" && s != from) {
 			return d, "The payments came from more than one account, or from one not known: set the destination's address", nil
 		}
 		from = s

@@ -311,8 +311,9 @@ type orderJSON struct {
 	// RefundDestination is where money owed back goes; null until set.
 	RefundDestination *refundDestinationJSON `json:"refund_destination"`
 	// Refunds are the money the order owes back and its way there, in
-	// the reads of one order (absent from lists: read GET /v1/refunds).
-	Refunds []refundJSON `json:"refunds,omitempty"`
+	// the reads of one order ([] when none); absent from lists (read GET
+	// /v1/refunds), hence the pointer.
+	Refunds *[]refundJSON `json:"refunds,omitempty"`
 }
 
 // orderPaymentJSON is one payment seen for an order (README: Payments of

@@ -82,6 +82,11 @@ type recordingWorkflows struct {
 	cancelHangs bool
 	store       *sqlstore.Store
 	now         func() time.Time
+	// refundStarts records StartRefund calls as "<refund id>@<order
+	// number>"; MoveRefund refuses the destinations in refuseDestinations
+	// as Horizon would (refunds_test.go).
+	refundStarts       []string
+	refuseDestinations map[string]bool
 }
 
 func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note string) error {

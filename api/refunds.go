@@ -173,8 +173,14 @@ type refundDestinationRequest struct {
 	ToSender bool   `json:"to_sender"`
 }
 
+// model is the destination as the models take it; memo_type "none" is no
+// memo, shown as null like an absent one.
 func (r refundDestinationRequest) model() models.RefundDestination {
-	return models.RefundDestination{Address: r.Address, MemoType: r.MemoType, Memo: r.Memo, ToSender: r.ToSender}
+	d := models.RefundDestination{Address: r.Address, MemoType: r.MemoType, Memo: r.Memo, ToSender: r.ToSender}
+	if d.MemoType == "none" {
+		d.MemoType = ""
+	}
+	return d
 }
 
 // setRefundDestination is POST /v1/orders/{id_or_number}/refund_destination
@@ -210,6 +216,6 @@ func (s *Server) renderOrder(c *gin.Context, status int, o models.Order) {
 		abort(c, err)
 		return
 	}
-	js.Refunds = refunds
+	js.Refunds = &refunds
 	render(c, status, gin.H{"order": js})
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	_ "embed"
 	"encoding/base64"
@@ -8,22 +9,22 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/shopspring/decimal"
 
 	"github.com/memocart/memocart/models"
 )
 
 // The public tracking page behind tracking_url. Anyone holding the link
 // can open it, so it shows the order's progress and, while the order waits
-// for payment, what to pay and where: never the shopper's name, address,
-// phone or e-mail, nor the words of whoever cancelled it or the provider's
-// failure text (free text that may quote any of them). The order number is
-// the only identifier on it.
+// for payment, what to pay and where, and the money on its way back:
+// never the shopper's name, address, phone or e-mail, nor the words of
+// whoever cancelled it or the provider's failure text (free text that may
+// quote any of them), nor where a refund goes (the account and memo of its
+// destination say who the payer is, or where they keep their money). The
+// order number is the only identifier on it.
 
 //go:embed tracking.html
 var trackingHTML string
@@ -31,8 +32,11 @@ var trackingHTML string
 // trackingTemplate renders every page of /track: an order, not found, and
 // too many requests. html/template escapes each value for where it lands.
 var trackingTemplate = template.Must(template.New("track").Funcs(template.FuncMap{
-	"utc": func(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") },
+	"utc": utcText,
 }).Parse(trackingHTML))
+
+// utcText writes a time the way the page writes every time.
+func utcText(t time.Time) string { return t.UTC().Format("2 Jan 2006, 15:04 UTC") }
 
 // statusText is what a shopper reads for each status: a label and what
 // happens next.
@@ -64,6 +68,37 @@ var cancellationText = map[models.CancellationReason]string{
 // the API (failure_reason), for the shop.
 const failedText = "The order was paid, but the retailer could not supply or deliver it, so it was stopped."
 
+// refundText is what a payer reads for each status of a refund: a label,
+// the tone of its badge (as an order's: "progress", "done", "stopped", or
+// "settled" for one settled another way) and what happens next. Refunds go
+// out by themselves once they have a destination (the shop gives it) and
+// an approval (a limit check, or an operator).
+var refundText = map[models.RefundStatus]struct{ label, tone, next string }{
+	models.RefundAwaitingDestination: {"Waiting for where to send it", "progress",
+		"The shop will ask you where to send this money. Nothing is sent until then."},
+	models.RefundAwaitingApproval: {"Waiting for approval", "progress",
+		"The shop has said where to send it. It is sent as soon as it is approved."},
+	models.RefundSending: {"Being sent", "progress",
+		"It was approved and is being sent now."},
+	models.RefundSent: {"Sent", "done",
+		"It was sent."},
+	models.RefundFailed: {"Could not be sent", "stopped",
+		"It will be sent again once this is put right, or to another destination the shop asks you for."},
+	models.RefundCancelled: {"Settled another way", "settled",
+		"Memocart settled this refund another way, so nothing is sent for it here. For questions, contact the shop you ordered from."},
+}
+
+// refundFor says what a refund returns, by reason.
+var refundFor = map[models.RefundReason]string{
+	models.RefundOrderFailed:      "The order could not be fulfilled",
+	models.RefundOrderExpired:     "The full payment did not arrive in time",
+	models.RefundOrderCancelled:   "The order was cancelled",
+	models.RefundOverpaid:         "More than the amount due was paid",
+	models.RefundLatePayment:      "A payment arrived after the order closed",
+	models.RefundWrongAsset:       "A payment in an asset this order does not take",
+	models.RefundUnmatchedPayment: "A payment that named no order",
+}
+
 // stepLabel names the tracking steps.
 var stepLabel = map[models.OrderStatus]string{
 	models.OrderCreated:   "Order placed",
@@ -91,7 +126,9 @@ type trackingView struct {
 	Tone        string
 	Next        string
 	Explanation string
-	Refund      []string
+	// RefundNotes say what is owed back with no refund yet to show.
+	RefundNotes []string
+	Refunds     []refundView
 	Payment     *paymentView
 	// PaymentClosed: waiting for payment, but the window has passed; the
 	// workflow cancels the order any moment.
@@ -116,6 +153,23 @@ type paymentView struct {
 	Expires  time.Time
 	TimeLeft string
 	Seconds  int64
+}
+
+// refundView is one refund as the payer sees it: how much, why, and where
+// it is on its way; never its destination.
+type refundView struct {
+	Amount string // with its asset: "10 USDC"
+	For    string
+	Label  string
+	Tone   string
+	Next   string
+	// Failure is why the last payout was refused (written for the payer:
+	// what to do, e.g. add a trustline), while failed.
+	Failure string
+	// Hash is the transaction that paid a sent refund; Link shows it on a
+	// public explorer, "" in the sandbox (whose hashes are on no chain).
+	Hash string
+	Link string
 }
 
 type parcelView struct {
@@ -156,12 +210,27 @@ func (s *Server) trackingPage(c *gin.Context) {
 		s.trackingFailed(c, err)
 		return
 	}
-	v, err := s.newTrackingView(o, s.deps.Now())
+	refunds, err := s.trackingRefunds(c.Request.Context(), o)
+	if err != nil {
+		s.trackingFailed(c, err)
+		return
+	}
+	v, err := s.newTrackingView(o, refunds, s.deps.Now())
 	if err != nil {
 		s.trackingFailed(c, err)
 		return
 	}
 	s.renderTracking(c, http.StatusOK, "order", "Order "+o.Number, v)
+}
+
+// trackingRefunds returns the refunds of o. As for the API's order
+// (orderRefunds), an order that owes nothing back from scratch has none,
+// and costs no read.
+func (s *Server) trackingRefunds(ctx context.Context, o models.Order) ([]models.Refund, error) {
+	if len(models.RefundsOwed(o, nil, time.Time{})) == 0 {
+		return nil, nil
+	}
+	return s.deps.Store.RefundsForOrder(ctx, o.ID)
 }
 
 // trackingNotFound answers 404 with the page's look, so a mistyped link
@@ -230,8 +299,9 @@ func newNonce() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// newTrackingView builds the order page. now decides the time left to pay.
-func (s *Server) newTrackingView(o models.Order, now time.Time) (trackingView, error) {
+// newTrackingView builds the page of order o, whose refunds are refunds.
+// now decides the time left to pay.
+func (s *Server) newTrackingView(o models.Order, refunds []models.Refund, now time.Time) (trackingView, error) {
 	st, ok := statusText[o.Status]
 	if !ok {
 		st.label, st.next = string(o.Status), ""
@@ -254,7 +324,10 @@ func (s *Server) newTrackingView(o models.Order, now time.Time) (trackingView, e
 			v.Next += " Estimated delivery: " + dateText(d) + "."
 		}
 	}
-	v.Refund = refundNotes(o)
+	v.RefundNotes = refundNotes(o, refunds, now)
+	for _, r := range refunds {
+		v.Refunds = append(v.Refunds, newRefundView(o, r))
+	}
 
 	if o.Status == models.OrderCreated {
 		switch {
@@ -348,37 +421,69 @@ func timeLeft(d time.Duration) string {
 	return fmt.Sprintf("%d h %d min", h, m)
 }
 
-// refundNotes say what money is owed back to the payer and what was
-// already sent back. An overpayment and a payment in another asset are
-// owed back whatever the order's status; a cancelled or failed order owes
-// back everything it received.
-func refundNotes(o models.Order) []string {
+// refundNotes say what money is owed back to the payer that no refund
+// shows yet: a refund is created moments after the order owes the money
+// (models.RefundsOwed), and until then the page says it is coming. A
+// refund an operator recorded by hand (Order.RefundedAt) is said so; a
+// stopped order that received nothing says nothing is owed.
+func refundNotes(o models.Order, refunds []models.Refund, now time.Time) []string {
 	var notes []string
-	due := map[string]decimal.Decimal{}
-	if d := models.AmountDueBack(o); d.IsPositive() {
-		due[o.PaymentAsset] = d
+	for _, r := range models.RefundsOwed(o, refunds, now) {
+		notes = append(notes, fmt.Sprintf("%s %s received for this order is owed back to the payer. "+
+			"The refund is being prepared and will appear on this page.", r.Amount, r.Asset))
 	}
-	for _, p := range o.Payments {
-		if p.Outcome == models.DispositionWrongAsset && p.RefundedAt == nil {
-			due[p.Asset] = due[p.Asset].Add(p.Amount)
-		}
-	}
-	assets := make([]string, 0, len(due))
-	for a := range due {
-		assets = append(assets, a)
-	}
-	sort.Strings(assets)
-	for _, a := range assets {
-		notes = append(notes, fmt.Sprintf("%s %s received for this order is due back to the payer and will be returned to the account it came from.", due[a], a))
-	}
-	if o.PaymentStatus == models.PaymentRefunded || o.RefundedAt != nil {
-		notes = append(notes, "The payment for this order was refunded to the account it came from.")
+	if o.RefundedAt != nil {
+		notes = append(notes, "The money received for this order was refunded.")
 	}
 	stopped := o.Status == models.OrderCancelled || o.Status == models.OrderFailed
-	if stopped && len(notes) == 0 && !o.AmountReceived.IsPositive() {
+	if stopped && len(notes) == 0 && len(refunds) == 0 && !o.AmountReceived.IsPositive() {
 		notes = append(notes, "No payment was received for this order, so nothing is owed back.")
 	}
 	return notes
+}
+
+// newRefundView is refund r of order o as the page shows it. Only a sent
+// refund's hash is shown: a payout still being sent, or refused, is
+// nothing the payer can look up.
+func newRefundView(o models.Order, r models.Refund) refundView {
+	t, ok := refundText[r.Status]
+	if !ok {
+		t.label, t.tone = string(r.Status), "progress"
+	}
+	v := refundView{
+		Amount: r.Amount.String() + " " + r.Asset, For: refundFor[r.Reason],
+		Label: t.label, Tone: t.tone, Next: t.next,
+	}
+	switch r.Status {
+	case models.RefundSent:
+		if r.SentAt != nil {
+			v.Next = "It was sent on " + utcText(*r.SentAt) + "."
+		}
+		v.Hash = r.TransactionHash
+		v.Link = explorerLink(o.PaymentNetwork, r.TransactionHash)
+	case models.RefundFailed:
+		v.Failure = r.FailureReason
+	}
+	return v
+}
+
+// explorerNetworks names each Stellar network in stellar.expert's links.
+// The sandbox is not in it: its hashes are on no chain.
+var explorerNetworks = map[string]string{
+	"pubnet":  "public",
+	"testnet": "testnet",
+}
+
+// explorerLink returns the public explorer's page of transaction hash on
+// an order's network, or "" in the sandbox, on a network it does not
+// know, or for anything but a transaction hash (64 hex digits, as
+// models.MarkRefundSent records it).
+func explorerLink(network, hash string) string {
+	n, ok := explorerNetworks[network]
+	if !ok || len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return ""
+	}
+	return "https://stellar.expert/explorer/" + n + "/tx/" + hash
 }
 
 // parcelViews lists the order's parcels as the provider reports them, or

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/api"
-	"github.com/memocart/memocart/models"
 )
 
 // The browser test's settings. make test sets EnvChromium (and .ci/run
@@ -44,11 +44,15 @@ document.addEventListener("securitypolicyviolation", function (e) {
 
 // pageFacts is what the test reads from the rendered page.
 type pageFacts struct {
-	Status     string   `json:"status"`
-	StatusBG   string   `json:"statusBG"`
-	BodyBG     string   `json:"bodyBG"`
-	Heading    string   `json:"heading"`
-	QRWidth    float64  `json:"qrWidth"`
+	Status   string  `json:"status"`
+	StatusBG string  `json:"statusBG"`
+	BodyBG   string  `json:"bodyBG"`
+	Heading  string  `json:"heading"`
+	QRWidth  float64 `json:"qrWidth"`
+	// RefundBGs are the background colours of the refunds' status badges.
+	RefundBGs []string `json:"refundBGs"`
+	// Explorer are the targets of the links to refunds' transactions.
+	Explorer   []string `json:"explorer"`
 	TimeLeft   string   `json:"timeLeft"`
 	Overflow   bool     `json:"overflow"`
 	Violations []string `json:"violations"`
@@ -64,6 +68,8 @@ const readFacts = `(() => {
     bodyBG: getComputedStyle(document.body).backgroundColor,
     heading: h1 ? h1.textContent : "",
     qrWidth: qr ? qr.getBoundingClientRect().width : 0,
+    refundBGs: [...document.querySelectorAll(".refund-status")].map((e) => getComputedStyle(e).backgroundColor),
+    explorer: [...document.querySelectorAll("a.explorer-link")].map((a) => a.href),
     timeLeft: left ? left.textContent : "",
     overflow: document.documentElement.scrollWidth > window.innerWidth,
     violations: window.__csp || [],
@@ -148,7 +154,8 @@ var serverTimeLeftRE = regexp.MustCompile(`^(\d+ h )?\d+ min$|^\d+ h$`)
 // headless Chromium: the page's own style and script run under its policy
 // and nothing is blocked, the label is the human one, the layout fits a
 // phone, the countdown runs (and the page reads right without scripts),
-// and the QR code, photographed off the screen, scans to the payment link.
+// the QR code, photographed off the screen, scans to the payment link, and
+// a sent refund links to its transaction on the explorer.
 func TestTrackingPageInBrowser(t *testing.T) {
 	newTab := browser(t)
 	dir := screenshotDir(t)
@@ -156,13 +163,9 @@ func TestTrackingPageInBrowser(t *testing.T) {
 
 	clock := newFakeClock()
 	cases := trackingCases(t, clock.Now())
-	orders := make([]models.Order, len(cases))
-	for i, c := range cases {
-		orders[i] = c.order
-	}
 	// A budget of one per address for the 429 page, set apart from the rest.
-	e := newTrackingEnv(t, clock, api.Config{PublicRateLimit: 1000}, orders...)
-	limited := newTrackingEnv(t, clock, api.Config{PublicRateLimit: 1}, orders[0])
+	e := newTrackingCasesEnv(t, clock, api.Config{PublicRateLimit: 1000}, cases)
+	limited := newTrackingEnv(t, clock, api.Config{PublicRateLimit: 1}, cases[0].order)
 
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -185,6 +188,18 @@ func TestTrackingPageInBrowser(t *testing.T) {
 			for _, s := range trackingSecrets {
 				assert.NotContains(t, facts.Text, s)
 			}
+			// Each refund's badge is styled, and a refund sent on a
+			// public network links to its transaction, a plain link the
+			// policy lets through.
+			assert.Len(t, facts.RefundBGs, len(tc.refunds), "one badge per refund")
+			for _, bg := range facts.RefundBGs {
+				assert.NotEqual(t, "rgba(0, 0, 0, 0)", bg, "the refund's badge is styled")
+			}
+			if tc.explorer == "" {
+				assert.Empty(t, facts.Explorer, "no explorer link")
+			} else {
+				assert.Equal(t, []string{tc.explorer}, facts.Explorer, "the sent refund's transaction on the explorer")
+			}
 			if tc.qr == "" {
 				assert.Zero(t, facts.QRWidth, "no QR code")
 				return
@@ -206,6 +221,16 @@ func TestTrackingPageInBrowser(t *testing.T) {
 		facts := visit(t, tab, e.ts.URL+"/track/"+cases[0].order.Number, dir, "phone-created")
 		assert.False(t, facts.Overflow, "nothing wider than the screen (the address wraps)")
 		assert.Empty(t, facts.Violations)
+	})
+
+	t.Run("a sent refund on a phone", func(t *testing.T) {
+		i := slices.IndexFunc(cases, func(c trackingCase) bool { return c.name == "refund sent on the public network" })
+		require.GreaterOrEqual(t, i, 0)
+		tab := newTab(t, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+		facts := visit(t, tab, e.ts.URL+"/track/"+cases[i].order.Number, dir, "phone-refund-sent")
+		assert.False(t, facts.Overflow, "nothing wider than the screen (the transaction hash wraps)")
+		assert.Empty(t, facts.Violations)
+		assert.Equal(t, []string{cases[i].explorer}, facts.Explorer)
 	})
 
 	t.Run("waiting for payment without scripts", func(t *testing.T) {
@@ -231,7 +256,7 @@ func TestTrackingPageInBrowser(t *testing.T) {
 
 	t.Run("too many requests", func(t *testing.T) {
 		tab := newTab(t)
-		url := limited.ts.URL + "/track/" + orders[0].Number
+		url := limited.ts.URL + "/track/" + cases[0].order.Number
 		visit(t, tab, url, dir, "limited-first")
 		facts := visit(t, tab, url, dir, "too-many-requests")
 		assert.Equal(t, "Too many requests", facts.Heading)

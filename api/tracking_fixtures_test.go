@@ -36,26 +36,40 @@ const (
 	trackFailureWords = "Address 1 Infinite Loop rejected by the retailer"
 	trackItemTitle    = "Secret Gift For Ada"
 	trackMemo         = "MC4Q7Z2K"
+	// Where the fixtures' refunds go, and a payout's signed envelope:
+	// the payer's account and memo, and something only the service keeps.
+	trackRefundAddress  = "GCKFBEIYV2U22IO2BJ4KVJOIP7XPWQGQFKKWXR6DOSJBV7STMAQSMTGG"
+	trackRefundMemo     = "EXCHANGE-DEPOSIT-5551"
+	trackRefundEnvelope = "AAAAAgAAAABsecretenvelope"
+	// A sent refund's transaction, and the hash of a payout not (yet)
+	// known to be on the chain, which the page never shows.
+	trackRefundTx      = "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+	trackRefundOtherTx = "b0e7d3c2a1f4e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9b0a1f2e3d4c5b6a7f8e9d0"
 )
 
 // trackingSecrets are the strings no tracking page may contain.
 var trackingSecrets = []string{
 	customerEmail, customerName, customerLine1, trackPhone, trackLine2, trackCity, trackPostcode,
 	trackAccountID, trackMetadata, trackCancelNote, trackFailureWords, trackItemTitle,
+	trackRefundAddress, trackRefundMemo, trackRefundEnvelope,
 }
 
 // trackingCase is one state of an order and what its page must show.
 type trackingCase struct {
-	name  string
-	order models.Order
-	label string   // the human status label
-	shows []string // text the page must contain
-	hides []string // text it must not contain (beyond trackingSecrets)
+	name    string
+	order   models.Order
+	refunds []models.Refund // the order's refunds, oldest first
+	label   string          // the human status label
+	shows   []string        // text the page must contain
+	hides   []string        // text it must not contain (beyond trackingSecrets)
 	// qr is the SEP-0007 link the page's QR code must decode to; "" means
 	// the page has no QR code.
 	qr string
 	// link is the carrier link the page must have; "" means none.
 	link string
+	// explorer is the explorer link of a sent refund the page must have;
+	// "" means none.
+	explorer string
 }
 
 // baseTrackingOrder is an order full of personal data at the given status,
@@ -102,6 +116,37 @@ func trackingPayURI(o models.Order, amount string) string {
 		Destination: o.PaymentAddress, Amount: decimal.RequireFromString(amount), AssetCode: o.PaymentAsset,
 		AssetIssuer: o.PaymentAssetIssuer, Memo: o.PaymentMemo, MemoType: "MEMO_TEXT", Message: "Memocart order " + o.Number,
 	})
+}
+
+// trackingRefund is a refund of order o at status, with the destination,
+// envelope and hashes each status has (the destination is set past
+// awaiting_destination; a failed payout keeps its refused hash), so every
+// page that shows one can be checked for their absence. key is the
+// refund's natural key (models.RefundsOwed).
+func trackingRefund(o models.Order, key string, reason models.RefundReason, amount string, status models.RefundStatus, now time.Time) models.Refund {
+	r := models.Refund{
+		ID: models.RefundID(key), Key: key, OrderID: o.ID, AccountID: o.AccountID, Mode: o.Mode,
+		Reason: reason, Amount: decimal.RequireFromString(amount), Asset: o.PaymentAsset,
+		Status: status, CreatedAt: now.Add(-5 * time.Minute),
+	}
+	if status != models.RefundAwaitingDestination {
+		r.Destination = &models.RefundDestination{Address: trackRefundAddress, MemoType: "text", Memo: trackRefundMemo}
+	}
+	switch status {
+	case models.RefundSending:
+		r.TransactionHash, r.Envelope = trackRefundOtherTx, trackRefundEnvelope
+	case models.RefundSent:
+		sent := now.Add(-2 * time.Minute)
+		r.TransactionHash, r.Envelope, r.SentAt = trackRefundTx, trackRefundEnvelope, &sent
+	case models.RefundFailed:
+		failed := now.Add(-2 * time.Minute)
+		r.TransactionHash, r.Envelope, r.FailedAt = trackRefundOtherTx, trackRefundEnvelope, &failed
+		r.FailureReason = "Your account has no trustline for USDC: add one in your wallet."
+	case models.RefundCancelled:
+		cancelled := now.Add(-2 * time.Minute)
+		r.CancelledAt = &cancelled
+	}
+	return r
 }
 
 // trackingCases are every state the page has, at clock time now.
@@ -175,30 +220,114 @@ func trackingCases(t testing.TB, now time.Time) []trackingCase {
 	o.PaymentStatus, o.AmountReceived = models.PaymentRefundDue, decimal.RequireFromString("10")
 	o.Cancellation, o.StatusReason = models.CancellationRequestedByCustomer, trackCancelNote
 	add(trackingCase{name: "cancelled with money received", order: o, label: "Cancelled",
-		shows: []string{"The shop cancelled the order", "10 USDC received for this order is due back"},
-		hides: []string{"nothing is owed back"}})
+		shows: []string{"The shop cancelled the order",
+			"10 USDC received for this order is owed back to the payer. The refund is being prepared"},
+		hides: []string{"nothing is owed back", `id="refunds"`}})
 
 	o = baseTrackingOrder(t, now, models.OrderCancelled)
 	refunded := now.Add(-time.Minute)
 	o.PaymentStatus, o.AmountReceived, o.RefundedAt = models.PaymentRefunded, decimal.RequireFromString("10"), &refunded
 	o.Cancellation = models.CancellationByOperator
 	add(trackingCase{name: "cancelled and refunded", order: o, label: "Cancelled",
-		shows: []string{"Memocart cancelled the order", "was refunded"},
-		hides: []string{"due back", "nothing is owed back"}})
+		shows: []string{"Memocart cancelled the order", "The money received for this order was refunded."},
+		hides: []string{"owed back", `id="refunds"`}})
 
 	o = baseTrackingOrder(t, now, models.OrderFailed)
 	o.PaymentStatus, o.AmountReceived, o.StatusReason = models.PaymentRefundDue, o.PaymentAmount, trackFailureWords
 	o.Steps = map[models.OrderStatus]time.Time{models.OrderCreated: now.Add(-10 * time.Minute), models.OrderPaid: now.Add(-9 * time.Minute)}
 	add(trackingCase{name: "failed", order: o, label: "Could not be fulfilled",
-		shows: []string{"could not supply or deliver it", "25.5 USDC received for this order is due back"}})
+		shows: []string{"could not supply or deliver it", "25.5 USDC received for this order is owed back"}})
+
+	// The refunds, one status at a time: the refund of a cancelled or
+	// failed order's money, or of an overpayment's excess.
+	o = baseTrackingOrder(t, now, models.OrderCancelled)
+	o.PaymentStatus, o.AmountReceived = models.PaymentRefundDue, decimal.RequireFromString("10")
+	o.Cancellation = models.CancellationRequestedByCustomer
+	add(trackingCase{name: "refund awaiting its destination", order: o, label: "Cancelled",
+		refunds: []models.Refund{trackingRefund(o, "order:"+o.ID+":1", models.RefundOrderCancelled, "10", models.RefundAwaitingDestination, now)},
+		shows: []string{"10 USDC", "The order was cancelled", "Waiting for where to send it",
+			"The shop will ask you where to send this money. Nothing is sent until then."},
+		hides: []string{"owed back", "nothing is owed back"}})
+
+	failedWith := func(status models.RefundStatus) (models.Order, []models.Refund) {
+		o := baseTrackingOrder(t, now, models.OrderFailed)
+		o.PaymentStatus, o.AmountReceived, o.StatusReason = models.PaymentRefundDue, o.PaymentAmount, trackFailureWords
+		o.Steps = map[models.OrderStatus]time.Time{models.OrderCreated: now.Add(-10 * time.Minute), models.OrderPaid: now.Add(-9 * time.Minute)}
+		return o, []models.Refund{trackingRefund(o, "order:"+o.ID+":1", models.RefundOrderFailed, "25.5", status, now)}
+	}
+	o, rs := failedWith(models.RefundAwaitingApproval)
+	add(trackingCase{name: "refund awaiting approval", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"25.5 USDC", "The order could not be fulfilled", "Waiting for approval",
+			"The shop has said where to send it. It is sent as soon as it is approved."},
+		hides: []string{"owed back"}})
+
+	o, rs = failedWith(models.RefundSending)
+	add(trackingCase{name: "refund being sent", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"25.5 USDC", "Being sent", "It was approved and is being sent now."},
+		hides: []string{trackRefundOtherTx, "stellar.expert"}})
+
+	o, rs = failedWith(models.RefundSent)
+	add(trackingCase{name: "refund sent on the public network", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"25.5 USDC", "Sent", "It was sent on " + now.Add(-2*time.Minute).UTC().Format("2 Jan 2006, 15:04 UTC") + ".",
+			trackRefundTx},
+		hides:    []string{"owed back"},
+		explorer: "https://stellar.expert/explorer/public/tx/" + trackRefundTx})
+
+	o, rs = failedWith(models.RefundFailed)
+	add(trackingCase{name: "refund failed", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"25.5 USDC", "Could not be sent",
+			"Why: Your account has no trustline for USDC: add one in your wallet.",
+			"It will be sent again once this is put right, or to another destination the shop asks you for."},
+		hides: []string{trackRefundOtherTx, "stellar.expert"}})
+
+	o, rs = failedWith(models.RefundCancelled)
+	add(trackingCase{name: "refund settled another way", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"25.5 USDC", "Settled another way", "Memocart settled this refund another way, so nothing is sent for it here."},
+		hides: []string{"owed back"}})
+
+	// An overpaid order on the test network keeps its purchase; its excess
+	// went back, and a second excess, credited since, waits for its refund.
+	o = baseTrackingOrder(t, now, models.OrderOrdered)
+	o.PaymentNetwork, o.PaymentStatus, o.AmountReceived = "testnet", models.PaymentOverpaid, decimal.RequireFromString("31")
+	add(trackingCase{name: "overpayment refund sent on the test network", order: o, label: "Ordered from the retailer",
+		refunds: []models.Refund{trackingRefund(o, "order:"+o.ID+":1", models.RefundOverpaid, "4.5", models.RefundSent, now)},
+		shows: []string{"4.5 USDC", "More than the amount due was paid", "Sent", trackRefundTx,
+			"1 USDC received for this order is owed back to the payer"},
+		explorer: "https://stellar.expert/explorer/testnet/tx/" + trackRefundTx})
+
+	// A payment in another asset, while the order still waits for the
+	// right one: its refund, in its own asset, beside what to pay.
+	o = baseTrackingOrder(t, now, models.OrderCreated)
+	o.Payments = []models.OrderPayment{{ID: "stellar:pubnet:4242", Asset: "XLM", Amount: decimal.RequireFromString("12.5"),
+		ReceivedAt: now.Add(-5 * time.Minute), Outcome: models.DispositionWrongAsset}}
+	r := trackingRefund(o, "payment:stellar:pubnet:4242", models.RefundWrongAsset, "12.5", models.RefundAwaitingApproval, now)
+	r.Asset, r.PaymentIDs = "XLM", []string{"stellar:pubnet:4242"}
+	add(trackingCase{name: "created with a payment in another asset", order: o, label: "Waiting for payment",
+		refunds: []models.Refund{r},
+		shows:   []string{"25.5 USDC", livePayTo, "12.5 XLM", "A payment in an asset this order does not take", "Waiting for approval"},
+		hides:   []string{"owed back"},
+		qr:      trackingPayURI(o, "25.5")})
+
+	// In the sandbox the hash is on no chain: shown, not linked.
+	o, rs = failedWith(models.RefundSent)
+	o.Mode, o.PaymentNetwork = models.ModeTest, "sandbox"
+	rs[0].Mode = models.ModeTest
+	add(trackingCase{name: "refund sent in the sandbox", order: o, refunds: rs, label: "Could not be fulfilled",
+		shows: []string{"Test order", "25.5 USDC", "Sent", trackRefundTx},
+		hides: []string{"stellar.expert"}})
 	return cases
 }
 
-// fixedOrders is a store whose orders by number are the given ones: the
-// tracking page reads nothing else.
+// fixedOrders is a store whose orders by number, and their refunds, are
+// the given ones: the tracking page reads nothing else.
 type fixedOrders struct {
 	api.Store
-	orders map[string]models.Order
+	orders  map[string]models.Order
+	refunds map[string][]models.Refund // by order id
+}
+
+func (s fixedOrders) RefundsForOrder(_ context.Context, orderID string) ([]models.Refund, error) {
+	return s.refunds[orderID], nil
 }
 
 func (s fixedOrders) OrderByNumber(_ context.Context, number string) (models.Order, error) {
@@ -211,13 +340,25 @@ func (s fixedOrders) OrderByNumber(_ context.Context, number string) (models.Ord
 // newTrackingEnv serves the tracking page of the given orders, with cfg.
 func newTrackingEnv(t *testing.T, clock *fakeClock, cfg api.Config, orders ...models.Order) *env {
 	t.Helper()
+	cases := make([]trackingCase, len(orders))
+	for i, o := range orders {
+		cases[i].order = o
+	}
+	return newTrackingCasesEnv(t, clock, cfg, cases)
+}
+
+// newTrackingCasesEnv serves the tracking page of the cases' orders, with
+// their refunds, with cfg.
+func newTrackingCasesEnv(t *testing.T, clock *fakeClock, cfg api.Config, cases []trackingCase) *env {
+	t.Helper()
 	st := sqlstoretest.Open(t, sqlstore.DialectSQLite)
-	byNumber := map[string]models.Order{}
-	for _, o := range orders {
-		byNumber[o.Number] = o
+	store := fixedOrders{Store: st, orders: map[string]models.Order{}, refunds: map[string][]models.Refund{}}
+	for _, c := range cases {
+		store.orders[c.order.Number] = c.order
+		store.refunds[c.order.ID] = c.refunds
 	}
 	srv := api.NewServer(cfg, api.Deps{
-		Store: fixedOrders{Store: st, orders: byNumber}, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
+		Store: store, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
 	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)

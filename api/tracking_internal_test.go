@@ -37,3 +37,23 @@ func TestClientKey(t *testing.T) {
 		assert.Equalf(t, want, clientKey(in), "%q", in)
 	}
 }
+
+func TestTrackingExplorerLink(t *testing.T) {
+	const hash = "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+	tests := []struct {
+		network, hash, want string
+	}{
+		{"pubnet", hash, "https://stellar.expert/explorer/public/tx/" + hash},
+		{"testnet", hash, "https://stellar.expert/explorer/testnet/tx/" + hash},
+		{"sandbox", hash, ""},
+		{"", hash, ""},
+		{"futurenet", hash, ""},
+		{"pubnet", "", ""},
+		{"pubnet", hash[:63], ""},
+		{"pubnet", hash[:63] + "/", ""},
+		{"pubnet", "../" + hash[3:], ""},
+	}
+	for _, tt := range tests {
+		assert.Equalf(t, tt.want, explorerLink(tt.network, tt.hash), "%q %q", tt.network, tt.hash)
+	}
+}

@@ -31,6 +31,7 @@ var (
 	statusLabelRE = regexp.MustCompile(`<p class="status (progress|done|stopped)" id="status">([^<]*)</p>`)
 	hrefRE        = regexp.MustCompile(`href="([^"]*)"`)
 	payLinkRE     = regexp.MustCompile(`id="pay-link" href="([^"]*)"`)
+	refundBadgeRE = regexp.MustCompile(`<span class="pill (progress|done|stopped|settled) refund-status">([^<]*)</span>`)
 )
 
 // requireTrackingPage asserts what every page under /track sends: HTML
@@ -70,11 +71,7 @@ func requireTrackingPage(t *testing.T, r response, status int) string {
 func TestTrackingPageStates(t *testing.T) {
 	clock := newFakeClock()
 	cases := trackingCases(t, clock.Now())
-	orders := make([]models.Order, len(cases))
-	for i, c := range cases {
-		orders[i] = c.order
-	}
-	e := newTrackingEnv(t, clock, api.Config{}, orders...)
+	e := newTrackingCasesEnv(t, clock, api.Config{}, cases)
 	var nonces []string
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,17 +104,31 @@ func TestTrackingPageStates(t *testing.T) {
 				assert.Equal(t, tc.qr, html.UnescapeString(m[1]), "the wallet button opens the same link")
 			}
 
-			var external []string
+			var external, want []string
 			for _, h := range hrefRE.FindAllStringSubmatch(body, -1) {
 				if strings.HasPrefix(h[1], "https://") {
 					external = append(external, html.UnescapeString(h[1]))
 				}
 			}
-			if tc.link == "" {
-				assert.Empty(t, external, "no carrier link for an unknown carrier or none")
+			for _, l := range []string{tc.explorer, tc.link} {
+				if l != "" {
+					want = append(want, l)
+				}
+			}
+			if len(want) == 0 {
+				assert.Empty(t, external, "no link: no carrier known, no refund sent on a public network")
 			} else {
-				assert.Equal(t, []string{tc.link}, external, "the carrier's tracking page, and no other link")
-				assert.Contains(t, body, `rel="noopener noreferrer"`)
+				assert.Equal(t, want, external, "the sent refund's transaction and the carrier's tracking page, and no other link")
+				assert.Equal(t, len(want), strings.Count(body, `rel="noopener noreferrer"`))
+			}
+
+			// Each refund is shown, with its status in words, never the
+			// status word.
+			badges := refundBadgeRE.FindAllStringSubmatch(body, -1)
+			require.Len(t, badges, len(tc.refunds), "one entry per refund")
+			for i, r := range tc.refunds {
+				assert.NotEqualf(t, string(r.Status), badges[i][2], "a human label, not %q", r.Status)
+				assert.NotEmpty(t, badges[i][2])
 			}
 		})
 	}
@@ -292,4 +303,58 @@ func TestTrackingPageFailures(t *testing.T) {
 		assert.Contains(t, body, "<h1>No such tracking page</h1>", path)
 	}
 	requireError(t, e.get(t, "/nowhere", ""), http.StatusNotFound, models.CodeNotFound, "")
+}
+
+// The page reads an order's refunds from the store, as the order's
+// workflow and the refund's leave them: a failed order's refund, given a
+// destination by the shop, approved and sent in the sandbox.
+func TestTrackingPageRefundsFromTheStore(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		cartID, _ := e.newCart(t, key)
+		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		ctx := t.Context()
+		o, err := e.st.Order(ctx, orderID)
+		require.NoError(t, err)
+		track := func(t *testing.T) string {
+			t.Helper()
+			return requireTrackingPage(t, e.get(t, "/track/"+o.Number, ""), http.StatusOK)
+		}
+
+		body := track(t)
+		assert.Contains(t, body, "Waiting for where to send it")
+		assert.Contains(t, body, "The order could not be fulfilled")
+		assert.NotContains(t, body, "owed back", "the refund exists: no note that it is coming")
+
+		r := e.setDestination(t, key, orderID, `{"address":"`+trackRefundAddress+`","memo_type":"text","memo":"`+trackRefundMemo+`"}`)
+		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+		body = track(t)
+		assert.Contains(t, body, "Waiting for approval")
+
+		refunds, err := e.st.RefundsForOrder(ctx, orderID)
+		require.NoError(t, err)
+		require.Len(t, refunds, 1)
+		now := e.clock.Now()
+		_, err = e.st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) {
+			if r, err = models.ApproveRefund(r, now); err != nil {
+				return r, err
+			}
+			return models.RecordRefundTransaction(r, trackRefundTx, "")
+		})
+		require.NoError(t, err)
+		body = track(t)
+		assert.Contains(t, body, "Being sent")
+		assert.NotContains(t, body, trackRefundTx, "a payout not known to be on the chain")
+
+		_, err = e.st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) {
+			return models.MarkRefundSent(r, trackRefundTx, now)
+		})
+		require.NoError(t, err)
+		body = track(t)
+		assert.Contains(t, body, "It was sent on "+now.UTC().Format("2 Jan 2006, 15:04 UTC")+".")
+		assert.Contains(t, body, trackRefundTx, "the sandbox's hash, as text")
+		assert.NotContains(t, body, "stellar.expert", "the sandbox's hashes are on no chain")
+		assert.Equal(t, 1, strings.Count(body, `<div class="refund">`))
+	})
 }

@@ -140,6 +140,9 @@ func (p *fakePayer) Pay(ctx context.Context, req payout.Request, record func(con
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.attempts++
+	if p.badDest[req.Destination.Address] {
+		return payout.Result{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
+	}
 	if p.applied == nil {
 		p.applied = map[string]payout.Request{}
 	}
@@ -411,6 +414,19 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Equal(t, []string{"approve", "failed", "cancel"}, writes)
 		assert.Contains(t, got.FailureReason, "more than one account")
 		assert.Empty(t, h.payer.payments())
+	})
+
+	t.Run("a payout the payer refuses as asked fails the refund, the run goes on", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, &models.RefundDestination{Address: refundDest2}))
+		h.payer.badDest = map[string]bool{refundDest2: true}
+		h.updateAt(time.Hour, workflows.UpdateCancelRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err, "a refusal is the refund's failure, not the workflow's")
+		assert.Equal(t, models.RefundCancelled, res.Status)
+		got, writes := h.store.snapshot()
+		assert.Equal(t, []string{"approve", "failed", "cancel"}, writes)
+		assert.Equal(t, "No such account on the network", got.FailureReason)
+		assert.Equal(t, 1, h.payer.attempts, "not retried")
 	})
 
 	t.Run("an operator marks it sent; a second mark with another hash is refused", func(t *testing.T) {

@@ -55,11 +55,14 @@ type SetOrderRefundDestinationRequest struct {
 // SetOrderRefundDestination records where an order's refunds go and gives
 // the destination to each refund of the order that can still take one. A
 // refund being sent keeps its destination (its payout may be on its way)
-// and a settled one is left alone. The order's destination is written
-// first, so a refund created meanwhile starts with it; a destination a
-// refund's workflow refuses (Horizon says the account cannot receive the
-// asset) is refused here, and the order's previous destination put back.
-// It answers the order as it is then.
+// and a settled one is left alone, as is one in an asset the service does
+// not pay out. The order's destination is written first, so a refund
+// created meanwhile starts with it; a destination a refund's workflow
+// refuses (Horizon says the account cannot receive the asset) is refused
+// here, and the order's previous destination put back (a refund of the
+// order moved before the refusal keeps the new one: each refund's move is
+// its workflow's, and it can be moved again). It answers the order as it
+// is then.
 func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
 	if err := models.ValidateRefundDestination(req.Destination); err != nil {
 		return models.Order{}, err
@@ -80,14 +83,18 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		if r.Status.Settled() || r.Status == models.RefundSending {
 			continue
 		}
+		if _, err := models.LookupAsset(r.Asset); err != nil {
+			// Money in an asset the service does not pay out (a payer's
+			// wrong asset) is an operator's to return: no destination
+			// helps it.
+			continue
+		}
 		_, err := s.moveRefund(ctx, r, o.Number, workflows.UpdateSetRefundDestination,
 			workflows.RefundDestinationRequest{Destination: req.Destination, By: "api"})
-		if models.CodeOf(err) == models.CodeInvalidRefundDestination {
+		if err != nil {
 			if rerr := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
 				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
 			}
-		}
-		if err != nil {
 			return models.Order{}, err
 		}
 	}
