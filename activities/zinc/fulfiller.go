@@ -19,17 +19,40 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// DefaultSchedule is how often the fulfiller advises checking an order.
-// Zinc takes 5 to 10 minutes to buy and advises a first poll about 7
-// minutes after creation, then every 3 to 5; once bought, tracking only
-// changes when Zinc polls the carrier, a few times a day, so checking
-// more often than hourly learns nothing (webhooks prompt an earlier look
-// when something does change).
+// DefaultSchedule is how often the fulfiller advises checking an order
+// when Zinc's webhooks do not reach us. Zinc takes 5 to 10 minutes to buy
+// and advises a first poll about 7 minutes after creation, then every 3 to
+// 5; once bought, tracking only changes when Zinc polls the carrier, a few
+// times a day, so checking more often than hourly learns nothing.
 var DefaultSchedule = models.PollSchedule{
 	First:   7 * time.Minute,
 	Pending: 4 * time.Minute,
 	Ordered: 30 * time.Minute,
 	Shipped: time.Hour,
+}
+
+// WebhookSchedule is the schedule when Zinc's signed webhooks reach us:
+// each one makes the workflow check the order at once, so once bought the
+// checks are only a safety net for a lost webhook, every 6 hours. Each idle
+// check costs a timer, an activity and two workflow tasks (issue 24: a
+// live order polled hourly in transit cost about 1,400 history events).
+// While Zinc is buying, its advised checks stay: the placement's outcome
+// decides whether to place again.
+var WebhookSchedule = models.PollSchedule{
+	First:   DefaultSchedule.First,
+	Pending: DefaultSchedule.Pending,
+	Ordered: 6 * time.Hour,
+	Shipped: 6 * time.Hour,
+}
+
+// ScheduleFor is the schedule to check orders on: WebhookSchedule when
+// Zinc's webhooks are received (a webhook secret is configured), else
+// DefaultSchedule.
+func ScheduleFor(webhooks bool) models.PollSchedule {
+	if webhooks {
+		return WebhookSchedule
+	}
+	return DefaultSchedule
 }
 
 // The metadata keys every order is placed with, so an order found at Zinc

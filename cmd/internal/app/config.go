@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/activities/zinc"
 	"github.com/memocart/memocart/models"
 )
 
@@ -490,9 +491,12 @@ var envVars = []envVar{
 	{name: "MEMOCART_ZINC_WEBHOOK_SECRET", def: "", secret: true,
 		help: "live mode: secret Zinc signs webhooks to /webhooks/zinc with; empty = webhooks are refused and orders are polled only",
 		set:  func(c *Config, v string) error { c.ZincWebhookSecret = v; return nil }},
-	{name: "MEMOCART_ZINC_POLL_SCHEDULE", def: "7m,4m,30m,1h",
-		help: "live mode: when to check a Zinc order: first after placing, then while buying, bought, shipped (Go durations)",
+	{name: "MEMOCART_ZINC_POLL_SCHEDULE", def: "",
+		help: "live mode: when to check a Zinc order: first after placing, then while buying, bought, shipped (Go durations); empty = 7m,4m,6h,6h with MEMOCART_ZINC_WEBHOOK_SECRET (webhooks prompt each check), 7m,4m,30m,1h without",
 		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
 			parts := strings.Split(v, ",")
 			if len(parts) != 4 {
 				return errors.New("must be four durations: first,pending,ordered,shipped")
@@ -608,6 +612,9 @@ func loadConfig(getenv func(string) string) (Config, error) {
 	}
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + cfg.HTTPAddr
+	}
+	if cfg.ZincPoll == (models.PollSchedule{}) {
+		cfg.ZincPoll = zinc.ScheduleFor(cfg.ZincWebhookSecret != "")
 	}
 	cfg.Pricing = models.DefaultPricingRules()
 	if cfg.PricingFile != "" {

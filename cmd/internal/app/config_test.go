@@ -40,6 +40,13 @@ func TestLiveProviderConfig(t *testing.T) {
 	assert.Equal(t, AmazonCredential{ClientID: "amzn1.client", ClientSecret: "s3cret", PartnerTag: "shop-20"}, cfg.AmazonCredentials["NA"])
 	assert.Equal(t, models.PollSchedule{First: time.Minute, Pending: 2 * time.Minute, Ordered: 3 * time.Minute, Shipped: 4 * time.Minute}, cfg.ZincPoll)
 	assert.Negative(t, cfg.PreviewCacheTTL, "0 turns the cache off")
+
+	// With webhooks and no schedule set, checks once bought are a safety
+	// net every 6 hours; Zinc's advised checks while buying stay.
+	delete(vars, "MEMOCART_ZINC_POLL_SCHEDULE")
+	hooked, err := loadConfig(envOf(vars))
+	require.NoError(t, err)
+	assert.Equal(t, models.PollSchedule{First: 7 * time.Minute, Pending: 4 * time.Minute, Ordered: 6 * time.Hour, Shipped: 6 * time.Hour}, hooked.ZincPoll)
 	assert.Nil(t, noPurchasing(cfg))
 	assert.Contains(t, liveWebhooks(cfg), "zinc")
 
