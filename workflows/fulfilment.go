@@ -52,43 +52,59 @@ const changeFulfilByPolling = "fulfil-by-polling"
 // retryable failure at the retailer (Progress.Retry).
 const maxPlacements = 3
 
-// fulfilByPolling places the order with its buying provider, then checks
-// it on the provider's schedule, or at once when the provider's webhook
-// signals a change, moving the order along as the provider reports it,
-// until it is delivered or failed.
+// fulfilByPolling places the order with its buying provider, then follows
+// it (followOrder).
 func (o *order) fulfilByPolling(ctx workflow.Context) error {
-	var a *activities.Activities
-	attempt := 1
-	place := func() (models.Placement, bool, error) {
-		var p models.Placement
-		err := workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
-		if reason, detail, ok := sourcingFailure(err); ok {
-			o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
-			o.detail = detail
-			return p, true, o.move(ctx, models.OrderFailed, reason)
-		}
-		return p, false, err
-	}
-	placed, failed, err := place()
+	const attempt = 1
+	placed, failed, err := o.place(ctx, attempt)
 	if failed || err != nil {
 		return err
 	}
-	o.logger.Info("Order placed with the buying provider", "SupplierRef", placed.Ref, "Attempt", attempt)
-	wait := placed.CheckAfter
+	return o.followOrder(ctx, placed.Ref, attempt, placed.CheckAfter)
+}
+
+// place places attempt of the order; failed says the provider refused it,
+// and the order is failed.
+func (o *order) place(ctx workflow.Context, attempt int) (p models.Placement, failed bool, err error) {
+	var a *activities.Activities
+	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
+	if reason, detail, ok := sourcingFailure(err); ok {
+		o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
+		o.detail = detail
+		return p, true, o.move(ctx, models.OrderFailed, reason)
+	}
+	if err == nil {
+		o.logger.Info("Order placed with the buying provider", "SupplierRef", p.Ref, "Attempt", attempt)
+	}
+	return p, false, err
+}
+
+// followOrder checks the order placed as ref (placement attempt) on the
+// provider's schedule, or at once when the provider's webhook signals a
+// change, moving the order along as the provider reports it, until it is
+// delivered or failed. The first check is due after wait. A run whose
+// history grows long continues as new (continueAsNew) between checks.
+func (o *order) followOrder(ctx workflow.Context, ref string, attempt int, wait time.Duration) error {
+	var a *activities.Activities
 	for {
-		o.awaitCheck(ctx, wait, placed.Ref)
+		if o.runIsLong(ctx) {
+			return o.continueAsNew(ctx, ref, attempt, wait)
+		}
+		o.awaitCheck(ctx, wait, ref)
 		var p models.Progress
-		err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, placed.Ref).Get(ctx, &p)
+		err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
 		if err != nil {
 			return err
 		}
+		o.checks++
 		if p.Status == models.OrderFailed && p.Retry && attempt < maxPlacements {
 			attempt++
 			o.logger.Warn("Retailer failed the order for a passing reason; placing it again", "Reason", p.Reason, "Attempt", attempt)
-			if placed, failed, err = place(); failed || err != nil {
+			placed, failed, err := o.place(ctx, attempt)
+			if failed || err != nil {
 				return err
 			}
-			wait = placed.CheckAfter
+			ref, wait = placed.Ref, placed.CheckAfter
 			continue
 		}
 		if err := o.advance(ctx, p); err != nil {

@@ -79,6 +79,9 @@ type OrderInput struct {
 	// it (before the field existed, or typed in the Temporal UI) upserts
 	// them in its first task, so that upsert is not old-run code.
 	SearchAttributesSet bool `json:",omitempty"`
+	// Resume is the state of the run before, for a run continued as new
+	// (continue.go); nil for an order's first run.
+	Resume *OrderResume `json:",omitempty"`
 }
 
 // OrderResult is how an order ended. A cancelled order is a result: a
@@ -270,8 +273,11 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		writeMu:  workflow.NewMutex(ctx),
 	}
 	// The API wrote the order as created and pending; nothing to write
-	// until that changes.
+	// until that changes. A continued run knows what was written.
 	o.written = o.transition()
+	if in.Resume != nil {
+		o.resume(in.Resume)
+	}
 
 	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryStatus, o.view,
 		workflow.QueryHandlerOptions{Description: "Order and payment status, amounts and shipment (StatusView)"}); err != nil {
@@ -302,7 +308,9 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 			return nil, err
 		}
 	}
-	o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
+	if in.Resume == nil {
+		o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
+	}
 	o.showDetails()
 
 	// Signals are taken in for the whole life of the workflow, on the
@@ -325,8 +333,12 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 	return o, nil
 }
 
-// run waits for the payment and, if paid, fulfils the order.
+// run waits for the payment and, if paid, fulfils the order; a continued
+// run goes on following the order where the run before it stopped.
 func (o *order) run(ctx workflow.Context) error {
+	if r := o.in.Resume; r != nil {
+		return o.followOrder(ctx, r.Ref, r.Attempt, r.CheckAfter)
+	}
 	err := o.awaitPayment(ctx)
 	if temporal.IsCanceledError(err) {
 		// The workflow itself was cancelled (from the Temporal UI or CLI)

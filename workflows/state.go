@@ -57,6 +57,10 @@ type order struct {
 	late         map[string]bool // ids of toRecord payments to record as late
 	note         string          // shown in the current details (setDetails)
 
+	// checks counts this run's checks with the buying provider
+	// (runIsLong).
+	checks int
+
 	writeMu workflow.Mutex
 	written models.Transition // last state written, initially what the API wrote
 	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
