@@ -27,11 +27,17 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 	const lostAttemptBound = 15 * time.Second
 	var mu sync.Mutex
 	var started []*activity.Info
+	locals := map[string]bool{}
 	listen := func(h *harness) {
 		h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 			mu.Lock()
 			defer mu.Unlock()
 			started = append(started, info)
+		})
+		h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+			mu.Lock()
+			defer mu.Unlock()
+			locals[info.ActivityType.Name] = true
 		})
 	}
 
@@ -60,6 +66,9 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
+	// A local write runs inside its workflow task: no heartbeat, a short
+	// deadline, and a regular activity when it fails (which is checked
+	// here when TestOrderTransientStoreErrorIsRetried makes one fail).
 	seen := map[string]bool{}
 	var names []string
 	for _, info := range started {
@@ -74,7 +83,8 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 			"%s: a live attempt's beats must have time to reach the server", name)
 		assert.Greater(t, info.StartToCloseTimeout, info.HeartbeatTimeout, "%s: the heartbeat timeout must come first", name)
 	}
-	assert.ElementsMatch(t, []string{"RecordPayment", "RecordTransition", "PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment", "CreateRefunds"}, names)
+	assert.ElementsMatch(t, []string{"PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment", "CreateRefunds"}, names)
+	assert.Equal(t, map[string]bool{"RecordPayment": true, "RecordTransition": true}, locals, "the order's writes are local")
 }
 
 func TestOrderTransientStoreErrorIsRetried(t *testing.T) {
@@ -88,4 +98,28 @@ func TestOrderTransientStoreErrorIsRetried(t *testing.T) {
 	_, _, writes := h.store.snapshot()
 	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
 	assert.Equal(t, 6, h.store.transitionCalls, "two failed attempts, then four writes")
+}
+
+// TestOrderLocalWriteFallsBackToAnActivity: a write the local activity
+// cannot make in its few attempts (the database is down) is handed to a
+// regular activity, which retries visibly until it writes; every step is
+// written once.
+func TestOrderLocalWriteFallsBackToAnActivity(t *testing.T) {
+	h := newHarness(t)
+	h.store.failTransitions = 4 // three local attempts, then one regular
+	var regular []string
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		regular = append(regular, fmt.Sprintf("%s#%d", info.ActivityType.Name, info.Attempt))
+	})
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	_, _, writes := h.store.snapshot()
+	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
+	assert.Equal(t, 8, h.store.transitionCalls, "three local and one regular attempt failed, then four writes")
+	assert.Contains(t, regular, "RecordTransition#1")
+	assert.Contains(t, regular, "RecordTransition#2", "the regular activity retried")
+	assert.NotContains(t, regular, "RecordPayment#1", "a write that succeeds locally is no activity")
 }

@@ -166,18 +166,20 @@ func (o *order) recordPayments(ctx workflow.Context) {
 			p := o.toRecord[0]
 			o.toRecord = o.toRecord[1:]
 			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
-			var fut workflow.Future
+			var err error
 			if o.late[p.ID] {
 				// One that arrived while the refund is being written is
 				// recorded after it, so the order's payment status ends
 				// refund_due (this payment is due back), never refunded.
 				_ = workflow.Await(ctx, func() bool { return !o.refunding || o.refunded })
 				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
-				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx))
+				// It also creates the payment's refund and starts its
+				// workflow: a regular activity.
+				err = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx)).Get(ctx, nil)
 			} else {
-				fut = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordPayment, o.in.OrderID, p)
+				err = o.write(ctx, summary, a.RecordPayment, o.in.OrderID, p)
 			}
-			if err := fut.Get(ctx, nil); err != nil {
+			if err != nil {
 				o.logger.Error("Recording a payment failed", "PaymentID", p.ID, "Error", err)
 			}
 		}

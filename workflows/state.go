@@ -1,10 +1,12 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -60,6 +62,9 @@ type order struct {
 	// checks counts this run's checks with the buying provider
 	// (runIsLong).
 	checks int
+	// localWrites: this run writes the order as local activities
+	// (changeLocalWrites), asked at its first write; nil until then.
+	localWrites *bool
 
 	writeMu workflow.Mutex
 	written models.Transition // last state written, initially what the API wrote
@@ -106,8 +111,7 @@ func (o *order) sync(ctx workflow.Context) error {
 	}
 	var a *activities.Activities
 	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
-	if err := workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)),
-		a.RecordTransition, o.in.OrderID, t).Get(ctx, nil); err != nil {
+	if err := o.write(ctx, summary, a.RecordTransition, o.in.OrderID, t); err != nil {
 		return err
 	}
 	o.written = t
@@ -143,4 +147,48 @@ func (o *order) paymentStatus() models.PaymentStatus {
 		return models.PaymentStatusAfterRefund(ps)
 	}
 	return ps
+}
+
+// changeLocalWrites is the workflow.GetVersion change id of the order's
+// database writes as local activities (version 1): each write is a marker
+// in the workflow task that decided it, instead of an activity's three
+// events, its action and a workflow task of its own.
+const changeLocalWrites = "local-writes"
+
+// localWriteOptions: a local write is tried for a few seconds within its
+// workflow task; past that (the database is down or slow) it is handed to
+// a regular activity, which retries visibly in the Temporal UI.
+func localWriteOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 10 * time.Second,
+		StartToCloseTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: retryPolicy().NonRetryableErrorTypes,
+		},
+	}
+}
+
+// write runs one of the order's database writes (an activity of
+// activities.Activities taking args): as a local activity in runs from
+// changeLocalWrites on, falling back to a regular activity (storeOptions,
+// summary) when the local one fails for any reason but a business refusal.
+// Both are idempotent, so a local attempt whose outcome was lost and the
+// regular one after it write once.
+func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any) error {
+	if o.localWrites == nil {
+		local := workflow.GetVersion(ctx, changeLocalWrites, workflow.DefaultVersion, 1) == 1
+		o.localWrites = &local
+	}
+	if *o.localWrites {
+		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localWriteOptions()), fn, args...).Get(ctx, nil)
+		var appErr *temporal.ApplicationError
+		if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+			return err
+		}
+		o.logger.Warn("Local write failed; retrying it as an activity", "Write", summary, "Error", err)
+	}
+	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), fn, args...).Get(ctx, nil)
 }
