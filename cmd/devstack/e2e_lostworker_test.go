@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 	if hostPort := os.Getenv(doomedWorkerEnv); hostPort != "" {
 		os.Exit(runDoomedWorker(hostPort, os.Getenv(doomedTaskQueueEnv)))
 	}
+	if args := os.Getenv(commandProcessEnv); args != "" {
+		os.Exit(runCommandProcess(args))
+	}
 	os.Exit(m.Run())
 }
 

@@ -85,9 +85,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return app.Run(ctx, args, getenv, stdout, stderr, commands()...)
 }
 
-// startDev runs `devstack dev` with the given overrides until the test
-// ends, and waits for it to print its addresses and key.
-func startDev(t testing.TB, dialect string, overrides map[string]string) *stack {
+// startDev runs `devstack dev` with the given overrides (and flags, e.g.
+// -no-worker) until the test ends, and waits for it to print its
+// addresses and key.
+func startDev(t testing.TB, dialect string, overrides map[string]string, flags ...string) *stack {
 	t.Helper()
 	env := map[string]string{
 		"MEMOCART_DATA_DIR":           t.TempDir(),
@@ -112,7 +113,7 @@ func startDev(t testing.TB, dialect string, overrides map[string]string) *stack 
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"dev"}, getenv, out, errOut) }()
+	go func() { done <- run(ctx, append([]string{"dev"}, flags...), getenv, out, errOut) }()
 	var stopOnce sync.Once
 	stop := func() {
 		stopOnce.Do(func() {
@@ -333,6 +334,8 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				// Paid before its deadline: the timer is cancelled
 				// (version cancel-payment-deadline), OrderMode set at start.
 				writeHistory(t, s, str(o, "id"), "order_delivered_deadline_cancelled.json")
+				// Its writes as local activities (version local-writes).
+				writeHistory(t, s, str(o, "id"), "order_delivered_local_writes.json")
 			}
 		})
 	}
