@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -97,15 +98,10 @@ func (o *order) continueAsNew(ctx workflow.Context, ref string, attempt int, wai
 	if o.in.Resume != nil {
 		r.Runs = o.in.Resume.Runs + 1
 	}
-	for id := range o.tally.Seen {
-		r.Counted = append(r.Counted, id)
-	}
-	for id := range o.seen {
-		r.Seen = append(r.Seen, id)
-	}
-	// Map order is random; the input is recorded in the history.
-	slices.Sort(r.Counted)
-	slices.Sort(r.Seen)
+	// Sorted: map order is random, and the input is recorded in the
+	// history, so the iteration cannot leak into it.
+	r.Counted = slices.Sorted(maps.Keys(o.tally.Seen)) //workflowcheck:ignore
+	r.Seen = slices.Sorted(maps.Keys(o.seen))          //workflowcheck:ignore
 	in.Resume = r
 	o.logger.Info("Continuing as new", "Checks", o.checks, "HistoryLength", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "Runs", r.Runs+1)
 	return workflow.NewContinueAsNewError(ctx, OrderWorkflowName, in)
