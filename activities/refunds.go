@@ -116,9 +116,10 @@ func (a *Activities) payouts() (*RefundPayouts, error) {
 }
 
 // CreateRefunds creates the refunds an order owes (the order's run, as it
-// closes; a payment recorded late) and starts their workflows. It answers
-// how many refunds the order has. Idempotent: refunds are keyed by what
-// they return, and a running workflow is found, not started again.
+// closes; a payment recorded late), dispatches the refund.created events
+// that recorded, and starts their workflows. It answers how many refunds
+// the order has. Idempotent: refunds are keyed by what they return, and a
+// running workflow is found, not started again.
 func (a *Activities) CreateRefunds(ctx context.Context, in CreateRefundsInput) (int, error) {
 	defer a.heartbeat(ctx)()
 	p, err := a.payouts()
@@ -129,6 +130,7 @@ func (a *Activities) CreateRefunds(ctx context.Context, in CreateRefundsInput) (
 	if err != nil {
 		return 0, temporalError(err)
 	}
+	a.dispatchEvents(ctx, in.OrderID)
 	for _, r := range rs {
 		if err := a.startRefund(ctx, r, in.OrderNumber); err != nil {
 			return 0, err
@@ -187,7 +189,8 @@ func withinAutoApproval(r models.Refund, l RefundLimits) bool {
 }
 
 // SendRefund pays out a refund being sent and answers it as it is then:
-// sent, or failed when the network refused the payout. A payout whose
+// sent, or failed when the network refused the payout; the event that
+// records (refund.sent, refund.failed) is dispatched. A payout whose
 // outcome is unknown (a timeout, the payout account short of funds) is an
 // error, and the retry resolves it: the transaction recorded before
 // submitting is looked up first, so it is never paid twice.
@@ -267,7 +270,11 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 		}
 		return models.MarkRefundSent(r, res.Hash, now)
 	})
-	return r, temporalError(err)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	a.dispatchRefundEvents(ctx, r)
+	return r, nil
 }
 
 // payoutDestination is where r's payout goes: its destination, or for
@@ -357,7 +364,8 @@ func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.R
 	})
 }
 
-// moveRefund writes one move at the activity's clock.
+// moveRefund writes one move at the activity's clock, and dispatches the
+// event it recorded, if any (an operator's mark-sent: refund.sent).
 func (a *Activities) moveRefund(ctx context.Context, id string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
 	p, err := a.payouts()
 	if err != nil {
@@ -365,5 +373,20 @@ func (a *Activities) moveRefund(ctx context.Context, id string, move func(models
 	}
 	now := a.clock()
 	r, err := p.Store.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return move(r, now) })
-	return r, temporalError(err)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	a.dispatchRefundEvents(ctx, r)
+	return r, nil
+}
+
+// dispatchRefundEvents hands the events a refund write recorded in its
+// transaction (refund.sent, refund.failed) to their delivery workflows
+// once it has committed, as the order's writes do: they are events of the
+// refund's order, so delivery does not wait for the outbox sweep. An
+// unmatched payment's refund, of no order, records none.
+func (a *Activities) dispatchRefundEvents(ctx context.Context, r models.Refund) {
+	if r.OrderID != "" {
+		a.dispatchEvents(ctx, r.OrderID)
+	}
 }

@@ -9,7 +9,9 @@ import (
 
 // EventRenderer writes webhook event bodies with the code the API answers
 // with: the order in an event is newOrderJSON's, exactly what
-// GET /v1/orders/{id} returns, so a field added there reaches webhook
+// GET /v1/orders/{id} returns (without its refunds, as lists show it),
+// and the refund of a refund event newRefundJSON's, what
+// GET /v1/refunds/{id} returns, so a field added there reaches webhook
 // payloads too. The store calls it (sqlstore.EventRenderer) inside the
 // transaction that records the fact, so the body shows the order as it
 // was at that moment; it only needs the configuration the order's URLs
@@ -32,6 +34,9 @@ type eventJSON struct {
 type eventDataJSON struct {
 	Order   orderJSON         `json:"order"`
 	Payment *eventPaymentJSON `json:"payment,omitempty"`
+	// Refund is the refund of a refund event, destination included: the
+	// receiver is the API client, who set it.
+	Refund *refundJSON `json:"refund,omitempty"`
 }
 
 // eventPaymentJSON is the payment of a payment event.
@@ -45,19 +50,23 @@ type eventPaymentJSON struct {
 	Outcome         models.PaymentEventOutcome `json:"outcome"`
 }
 
-// RenderEvent returns the body of ev about order o (and payment p for
-// payment events): JSON as the API writes it (no HTML escaping), no
-// trailing newline.
-func (r *EventRenderer) RenderEvent(ev models.Event, o models.Order, p *models.EventPayment) ([]byte, error) {
+// RenderEvent returns the body of ev about its subject (the order, and
+// the payment of a payment event or the refund of a refund event): JSON
+// as the API writes it (no HTML escaping), no trailing newline.
+func (r *EventRenderer) RenderEvent(ev models.Event, subject models.EventSubject) ([]byte, error) {
 	body := eventJSON{
 		ID: ev.ID, Type: ev.Type, CreatedAt: timestamp(ev.CreatedAt), Mode: ev.Mode,
-		Data: eventDataJSON{Order: r.s.newOrderJSON(o)},
+		Data: eventDataJSON{Order: r.s.newOrderJSON(subject.Order)},
 	}
-	if p != nil {
+	if p := subject.Payment; p != nil {
 		body.Data.Payment = &eventPaymentJSON{
 			ID: p.ID, Asset: p.Asset, Amount: p.Amount.String(), Memo: p.Memo, TransactionHash: optional(p.TxHash),
 			ReceivedAt: timestamp(p.ReceivedAt), Outcome: p.Outcome,
 		}
+	}
+	if rf := subject.Refund; rf != nil {
+		js := newRefundJSON(*rf)
+		body.Data.Refund = &js
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -472,3 +472,154 @@ func TestWebhookEndpointsRequestExamples(t *testing.T) {
 		assert.Equalf(t, valid, err == nil, "%s: %v", body, err)
 	}
 }
+
+// TestWebhookEventTypesAreTheDocuments: the document's WebhookEventType
+// enumerates exactly the types an endpoint may subscribe to, in their
+// documentation order.
+func TestWebhookEventTypesAreTheDocuments(t *testing.T) {
+	v, err := openAPI()
+	require.NoError(t, err)
+	var enum []string
+	for _, e := range v.doc.Components.Schemas["WebhookEventType"].Value.Enum {
+		enum = append(enum, e.(string))
+	}
+	var types []string
+	for _, typ := range models.EventTypes {
+		types = append(types, string(typ))
+	}
+	assert.Equal(t, types, enum)
+}
+
+// TestRefundEventBodies follows a failed order's refund through its facts
+// with a "*" endpoint listening: refund.created, refund.failed twice (a
+// new destination in between), refund.sent. Each body holds the order as
+// GET /v1/orders/{id} answers it then, without its refunds, and the
+// refund exactly as GET /v1/refunds/{id} answers it then (destination
+// included; the transaction hash once sent), and is a WebhookEvent as the
+// OpenAPI document describes it.
+func TestRefundEventBodies(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e, _ := newWebhookEnv(t, dialect)
+		ctx := t.Context()
+		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
+		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+		cartID, _ := e.newCart(t, key)
+		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		refunds, err := e.st.RefundsForOrder(ctx, orderID)
+		require.NoError(t, err)
+		require.Len(t, refunds, 1)
+		refundID := refunds[0].ID
+
+		v, err := openAPI()
+		require.NoError(t, err)
+		schema := v.doc.Components.Schemas["WebhookEvent"].Value
+		seen := map[string]bool{}
+		// latest checks the one refund event of type typ not seen yet
+		// against what GET answers now, and returns its body.
+		latest := func(typ models.EventType) map[string]any {
+			t.Helper()
+			pending, err := e.st.PendingOrderWebhookEvents(ctx, orderID)
+			require.NoError(t, err)
+			var ev models.Event
+			for _, p := range pending {
+				if p.Type == typ && !seen[p.ID] {
+					require.Emptyf(t, ev.ID, "two new %s events", typ)
+					ev = p
+				}
+			}
+			require.NotEmptyf(t, ev.ID, "no new %s event", typ)
+			seen[ev.ID] = true
+			stored, err := e.st.WebhookEventForAccount(ctx, accountID, models.ModeTest, ev.ID)
+			require.NoError(t, err)
+			var body struct {
+				ID        string `json:"id"`
+				Type      string `json:"type"`
+				CreatedAt string `json:"created_at"`
+				Mode      string `json:"mode"`
+				Data      struct {
+					Order  json.RawMessage `json:"order"`
+					Refund json.RawMessage `json:"refund"`
+				} `json:"data"`
+			}
+			decodeStrict(t, stored.Payload, &body)
+			assert.Equal(t, ev.ID, body.ID)
+			assert.Equal(t, string(typ), body.Type)
+			assert.Equal(t, "test", body.Mode)
+
+			g := e.get(t, "/v1/refunds/"+refundID, key)
+			require.Equal(t, http.StatusOK, g.status, "%s", g.body)
+			var refund struct {
+				Refund json.RawMessage `json:"refund"`
+			}
+			decodeStrict(t, g.body, &refund)
+			assert.JSONEq(t, string(refund.Refund), string(body.Data.Refund), "the event's refund is GET's refund")
+			g = e.get(t, "/v1/orders/"+orderID, key)
+			require.Equal(t, http.StatusOK, g.status, "%s", g.body)
+			var order struct {
+				Order map[string]json.RawMessage `json:"order"`
+			}
+			decodeStrict(t, g.body, &order)
+			delete(order.Order, "refunds")
+			getOrder, err := json.Marshal(order.Order)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(getOrder), string(body.Data.Order), "the event's order is GET's order, without its refunds")
+
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(stored.Payload, &doc))
+			require.NoError(t, schema.VisitJSON(doc, openapi3.EnableJSONSchema2020()), "the body is a WebhookEvent: %s", stored.Payload)
+			doc["data"].(map[string]any)["refund"].(map[string]any)["surprise"] = 1
+			assert.Error(t, schema.VisitJSON(doc, openapi3.EnableJSONSchema2020()), "control: the refund is checked against the schema")
+			return doc["data"].(map[string]any)["refund"].(map[string]any)
+		}
+		move := func(mv func(models.Refund, time.Time) (models.Refund, error)) {
+			t.Helper()
+			e.clock.Advance(time.Minute)
+			now := e.clock.Now()
+			_, err := e.st.UpdateRefund(ctx, refundID, now, func(r models.Refund) (models.Refund, error) { return mv(r, now) })
+			require.NoError(t, err)
+		}
+		destination := func(d models.RefundDestination) func(models.Refund, time.Time) (models.Refund, error) {
+			return func(r models.Refund, _ time.Time) (models.Refund, error) { return models.SetRefundDestination(r, d) }
+		}
+		approve := func(r models.Refund, now time.Time) (models.Refund, error) { return models.ApproveRefund(r, now) }
+		hash := strings.Repeat("ab", 32)
+		fail := func(reason string) func(models.Refund, time.Time) (models.Refund, error) {
+			return func(r models.Refund, now time.Time) (models.Refund, error) {
+				r, err := models.RecordRefundTransaction(r, hash, "")
+				if err != nil {
+					return r, err
+				}
+				return models.FailRefund(r, reason, now)
+			}
+		}
+
+		created := latest(models.EventRefundCreated)
+		assert.Equal(t, "awaiting_destination", created["status"])
+		assert.Nil(t, created["destination"])
+
+		move(destination(models.RefundDestination{Address: refundAccount, MemoType: "id", Memo: "42"}))
+		move(approve)
+		move(fail("The account does not trust USDC: add a trustline"))
+		failed := latest(models.EventRefundFailed)
+		assert.Equal(t, "failed", failed["status"])
+		assert.Equal(t, "The account does not trust USDC: add a trustline", failed["failure_reason"])
+		assert.Equal(t, refundAccount, failed["destination"].(map[string]any)["address"], "the destination is the client's to see")
+
+		move(destination(models.RefundDestination{Address: refundAccount2}))
+		move(approve)
+		move(fail("No such account on the network"))
+		failed = latest(models.EventRefundFailed)
+		assert.Equal(t, "No such account on the network", failed["failure_reason"])
+
+		move(destination(models.RefundDestination{ToSender: true}))
+		move(approve)
+		move(func(r models.Refund, now time.Time) (models.Refund, error) {
+			return models.MarkRefundSent(r, hash, now)
+		})
+		sent := latest(models.EventRefundSent)
+		assert.Equal(t, "sent", sent["status"])
+		assert.Equal(t, hash, sent["transaction_hash"], "refund.sent carries the payout's hash")
+		assert.Equal(t, true, sent["destination"].(map[string]any)["to_sender"])
+	})
+}

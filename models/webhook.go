@@ -16,7 +16,8 @@ import (
 type EventType string
 
 // Event types. The order ones follow the order's status; the payment ones
-// say what a payment did to its order.
+// say what a payment did to its order; the refund ones follow the money an
+// order owes back.
 const (
 	EventOrderCreated   EventType = "order.created"
 	EventOrderPaid      EventType = "order.paid"
@@ -37,6 +38,16 @@ const (
 	// EventPaymentLate: a payment reached its order after the order closed;
 	// it is due back.
 	EventPaymentLate EventType = "payment.late"
+	// EventRefundCreated: the order owes money back and a refund of it was
+	// created (once per refund).
+	EventRefundCreated EventType = "refund.created"
+	// EventRefundSent: a refund's money left, in the transaction the
+	// refund names (once per refund: nothing leaves sent).
+	EventRefundSent EventType = "refund.sent"
+	// EventRefundFailed: a refund's payout was refused; the refund says
+	// why. Each failure is its own fact: a refund given a new destination
+	// may fail again.
+	EventRefundFailed EventType = "refund.failed"
 
 	// EventAll, in an endpoint's enabled events, subscribes it to every
 	// type, including types added later.
@@ -48,6 +59,7 @@ var EventTypes = []EventType{
 	EventOrderCreated, EventOrderPaid, EventOrderOrdered, EventOrderShipped, EventOrderDelivered,
 	EventOrderCancelled, EventOrderFailed,
 	EventPaymentReceived, EventPaymentPartial, EventPaymentOverpaid, EventPaymentLate,
+	EventRefundCreated, EventRefundSent, EventRefundFailed,
 }
 
 // Valid reports whether t is a known event type (EventAll is not one).
@@ -77,6 +89,15 @@ type Event struct {
 	// DispatchedAt is set once the event's delivery workflow is known to
 	// exist; nil rows are the outbox.
 	DispatchedAt *time.Time
+}
+
+// EventSubject is what an event is about, as the transaction recording
+// the fact sees it: the order, and the payment of a payment event or the
+// refund of a refund event.
+type EventSubject struct {
+	Order   Order
+	Payment *EventPayment // payment events only
+	Refund  *Refund       // refund events only
 }
 
 // EventPayment is the payment a payment event is about, with what it did.
@@ -130,6 +151,28 @@ func PaymentStatusEvent(orderID string, before, after decimal.Decimal, now Payme
 		return EventPaymentOverpaid, orderID + "/" + after.String(), true
 	}
 	return "", "", false
+}
+
+// RefundStatusEvent returns the refund event of refund r having moved from
+// status from to its status, if the move is one, with when it happened:
+// reaching sent (keyed by the refund: it happens once) or failed (keyed by
+// the refund and the failure's time, so a second failure, after a new
+// destination, is a new fact). Any other move, or none (a retried write),
+// is no event.
+func RefundStatusEvent(from RefundStatus, r Refund) (typ EventType, key string, at time.Time, ok bool) {
+	if r.Status == from {
+		return "", "", time.Time{}, false
+	}
+	switch {
+	case r.Status == RefundSent && r.SentAt != nil:
+		return EventRefundSent, r.ID, *r.SentAt, true
+	case r.Status == RefundFailed && r.FailedAt != nil:
+		// Microseconds: what both databases keep, so the key is the same
+		// computed from the move or from the stored row.
+		failed := r.FailedAt.UTC().Truncate(time.Microsecond)
+		return EventRefundFailed, r.ID + "/" + failed.Format(time.RFC3339Nano), *r.FailedAt, true
+	}
+	return "", "", time.Time{}, false
 }
 
 // MaxWebhookEndpoints bounds the endpoints of one account in one mode: each

@@ -249,6 +249,45 @@ func TestPaymentStatusEvent(t *testing.T) {
 	}
 }
 
+func TestRefundStatusEvent(t *testing.T) {
+	sentAt := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	failedAt := time.Date(2026, 11, 22, 9, 0, 0, 123456789, time.UTC)
+	r := Refund{ID: "rfd_1", Status: RefundSent, SentAt: &sentAt}
+	typ, key, at, ok := RefundStatusEvent(RefundSending, r)
+	require.True(t, ok)
+	assert.Equal(t, EventRefundSent, typ)
+	assert.Equal(t, "rfd_1", key, "sent happens once: keyed by the refund")
+	assert.Equal(t, sentAt, at)
+	_, key2, _, ok := RefundStatusEvent(RefundAwaitingDestination, r)
+	require.True(t, ok, "an operator's mark-sent from any status")
+	assert.Equal(t, key, key2)
+
+	f := Refund{ID: "rfd_1", Status: RefundFailed, FailedAt: &failedAt}
+	typ, key, at, ok = RefundStatusEvent(RefundSending, f)
+	require.True(t, ok)
+	assert.Equal(t, EventRefundFailed, typ)
+	assert.Equal(t, "rfd_1/2026-11-22T09:00:00.123456Z", key, "keyed by the failure's time, to what both databases keep")
+	assert.Equal(t, failedAt, at)
+	later := failedAt.Add(time.Hour)
+	f.FailedAt = &later
+	_, key2, _, _ = RefundStatusEvent(RefundSending, f)
+	assert.NotEqual(t, key, key2, "a second failure is another fact")
+
+	for _, tc := range []struct {
+		from RefundStatus
+		r    Refund
+	}{
+		{RefundSent, r},   // a retried write: no move
+		{RefundFailed, f}, // likewise
+		{RefundAwaitingApproval, Refund{ID: "rfd_1", Status: RefundSending}},
+		{RefundAwaitingDestination, Refund{ID: "rfd_1", Status: RefundAwaitingApproval}},
+		{RefundFailed, Refund{ID: "rfd_1", Status: RefundCancelled}},
+	} {
+		_, _, _, ok := RefundStatusEvent(tc.from, tc.r)
+		assert.Falsef(t, ok, "%s → %s", tc.from, tc.r.Status)
+	}
+}
+
 func TestNormalizeEnabledEvents(t *testing.T) {
 	got, err := NormalizeEnabledEvents([]string{"order.paid", "order.created", "order.paid", "payment.late"})
 	require.NoError(t, err)
@@ -269,6 +308,15 @@ func TestNormalizeEnabledEvents(t *testing.T) {
 	}
 	assert.True(t, OrderEventType(OrderCancelled).Valid())
 	assert.True(t, OrderEventType(OrderFailed).Valid())
+
+	// The refund types are subscribable, listed last, and "*" has them.
+	got, err = NormalizeEnabledEvents([]string{"refund.failed", "order.paid", "refund.sent", "refund.created"})
+	require.NoError(t, err)
+	assert.Equal(t, []EventType{EventOrderPaid, EventRefundCreated, EventRefundSent, EventRefundFailed}, got)
+	assert.Equal(t, []EventType{EventRefundCreated, EventRefundSent, EventRefundFailed}, EventTypes[len(EventTypes)-3:])
+	for _, typ := range []EventType{EventRefundCreated, EventRefundSent, EventRefundFailed} {
+		assert.True(t, WebhookEndpoint{EnabledEvents: []EventType{EventAll}}.Wants(typ), typ)
+	}
 }
 
 func TestNewWebhookSecret(t *testing.T) {

@@ -190,7 +190,8 @@ func orderWithPayments(tx *gorm.DB, row orderRow) (models.Order, error) {
 // It runs in one transaction holding the order's row lock, so callers at
 // once compute what is owed one after the other, each seeing the
 // refunds of the one before; each refund is inserted once by its key
-// whatever happens. Calling it again creates nothing.
+// whatever happens, and its refund.created event is recorded with it, in
+// the same transaction. Calling it again creates nothing.
 func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.Time) ([]models.Refund, error) {
 	var out []models.Refund
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -229,12 +230,31 @@ func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([
 	if len(owed) == 0 {
 		return existing, nil
 	}
+	inserted := map[string]bool{}
 	for _, r := range owed {
-		if _, err := insertRefund(tx, owedRefund(o, r)); err != nil {
+		r = owedRefund(o, r)
+		stored, err := insertRefund(tx, r)
+		if err != nil {
 			return nil, err
 		}
+		inserted[r.ID] = stored
 	}
-	return refundsOfOrder(tx, orderID)
+	all, err := refundsOfOrder(tx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	// One refund.created per refund this call stored, with the refund as
+	// stored; a refund another caller stored first is that caller's event.
+	var created []models.Refund
+	for _, r := range all {
+		if inserted[r.ID] {
+			created = append(created, r)
+		}
+	}
+	if err := s.recordRefundsCreated(tx, created); err != nil {
+		return nil, err
+	}
+	return all, nil
 }
 
 // owedRefund completes a refund models.RefundsOwed made for order o.
@@ -255,7 +275,9 @@ func owedRefund(o models.Order, r models.Refund) models.Refund {
 // models.RefundOfUnmatchedPayment), and returns the refund stored under
 // that key and whether this call created it. A refund without a mode
 // takes the mode of its payments, so that a test-mode payment goes back
-// through the sandbox.
+// through the sandbox. A refund of an order (with its account) records
+// its refund.created event as it is created; an unmatched payment's has
+// none.
 func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error) {
 	if r.Key == "" {
 		return models.Refund{}, false, errors.New("creating refund: it has no key")
@@ -283,8 +305,10 @@ func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refun
 		if err := tx.Where(clause.Eq{Column: keyColumn, Value: r.Key}).Take(&row).Error; err != nil {
 			return err
 		}
-		out, err = row.toModel()
-		return err
+		if out, err = row.toModel(); err != nil || !created {
+			return err
+		}
+		return s.recordRefundsCreated(tx, []models.Refund{out})
 	})
 	if err != nil {
 		return models.Refund{}, false, fmt.Errorf("creating refund %s: %w", r.Key, err)
@@ -513,9 +537,10 @@ func sameTime(a, b *time.Time) bool {
 	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
 }
 
-// writeRefund writes what move made of before (locked in tx) at now, and
-// the order's payment status when the refund's status changed; it returns
-// the refund as stored.
+// writeRefund writes what move made of before (locked in tx) at now, the
+// order's payment status when the refund's status changed, and the event
+// of the move if it is one (refund.sent, refund.failed), with the order
+// as it then is; it returns the refund as stored.
 func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.Time) (models.Refund, error) {
 	out := moved(before, after)
 	if !refundChanged(before, out) {
@@ -549,7 +574,14 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 			return models.Refund{}, err
 		}
 	}
-	return row.toModel()
+	stored, err := row.toModel()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if err := s.recordRefundMove(tx, before.Status, stored); err != nil {
+		return models.Refund{}, err
+	}
+	return stored, nil
 }
 
 // nullableTime is t for a write, NULL when nil.
@@ -562,9 +594,10 @@ func nullableTime(t *time.Time) any {
 
 // settleOrderPaymentStatus writes the payment status of order orderID
 // (locked in tx) that models.PaymentStatusAfterRefunds gives its refunds
-// as tx sees them, if it changed. No webhook event is recorded: no event
-// type is about a payment status a refund settles (nor does
-// MarkOrderRefunded record one).
+// as tx sees them, if it changed. No event of its own is recorded: no
+// event type is about a payment status a refund settles (nor does
+// MarkOrderRefunded record one); the refund's event (writeRefund) shows
+// the order with it.
 func settleOrderPaymentStatus(tx *gorm.DB, orderID string, now time.Time) error {
 	var row orderRow
 	if err := tx.Where("id = ?", orderID).Take(&row).Error; err != nil {

@@ -16,12 +16,13 @@ import (
 )
 
 // EventRenderer writes the body of a webhook event: the event's envelope
-// with its object as the API shows it (the order as GET returns it, and
-// for payment events the payment). The store calls it inside the
-// transaction that records the fact, with the order as that transaction
-// sees it, so the body is a snapshot of the moment; it must not do I/O.
+// with its subject as the API shows it (the order as GET returns it, and
+// the payment of a payment event or the refund of a refund event). The
+// store calls it inside the transaction that records the fact, with the
+// subject as that transaction sees it, so the body is a snapshot of the
+// moment; it must not do I/O.
 type EventRenderer interface {
-	RenderEvent(ev models.Event, o models.Order, p *models.EventPayment) ([]byte, error)
+	RenderEvent(ev models.Event, subject models.EventSubject) ([]byte, error)
 }
 
 // SetEventRenderer sets how event bodies are written. Call it before the
@@ -281,7 +282,8 @@ type eventSpec struct {
 	typ     models.EventType
 	key     string // names the fact: see models.EventID
 	at      time.Time
-	payment *models.EventPayment
+	payment *models.EventPayment // payment events
+	refund  *models.Refund       // refund events
 }
 
 // recordEvents writes, inside the transaction tx that records the facts,
@@ -330,7 +332,8 @@ func wantedSpecs(subs []string, specs []eventSpec) []eventSpec {
 	return wanted
 }
 
-// writeEvents renders and stores wanted events about one order.
+// writeEvents renders and stores wanted events about one order, each
+// with the order as tx sees it.
 func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, orderID string, wanted []eventSpec) error {
 	if s.events == nil {
 		return errors.New("recording webhook events: the store has no event renderer (SetEventRenderer)")
@@ -348,7 +351,7 @@ func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, ord
 		if sp.payment != nil {
 			ev.PaymentID = sp.payment.ID
 		}
-		body, err := s.events.RenderEvent(ev, o, sp.payment)
+		body, err := s.events.RenderEvent(ev, models.EventSubject{Order: o, Payment: sp.payment, Refund: sp.refund})
 		if err != nil {
 			return fmt.Errorf("rendering event %s: %w", sp.typ, err)
 		}
@@ -625,4 +628,36 @@ func paymentOutcome(status string) models.PaymentEventOutcome {
 		return models.PaymentEventLate
 	}
 	return models.PaymentEventRefundDue
+}
+
+// recordRefundsCreated records the refund.created events of refunds just
+// inserted in tx, all of one order. An unmatched payment's refund (no
+// order, no account) has no event: no account's endpoint hears of it.
+func (s *Store) recordRefundsCreated(tx *gorm.DB, created []models.Refund) error {
+	if len(created) == 0 || created[0].OrderID == "" || created[0].AccountID == "" {
+		return nil
+	}
+	first := created[0]
+	specs := make([]eventSpec, len(created))
+	for i := range created {
+		r := created[i]
+		specs[i] = eventSpec{typ: models.EventRefundCreated, key: r.ID, at: r.CreatedAt, refund: &r}
+	}
+	_, err := s.recordEvents(tx, first.AccountID, first.Mode, first.OrderID, specs...)
+	return err
+}
+
+// recordRefundMove records the event of refund r (as written in tx) having
+// moved from status from, if the move is one (models.RefundStatusEvent):
+// refund.sent, refund.failed. A refund without an order has none.
+func (s *Store) recordRefundMove(tx *gorm.DB, from models.RefundStatus, r models.Refund) error {
+	if r.OrderID == "" || r.AccountID == "" {
+		return nil
+	}
+	typ, key, at, ok := models.RefundStatusEvent(from, r)
+	if !ok {
+		return nil
+	}
+	_, err := s.recordEvents(tx, r.AccountID, r.Mode, r.OrderID, eventSpec{typ: typ, key: key, at: at, refund: &r})
+	return err
 }

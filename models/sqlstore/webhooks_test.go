@@ -19,23 +19,28 @@ import (
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
-// fakeRenderer writes what it was given, so a test sees the order as the
-// recording transaction saw it.
+// fakeRenderer writes what it was given, so a test sees the order (and
+// the refund) as the recording transaction saw it.
 type fakeRenderer struct {
 	mu    sync.Mutex
 	calls int
 }
 
-func (r *fakeRenderer) RenderEvent(ev models.Event, o models.Order, p *models.EventPayment) ([]byte, error) {
+func (r *fakeRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
 	r.mu.Lock()
 	r.calls++
 	r.mu.Unlock()
+	o := s.Order
 	m := map[string]any{
 		"id": ev.ID, "type": ev.Type, "created_at": ev.CreatedAt.Format(time.RFC3339), "order_id": o.ID,
 		"status": o.Status, "payment_status": o.PaymentStatus, "amount_received": o.AmountReceived.String(),
 	}
-	if p != nil {
+	if p := s.Payment; p != nil {
 		m["payment_id"], m["outcome"] = p.ID, p.Outcome
+	}
+	if rf := s.Refund; rf != nil {
+		m["refund_id"], m["refund_status"] = rf.ID, rf.Status
+		m["transaction_hash"], m["failure_reason"] = rf.TransactionHash, rf.FailureReason
 	}
 	return json.Marshal(m)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
-const webhooksUsage = `Usage:
+var webhooksUsage = `Usage:
   memocart webhooks create --account NAME --mode test|live --url URL --events TYPE[,TYPE...] [--description TEXT]
       Registers an endpoint of an existing account, as POST /v1/webhook_endpoints
       does (same URL rules), and prints its signing secret, once, on stdout
@@ -25,8 +25,18 @@ const webhooksUsage = `Usage:
   memocart webhooks deliveries [--event EVENT_ID] [--limit N] ENDPOINT_ID
       The endpoint's delivery attempts, newest first.
 
-Event types: ` + "order.created, order.paid, order.ordered, order.shipped, order.delivered, order.cancelled,\n  order.failed, payment.received, payment.partial, payment.overpaid, payment.late" + `.
+Event types: ` + eventTypeList() + `.
 Works on the database of MEMOCART_DATABASE_URL, or the dev SQLite file (also while dev runs).`
+
+// eventTypeList is every event type a webhook endpoint may subscribe to,
+// as models lists them, for the help text.
+func eventTypeList() string {
+	names := make([]string, len(models.EventTypes))
+	for i, t := range models.EventTypes {
+		names[i] = string(t)
+	}
+	return strings.Join(names, ", ")
+}
 
 // runWebhooks is `memocart webhooks`.
 func runWebhooks(ctx context.Context, e Env, args []string) error {

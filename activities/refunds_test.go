@@ -1,0 +1,181 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/models"
+)
+
+// refundsStore is an in-memory RefundStore: moves apply as the real
+// store applies them; err fails every write, failSent the writes of sent
+// (the payout's transaction is still recorded).
+type refundsStore struct {
+	mu       sync.Mutex
+	refunds  map[string]models.Refund
+	err      error
+	failSent bool
+}
+
+func (s *refundsStore) Refund(_ context.Context, id string) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.refunds[id]
+	if !ok {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	return r, nil
+}
+
+func (s *refundsStore) UpdateRefund(_ context.Context, id string, _ time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return models.Refund{}, s.err
+	}
+	r, ok := s.refunds[id]
+	if !ok {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	next, err := move(r)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if s.failSent && next.Status == models.RefundSent {
+		return models.Refund{}, errors.New("connection reset")
+	}
+	s.refunds[id] = next
+	return next, nil
+}
+
+func (s *refundsStore) ApproveRefundWithinDailyMax(context.Context, string, time.Time, time.Time, decimal.Decimal) (models.Refund, bool, error) {
+	return models.Refund{}, false, errors.New("not used")
+}
+
+func (s *refundsStore) CreateOwedRefunds(_ context.Context, orderID string, _ time.Time) ([]models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return nil, s.err
+	}
+	var out []models.Refund
+	for _, r := range s.refunds {
+		if r.OrderID == orderID {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *refundsStore) MarkRefundWorkflowStarted(context.Context, string, time.Time) error {
+	return nil
+}
+
+func (s *refundsStore) PaymentSenders(context.Context, []string) (map[string]string, error) {
+	return map[string]string{}, nil
+}
+
+func (s *refundsStore) fail(err error, sent bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err, s.failSent = err, sent
+}
+
+// scriptedPayer pays, or refuses every payout while refuse is set.
+type scriptedPayer struct{ refuse string }
+
+func (scriptedPayer) CheckDestination(context.Context, string, string) error { return nil }
+
+func (p scriptedPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+	hash := strings.Repeat("cd", 32)
+	if err := record(ctx, hash, ""); err != nil {
+		return payout.Result{}, err
+	}
+	if p.refuse != "" {
+		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: "op_no_trust", Reason: p.refuse}, nil
+	}
+	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+}
+
+// TestRefundActivitiesDispatchTheirEvents: the refund activities' writes
+// record refund events in the store; each such write hands its order's
+// events to their delivery workflows once it has committed, so delivery
+// does not wait for the outbox sweep. A refund of no order, or a write
+// that did not commit, dispatches nothing.
+func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	refund := func(id, orderID string) models.Refund {
+		return models.Refund{ID: id, OrderID: orderID, Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+			Status: models.RefundSending, Destination: &dest}
+	}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_sent":      refund("rfd_sent", "ord_1"),
+		"rfd_failed":    refund("rfd_failed", "ord_2"),
+		"rfd_manual":    refund("rfd_manual", "ord_3"),
+		"rfd_unmatched": refund("rfd_unmatched", ""),
+	}}
+	disp := &recordingDispatcher{}
+	payers := map[models.Mode]Payer{models.ModeTest: scriptedPayer{}}
+	start := func(context.Context, models.Refund, string) error { return nil }
+	a := &Activities{Events: disp, Payouts: &RefundPayouts{Store: store, Payers: payers, Start: start}}
+	env := newEnv(t, a)
+	send := func(id string) models.Refund {
+		t.Helper()
+		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		require.NoError(t, err)
+		var r models.Refund
+		require.NoError(t, v.Get(&r))
+		return r
+	}
+
+	assert.Equal(t, models.RefundSent, send("rfd_sent").Status)
+	assert.Equal(t, []string{"ord_1"}, disp.calls(), "refund.sent: dispatched")
+	payers[models.ModeTest] = scriptedPayer{refuse: "no trustline"}
+	assert.Equal(t, models.RefundFailed, send("rfd_failed").Status)
+	assert.Equal(t, []string{"ord_1", "ord_2"}, disp.calls(), "refund.failed: dispatched")
+
+	_, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: "rfd_manual", TxHash: strings.Repeat("ef", 32), By: "ops"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3"}, disp.calls(), "an operator's mark-sent: dispatched")
+
+	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_1", OrderNumber: "1"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3", "ord_1"}, disp.calls(), "refund.created: dispatched")
+
+	send("rfd_unmatched")
+	assert.Len(t, disp.calls(), 4, "an unmatched payment's refund has no order, and no events")
+
+	// A dispatcher failing does not fail the write: the sweep dispatches.
+	disp.mu.Lock()
+	disp.err = errors.New("temporal unavailable")
+	disp.mu.Unlock()
+	store.mu.Lock()
+	store.refunds["rfd_again"] = refund("rfd_again", "ord_4")
+	store.mu.Unlock()
+	payers[models.ModeTest] = scriptedPayer{}
+	assert.Equal(t, models.RefundSent, send("rfd_again").Status)
+	assert.Len(t, disp.calls(), 5)
+
+	// A write that did not commit dispatches nothing.
+	store.mu.Lock()
+	store.refunds["rfd_lost"] = refund("rfd_lost", "ord_5")
+	store.mu.Unlock()
+	store.fail(nil, true)
+	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_lost"})
+	require.Error(t, err, "paid, but sent not written: the retry looks the payout up")
+	store.fail(errors.New("connection reset"), false)
+	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_5", OrderNumber: "5"})
+	require.Error(t, err)
+	_, err = env.ExecuteActivity((&Activities{}).CancelRefund, RefundMove{RefundID: "rfd_lost", By: "ops"})
+	require.Error(t, err)
+	assert.Len(t, disp.calls(), 5, "nothing is dispatched for a write that did not commit")
+}
