@@ -117,9 +117,26 @@ func TestClassifyCommittedHistories(t *testing.T) {
 // TestReportCommittedHistories: the rows are medians and maxima over the
 // workflows of a path. Sandbox delivered: events 63, 63, 64, 64, 68, 78,
 // 80; workflow tasks 10 ×5, 12, 13; actions 15, 15, 16, 16, 17, 20, 20.
+// reportedHistories are the committed histories the report's figures
+// below were counted from: a fixed list, so that recording a new history
+// does not change them.
+var reportedHistories = []string{
+	"order_cancelled_unpaid.json", "order_customer_cancel.json", "order_delivered.json",
+	"order_delivered_attrs_at_start.json", "order_delivered_deadline_cancelled.json", "order_delivered_polling.json",
+	"order_failed_refunded.json", "order_failed_refunds_handed_over.json", "order_live_delivered.json",
+	"order_live_placed_again.json", "order_live_undeliverable.json", "order_live_webhooks.json",
+	"order_manual_payment_twice.json", "order_operator_cancel.json", "order_partial_then_topup.json",
+	"order_partial_then_topup_polling.json", "order_sourcing_failed.json", "order_sourcing_failed_polling.json",
+	"refund_sent_sandbox.json", "webhook_event_retried.json",
+}
+
 func TestReportCommittedHistories(t *testing.T) {
-	runs, err := cost.ReadFiles(filepath.Join(testdata, "*.json"))
-	require.NoError(t, err)
+	var runs []cost.Run
+	for _, f := range reportedHistories {
+		r, err := cost.ReadFile(filepath.Join(testdata, f))
+		require.NoError(t, err)
+		runs = append(runs, r)
+	}
 	rep := cost.NewReport("testdata", runs)
 	row, ok := rep.Row(cost.PathSandboxDelivered)
 	require.True(t, ok)
