@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -35,8 +36,8 @@ type WebhookSender interface {
 	Send(ctx context.Context, mode models.Mode, url string, header http.Header, body []byte) (int, error)
 }
 
-// EventDispatcher hands an order's recorded events to their delivery
-// workflows.
+// EventDispatcher hands an order's recorded events to their delivery: a
+// first attempt, then a workflow for what failed (workflows.Outbox).
 type EventDispatcher interface {
 	DispatchOrderEvents(ctx context.Context, orderID string) error
 }
@@ -73,6 +74,10 @@ type DeliverWebhookInput struct {
 	Retry      WebhookRetry
 	// ExpiresAt is when retries stop: no next retry is announced past it.
 	ExpiresAt time.Time
+	// PriorAttempts is how many attempts of this delivery were made before
+	// the activity's first (the outbox's direct one): the activity's
+	// attempt n is the delivery's attempt PriorAttempts+n.
+	PriorAttempts int `json:",omitempty"`
 }
 
 // CodeWebhookDeliveryFailed types a failed attempt (a non-2xx answer or
@@ -95,30 +100,68 @@ func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]stri
 	return ids, nil
 }
 
-// DeliverWebhook makes one attempt to deliver an event to an endpoint:
-// the event's body, signed with the endpoint's secret over the attempt's
-// time, to the endpoint's URL. It records the attempt (once per attempt
-// number, so a retried write changes nothing) and fails, retryably,
-// unless the endpoint answered 2xx. A deleted or disabled endpoint, or a
-// missing event, fails it for good. It beats for as long as it runs, so
-// an attempt lost with its worker is retried after the heartbeat timeout,
-// not after the whole attempt's.
+// DeliverWebhook makes one attempt to deliver an event to an endpoint
+// (WebhookAttempter.Attempt) and fails, retryably, unless the endpoint
+// answered 2xx. A deleted or disabled endpoint, or a missing event, fails
+// it for good. It beats for as long as it runs, so an attempt lost with
+// its worker is retried after the heartbeat timeout, not after the whole
+// attempt's.
 func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
 	defer a.heartbeat(ctx)()
-	ev, ep, err := a.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID)
-	if err != nil {
-		return temporalError(err)
+	w := WebhookAttempter{Webhooks: a.Webhooks, Sender: a.Sender, Now: a.clock}
+	err := w.Attempt(ctx, in, in.PriorAttempts+int(activity.GetInfo(ctx).Attempt))
+	var failed *WebhookDeliveryError
+	if errors.As(err, &failed) {
+		return temporal.NewApplicationError(failed.Reason, CodeWebhookDeliveryFailed)
 	}
-	attempt := int(activity.GetInfo(ctx).Attempt)
-	now := a.clock()
+	return temporalError(err)
+}
+
+// WebhookAttempter makes delivery attempts: the DeliverWebhook activity's,
+// and the first attempt the outbox makes without a workflow, so that both
+// sign, send and record alike.
+type WebhookAttempter struct {
+	Webhooks WebhookStore
+	Sender   WebhookSender
+	// Now: time.Now when nil.
+	Now func() time.Time
+}
+
+// WebhookDeliveryError is an attempt that reached for the endpoint and
+// got no 2xx answer; it is recorded.
+type WebhookDeliveryError struct {
+	// Reason is the failure as the account reads it in the delivery log.
+	Reason string
+}
+
+func (e *WebhookDeliveryError) Error() string { return e.Reason }
+
+// Attempt makes attempt number n of a delivery: the event's body, signed
+// with the endpoint's secret over the attempt's time, to the endpoint's
+// URL. It records the attempt (once per delivery and attempt number, so a
+// repeated write changes nothing). It returns nil when the endpoint
+// answered 2xx; a *WebhookDeliveryError when it did not (recorded); the
+// store's models.ErrWebhookEndpointNotFound, CodeWebhookEndpointDisabled
+// or ErrEventNotFound when nothing may be delivered; any other error when
+// the attempt could not be made or recorded.
+func (w WebhookAttempter) Attempt(ctx context.Context, in DeliverWebhookInput, n int) error {
+	ev, ep, err := w.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID)
+	if err != nil {
+		return err
+	}
+	clock := w.Now
+	if clock == nil {
+		clock = time.Now
+	}
+	now := clock().UTC()
 	h := http.Header{}
 	h.Set(models.WebhookSignatureHeader, models.SignWebhook(ep.Secret, now, ev.Payload))
 	h.Set(models.WebhookEventIDHeader, ev.ID)
 	h.Set(models.WebhookEventTypeHeader, string(ev.Type))
-	status, sendErr := a.Sender.Send(ctx, ep.Mode, ep.URL, h, ev.Payload)
+	status, sendErr := w.Sender.Send(ctx, ep.Mode, ep.URL, h, ev.Payload)
 	rec := models.WebhookAttempt{
-		DeliveryID: models.DeliveryID(in.Dispatch, ep.ID), EventID: ev.ID, EndpointID: ep.ID, Attempt: attempt,
-		Resend: in.Resend, At: now, ResponseStatus: status, Duration: a.clock().Sub(now),
+		DeliveryID: models.DeliveryID(in.Dispatch, ep.ID), EventID: ev.ID, EndpointID: ep.ID, Attempt: n,
+		Resend: in.Resend, At: now, ResponseStatus: status, Duration: clock().UTC().Sub(now),
 		Succeeded: sendErr == nil && status >= 200 && status < 300,
 	}
 	var failure string
@@ -133,18 +176,25 @@ func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput)
 	}
 	if !rec.Succeeded {
 		rec.Error = failure
-		if next := now.Add(in.Retry.Next(attempt)); in.ExpiresAt.IsZero() || !next.After(in.ExpiresAt) {
+		if next := now.Add(in.Retry.Next(n)); in.ExpiresAt.IsZero() || !next.After(in.ExpiresAt) {
 			rec.NextRetryAt = &next
 		}
 	}
-	if err := a.Webhooks.RecordWebhookAttempt(ctx, rec, in.Dispatch); err != nil {
+	// The record outlives an attempt cut short by its deadline: the
+	// endpoint may have received it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if err := w.Webhooks.RecordWebhookAttempt(rctx, rec, in.Dispatch); err != nil {
 		return err
 	}
 	if !rec.Succeeded {
-		return temporal.NewApplicationError(failure, CodeWebhookDeliveryFailed)
+		return &WebhookDeliveryError{Reason: failure}
 	}
 	return nil
 }
+
+// recordTimeout bounds an attempt's record once the attempt is over.
+const recordTimeout = 5 * time.Second
 
 // DisableWebhookEndpoint disables an endpoint whose deliveries have failed
 // since failingSince without a success, saying why; it reports whether it
@@ -155,8 +205,8 @@ func (a *Activities) DisableWebhookEndpoint(ctx context.Context, endpointID stri
 	return ok, temporalError(err)
 }
 
-// dispatchEvents hands the order's new events to their delivery workflows
-// once the write that recorded them has committed. A failure is logged and
+// dispatchEvents hands the order's new events to their delivery once the
+// write that recorded them has committed. A failure is logged and
 // left to the outbox sweep: it must not hold up the order.
 func (a *Activities) dispatchEvents(ctx context.Context, orderID string) {
 	if a.Events == nil {

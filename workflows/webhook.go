@@ -55,6 +55,24 @@ type WebhookEventInput struct {
 	EndpointID string `json:",omitempty"`
 	// Retry overrides DefaultWebhookRetry (tests); nil: the default.
 	Retry *WebhookRetry `json:",omitempty"`
+	// Deliveries, set by the outbox once it made the first attempts
+	// itself: the endpoints still to deliver to, each with the attempts
+	// it had. The workflow then neither looks the targets up nor
+	// delivers to any other endpoint. Empty: as EndpointID says.
+	Deliveries []PendingDelivery `json:",omitempty"`
+	// FirstAttemptAt is when the outbox made those attempts: the retries
+	// stop Expiration after it, and an endpoint disabled for failing has
+	// failed since it. Nil: the workflow's start.
+	FirstAttemptAt *time.Time `json:",omitempty"`
+}
+
+// PendingDelivery is a delivery the outbox began without a workflow.
+type PendingDelivery struct {
+	EndpointID string
+	// Attempts made already (recorded, under the workflow's delivery id):
+	// the workflow's first is attempt Attempts+1, made on the schedule's
+	// wait after attempt Attempts.
+	Attempts int `json:",omitempty"`
 }
 
 // WebhookEventResult is how the deliveries of an event ended.
@@ -73,7 +91,8 @@ const maxDeliveryAttempts = 200
 const deliveryAttemptTimeout = 30 * time.Second
 
 // WebhookEvent delivers one event: it finds the endpoints subscribed to it
-// (or takes the one a resend names) and delivers to each in parallel, one
+// (or takes the one a resend names, or those whose first attempt, made by
+// the outbox, failed) and delivers to each in parallel, one
 // DeliverWebhook activity per endpoint whose retry policy is the delivery
 // schedule, so an endpoint that is down delays nobody else. Each attempt
 // records itself. An endpoint whose delivery exhausted its retries failing
@@ -91,7 +110,18 @@ func WebhookEvent(ctx workflow.Context, in WebhookEventInput) (WebhookEventResul
 	logger := workflow.GetLogger(ctx)
 	var a *activities.Activities
 	targets := []string{in.EndpointID}
-	if in.EndpointID == "" {
+	prior := make([]int, 1)
+	switch {
+	case in.EndpointID != "":
+	case len(in.Deliveries) > 0:
+		// The outbox tried them first: no lookup, and only these. Runs
+		// before this input field existed never take this branch, so
+		// their histories replay unchanged.
+		targets, prior = make([]string, len(in.Deliveries)), make([]int, len(in.Deliveries))
+		for i, d := range in.Deliveries {
+			targets[i], prior[i] = d.EndpointID, d.Attempts
+		}
+	default:
 		err := workflow.ExecuteActivity(withOptions(ctx, storeOptions("Find the endpoints subscribed to "+in.EventID)),
 			a.WebhookTargets, in.EventID).Get(ctx, &targets)
 		if isGone(err) {
@@ -101,19 +131,36 @@ func WebhookEvent(ctx workflow.Context, in WebhookEventInput) (WebhookEventResul
 		if err != nil {
 			return res, err
 		}
+		prior = make([]int, len(targets))
 	}
 	dispatch := workflow.GetInfo(ctx).WorkflowExecution.ID
 	start := workflow.Now(ctx)
+	if in.FirstAttemptAt != nil {
+		start = *in.FirstAttemptAt
+	}
+	expires := start.Add(retry.Expiration)
+	schedule := activities.WebhookRetry{InitialInterval: retry.InitialInterval, BackoffCoefficient: retry.BackoffCoefficient, MaximumInterval: retry.MaximumInterval}
 	futures := make([]workflow.Future, len(targets))
 	for i, endpointID := range targets {
+		// After prior attempts, Temporal's retries continue the schedule:
+		// the wait after the activity's attempt k is the delivery's after
+		// attempt prior+k.
+		initial := retry.InitialInterval
+		if prior[i] > 0 {
+			initial = schedule.Next(prior[i] + 1)
+		}
+		scheduleToClose := expires.Sub(workflow.Now(ctx))
+		if scheduleToClose <= 0 {
+			scheduleToClose = deliveryAttemptTimeout
+		}
 		opts := workflow.ActivityOptions{
 			StartToCloseTimeout: deliveryAttemptTimeout,
 			// An attempt lost with its worker is retried after this, not
 			// after deliveryAttemptTimeout.
 			HeartbeatTimeout:       activityHeartbeat,
-			ScheduleToCloseTimeout: retry.Expiration,
+			ScheduleToCloseTimeout: scheduleToClose,
 			RetryPolicy: &temporal.RetryPolicy{
-				InitialInterval:    retry.InitialInterval,
+				InitialInterval:    initial,
 				BackoffCoefficient: retry.BackoffCoefficient,
 				MaximumInterval:    retry.MaximumInterval,
 				// Expiration ends the retries; this bound is never reached
@@ -128,8 +175,7 @@ func WebhookEvent(ctx workflow.Context, in WebhookEventInput) (WebhookEventResul
 		}
 		futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.DeliverWebhook, activities.DeliverWebhookInput{
 			EventID: in.EventID, EndpointID: endpointID, Dispatch: dispatch, Resend: in.EndpointID != "",
-			Retry:     activities.WebhookRetry{InitialInterval: retry.InitialInterval, BackoffCoefficient: retry.BackoffCoefficient, MaximumInterval: retry.MaximumInterval},
-			ExpiresAt: start.Add(retry.Expiration),
+			Retry: schedule, ExpiresAt: expires, PriorAttempts: prior[i],
 		})
 	}
 	for i, endpointID := range targets {

@@ -85,7 +85,10 @@ func (s *fakeWebhookStore) WebhookDelivery(_ context.Context, eventID, endpointI
 	return s.event, e, nil
 }
 
-func (s *fakeWebhookStore) RecordWebhookAttempt(_ context.Context, a models.WebhookAttempt, dispatch string) error {
+func (s *fakeWebhookStore) RecordWebhookAttempt(ctx context.Context, a models.WebhookAttempt, dispatch string) error {
+	if err := ctx.Err(); err != nil {
+		return err // as a database would
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.attempts = append(s.attempts, a)

@@ -13,7 +13,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 
+	"github.com/memocart/memocart/cmd/devstack/cost"
 	"github.com/memocart/memocart/cmd/internal/app"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
@@ -117,7 +120,9 @@ func (h *hookReceiver) failedTypes() map[string]int {
 // deduplication, while the receiver fails (500 twice for order.created,
 // then down altogether) and the whole stack is stopped and started again
 // mid-way. Retries are shortened through the test hook; everything else is
-// the production path.
+// the production path. An event's first attempt is the outbox's, without
+// a workflow; only a failed one has a WebhookEvent workflow, which makes
+// the later attempts.
 func TestE2EWebhooks(t *testing.T) {
 	app.TestHooks.WebhookRetry = &workflows.WebhookRetry{InitialInterval: 200 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: time.Second, Expiration: 5 * time.Minute}
 	t.Cleanup(func() { app.TestHooks.WebhookRetry = nil })
@@ -205,13 +210,23 @@ func TestE2EWebhooks(t *testing.T) {
 	assert.Zero(t, rcv.forged, "every delivery verified")
 	rcv.mu.Unlock()
 
+	// Attempt 1 of order.created failed: its workflow made attempts 2 and
+	// 3. order.delivered, taken at its first attempt, had none.
+	ctx := context.Background()
+	_, err := s.client.DescribeWorkflowExecution(ctx, workflows.WebhookEventWorkflowID(createdID), "")
+	assert.NoError(t, err, "a workflow retried order.created")
+	_, err = s.client.DescribeWorkflowExecution(ctx, workflows.WebhookEventWorkflowID(got["order.delivered"].id), "")
+	var notFound *serviceerror.NotFound
+	assert.ErrorAs(t, err, &notFound, "no workflow for an event delivered at its first attempt")
+
 	// The operator's view of the same endpoint.
+	var out string
 	runCmd := func(args ...string) (string, error) {
 		var out, errOut syncBuffer
 		err := run(context.Background(), args, func(k string) string { return s.env[k] }, &out, &errOut)
 		return out.String() + errOut.String(), err
 	}
-	out, err := runCmd("webhooks", "list", "--account", "dev")
+	out, err = runCmd("webhooks", "list", "--account", "dev")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, str(ep, "id"))
 	assert.Contains(t, out, "enabled")
@@ -221,8 +236,12 @@ func TestE2EWebhooks(t *testing.T) {
 	assert.Contains(t, out, "succeeded")
 
 	if *recordHistories {
-		// Two failed attempts, then a success: the retry path.
+		// Two failed attempts, then a success: the retry path. Recorded
+		// when each attempt was the workflow's; kept as such.
 		writeWorkflowHistory(t, s, workflows.WebhookEventWorkflowID(createdID), "webhook_event_retried.json")
+		// The same after the outbox's failed first attempt: a delayed
+		// start, no lookup of the targets, attempts 2 and 3.
+		writeWorkflowHistory(t, s, workflows.WebhookEventWorkflowID(createdID), "webhook_event_after_first_attempt.json")
 	}
 }
 
@@ -232,4 +251,69 @@ func keys(m map[string]hookDelivery) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestE2EWebhookCostPerOrder measures what one healthy endpoint adds to a
+// delivered sandbox order in Temporal: the WebhookEvent workflows of its
+// six events, with their history events and billable actions as
+// `devstack cost` counts them (issue 24: at most 5 actions). An endpoint
+// answering at once takes every event at the outbox's first attempt.
+func TestE2EWebhookCostPerOrder(t *testing.T) {
+	rcv := &hookReceiver{t: t, failFirst: map[string]int{}, seen: map[string]int{}}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	s := startDev(t, "sqlite", map[string]string{"MEMOCART_SANDBOX_STEP_DELAY": "500ms"})
+	code, body := s.do(s.key, "POST", "/v1/webhook_endpoints", map[string]any{"url": srv.URL + "/hooks", "enabled_events": []string{"*"}})
+	require.Equal(t, http.StatusCreated, code, body)
+	rcv.mu.Lock()
+	rcv.secret = str(obj(body, "webhook_endpoint"), "secret")
+	rcv.mu.Unlock()
+
+	const orders = 3
+	for range orders {
+		o := s.newOrder(s.key, product)
+		code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
+		require.Equal(t, http.StatusCreated, code, body)
+		s.waitStatus(s.key, str(o, "id"), "delivered")
+	}
+	require.Eventually(t, func() bool {
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		return len(rcv.received) >= 6*orders
+	}, 30*time.Second, 50*time.Millisecond, "six events per order delivered")
+
+	ctx := context.Background()
+	var events, actions int
+	ids := map[string]bool{}
+	rcv.mu.Lock()
+	for _, d := range rcv.received {
+		ids[d.id] = true
+	}
+	rcv.mu.Unlock()
+	require.Len(t, ids, 6*orders)
+	workflowsRun := 0
+	for id := range ids {
+		wid := workflows.WebhookEventWorkflowID(id)
+		if _, err := s.client.DescribeWorkflowExecution(ctx, wid, ""); err != nil {
+			var notFound *serviceerror.NotFound
+			require.ErrorAs(t, err, &notFound)
+			continue
+		}
+		require.NoError(t, s.client.GetWorkflow(ctx, wid, "").Get(ctx, nil))
+		var evs []*historypb.HistoryEvent
+		iter := s.client.GetWorkflowHistory(ctx, wid, "", false, 0)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			require.NoError(t, err)
+			evs = append(evs, ev)
+		}
+		c := cost.Count(evs)
+		workflowsRun++
+		events += c.Events
+		actions += c.Actions.Total()
+	}
+	perOrder := float64(actions) / orders
+	t.Logf("one healthy endpoint, %d delivered sandbox orders, %d events delivered: %d WebhookEvent workflows, %d history events, %d billable actions; %.1f actions per order",
+		orders, len(ids), workflowsRun, events, actions, perOrder)
+	assert.LessOrEqual(t, perOrder, 5.0, "issue 24: at most 5 actions per delivered order for one endpoint")
 }

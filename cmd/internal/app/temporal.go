@@ -97,8 +97,13 @@ func newActivities(e Env, st *sqlstore.Store) (*activities.Activities, error) {
 	return &activities.Activities{
 		Store: st, Refunds: st, Fulfillers: fulfillers,
 		Webhooks: st,
-		Sender:   webhooks.NewSender(webhooks.Config{TestLoopback: e.Cfg.WebhookTestLoopback}),
+		Sender:   webhookSender(e.Cfg),
 	}, nil
+}
+
+// webhookSender posts deliveries under each mode's address policy.
+func webhookSender(cfg Config) *webhooks.Sender {
+	return webhooks.NewSender(webhooks.Config{TestLoopback: cfg.WebhookTestLoopback})
 }
 
 // newPayouts wires refunds: the store, the sandbox payout in test mode,
@@ -132,9 +137,13 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 	}, nil
 }
 
-// newOutbox is the dispatcher of webhook events to their workflows.
+// newOutbox is the dispatcher of webhook events: it makes each delivery's
+// first attempt itself and hands what failed to the event's workflow.
+// After a write, it runs in the background (InBackground): neither the
+// API's answer nor the workflow's local write waits for an endpoint.
 func newOutbox(e Env, c client.Client, st *sqlstore.Store) *workflows.Outbox {
-	return workflows.NewOutbox(c, e.Cfg.TemporalTaskQueue, st, TestHooks.WebhookRetry)
+	return workflows.NewOutbox(c, e.Cfg.TemporalTaskQueue, st, TestHooks.WebhookRetry).
+		AttemptFirst(st, webhookSender(e.Cfg), 0)
 }
 
 // paymentSetups is where payers pay, per mode: the sandbox placeholder in
@@ -185,7 +194,7 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 	if err != nil {
 		return err
 	}
-	acts.Events = newOutbox(e, c, st)
+	acts.Events = newOutbox(e, c, st).InBackground(e.Log)
 	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
 	if acts.Payouts, err = newPayouts(e, st, orders); err != nil {
 		return err
@@ -311,7 +320,7 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		TestPayments: src,
 		Logger:       e.Log,
 
-		Events:   outbox,
+		Events:   outbox.InBackground(e.Log),
 		Resolver: net.DefaultResolver,
 
 		Readiness: []api.ReadinessCheck{temporalCheck(c)},
