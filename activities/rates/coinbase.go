@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memocart/memocart/models"
 	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
 )
 
 // CoinbaseURL is the base URL of Coinbase's public API.

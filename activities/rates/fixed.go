@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memocart/memocart/models"
 	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
 )
 
 // Fixed is a Provider that always answers with the same price, dated now:

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memocart/memocart/models"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
 )
 
 // manualClock is a clock tests move by hand.
