@@ -65,7 +65,7 @@ func (r *EventRenderer) RenderEvent(ev models.Event, subject models.EventSubject
 		}
 	}
 	if rf := subject.Refund; rf != nil {
-		js := newRefundJSON(*rf)
+		js := r.s.newRefundJSON(*rf, ev.CreatedAt)
 		body.Data.Refund = &js
 	}
 	var buf bytes.Buffer

@@ -1074,6 +1074,7 @@ type refundView struct {
 	Destination     *destinationView `json:"destination"`
 	TransactionHash *string          `json:"transaction_hash"`
 	FailureReason   *string          `json:"failure_reason"`
+	ClaimURL        *string          `json:"claim_url"`
 	CreatedAt       string           `json:"created_at"`
 	ApprovedAt      *string          `json:"approved_at"`
 	SentAt          *string          `json:"sent_at"`

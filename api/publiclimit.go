@@ -29,10 +29,11 @@ const DefaultPublicRateLimit = 60
 // An IPv6 client is limited by its /64, the block one subscriber gets, so
 // walking the addresses of that block buys nothing.
 //
-// page answers a refusal with the tracking page's look; otherwise it is
-// the error envelope. As for keys, a limiter failure lets the request
-// through and is logged.
-func (s *Server) publicRateLimit(page bool) gin.HandlerFunc {
+// page, when set, answers a refusal as a page of the route's own look
+// (the tracking page's renderMessage, the claim page's
+// renderClaimMessage); otherwise it is the error envelope. As for keys, a
+// limiter failure lets the request through and is logged.
+func (s *Server) publicRateLimit(page func(c *gin.Context, status int, title, detail string)) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		limit := s.cfg.PublicRateLimit
 		if limit < 0 || s.deps.Limiter == nil {
@@ -51,8 +52,8 @@ func (s *Server) publicRateLimit(page bool) gin.HandlerFunc {
 		}
 		retry := ceilSeconds(res.RetryAfter)
 		c.Header("Retry-After", strconv.Itoa(retry))
-		if page {
-			s.renderMessage(c, http.StatusTooManyRequests, "Too many requests",
+		if page != nil {
+			page(c, http.StatusTooManyRequests, "Too many requests",
 				fmt.Sprintf("Too many pages were opened from this address in the last minute. Wait %s, then reload the page.", seconds(retry)))
 			c.Abort()
 			return

@@ -41,8 +41,8 @@ func destinationJSON(d *models.RefundDestination) *refundDestinationJSON {
 }
 
 // refundJSON is a refund (README: Refunds): money owed back and its way
-// there. The destination is the API client's to see; the tracking page
-// never shows it.
+// there. The destination and the claim_url are the API client's to see;
+// the tracking page shows neither.
 type refundJSON struct {
 	ID              string                 `json:"id"`
 	OrderID         *string                `json:"order_id"`
@@ -54,14 +54,19 @@ type refundJSON struct {
 	Destination     *refundDestinationJSON `json:"destination"`
 	TransactionHash *string                `json:"transaction_hash"`
 	FailureReason   *string                `json:"failure_reason"`
-	CreatedAt       string                 `json:"created_at"`
-	ApprovedAt      *string                `json:"approved_at"`
-	SentAt          *string                `json:"sent_at"`
-	FailedAt        *string                `json:"failed_at"`
-	CancelledAt     *string                `json:"cancelled_at"`
+	// ClaimURL is the payer's claim page (claim.go), while the refund
+	// waits for a destination and its claim works; null otherwise.
+	ClaimURL    *string `json:"claim_url"`
+	CreatedAt   string  `json:"created_at"`
+	ApprovedAt  *string `json:"approved_at"`
+	SentAt      *string `json:"sent_at"`
+	FailedAt    *string `json:"failed_at"`
+	CancelledAt *string `json:"cancelled_at"`
 }
 
-func newRefundJSON(r models.Refund) refundJSON {
+// newRefundJSON is refund r as the API client reads it at now, which
+// decides whether its claim link still works.
+func (s *Server) newRefundJSON(r models.Refund, now time.Time) refundJSON {
 	js := refundJSON{
 		ID: r.ID, OrderID: optional(r.OrderID), PaymentIDs: r.PaymentIDs, Reason: r.Reason,
 		Amount: r.Amount.String(), Asset: r.Asset, Status: r.Status, Destination: destinationJSON(r.Destination),
@@ -76,6 +81,10 @@ func newRefundJSON(r models.Refund) refundJSON {
 	// client sees one once the refund is sent (or a failed payout's).
 	if r.Status == models.RefundSent || r.Status == models.RefundFailed {
 		js.TransactionHash = optional(r.TransactionHash)
+	}
+	if models.RefundClaimable(r) && r.Claim.Live(now) {
+		u := s.claimURL(r.Claim.Token)
+		js.ClaimURL = &u
 	}
 	return js
 }
@@ -92,8 +101,9 @@ func (s *Server) orderRefunds(ctx context.Context, o models.Order) ([]refundJSON
 	if err != nil {
 		return nil, err
 	}
+	now := s.deps.Now()
 	for _, r := range rs {
-		out = append(out, newRefundJSON(r))
+		out = append(out, s.newRefundJSON(r, now))
 	}
 	return out, nil
 }
@@ -111,7 +121,7 @@ func (s *Server) getRefund(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	render(c, http.StatusOK, gin.H{"refund": newRefundJSON(r)})
+	render(c, http.StatusOK, gin.H{"refund": s.newRefundJSON(r, s.deps.Now())})
 }
 
 type refundListJSON struct {
@@ -157,8 +167,9 @@ func (s *Server) listRefunds(c *gin.Context) {
 		return
 	}
 	out := refundListJSON{Data: make([]refundJSON, len(refunds)), HasMore: more}
+	now := s.deps.Now()
 	for i, r := range refunds {
-		out.Data[i] = newRefundJSON(r)
+		out.Data[i] = s.newRefundJSON(r, now)
 	}
 	render(c, http.StatusOK, out)
 }

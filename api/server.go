@@ -262,6 +262,11 @@ func (s *Server) routes() *gin.Engine {
 				"A tracking link looks like /track/1234-5678-901. Check the link in your order confirmation.")
 			return
 		}
+		if strings.HasPrefix(c.Request.URL.Path, "/claim/") {
+			hideClaimToken(c)
+			s.claimNotFound(c)
+			return
+		}
 		abort(c, models.NewError(models.CodeNotFound))
 	})
 	r.NoMethod(func(c *gin.Context) { abort(c, models.NewError(models.CodeMethodNotAllowed)) })
@@ -270,12 +275,16 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/readyz", s.ready)
 	// The routes that need no key and read data are limited per client
 	// address (publicRateLimit).
-	r.GET("/track/:number", s.publicRateLimit(true), s.trackingPage)
+	r.GET("/track/:number", s.publicRateLimit(s.renderMessage), s.trackingPage)
+	// The payer's claim page (claim.go): the token in the path is the
+	// credential; the form posts back to the same URL.
+	r.GET("/claim/:token", hideClaimToken, s.publicRateLimit(s.renderClaimMessage), s.claimPage)
+	r.POST("/claim/:token", hideClaimToken, s.publicRateLimit(s.renderClaimMessage), s.claimSubmit)
 	// Buying providers' webhooks: authenticated by their signature.
 	r.POST("/webhooks/:provider", s.providerWebhook)
 	// The API's OpenAPI document: public, outside the authenticated group
 	// below, limited per address like the tracking page.
-	r.GET("/v1/openapi.json", s.publicRateLimit(false), serveOpenAPI)
+	r.GET("/v1/openapi.json", s.publicRateLimit(nil), serveOpenAPI)
 
 	// Every POST under /v1 honours Idempotency-Key (idempotency.go): a
 	// route added here gets it without doing anything.

@@ -157,6 +157,13 @@ type Refund struct {
 	// shown to clients.
 	Envelope      string
 	FailureReason string // why the last payout was refused, while failed
+	// Claim is the refund's claim link (RefundClaim) as the store holds
+	// it, expired or not; nil when it has none. The store issues one with
+	// a refund created awaiting its destination and a new one when a
+	// refund fails, and ends it when the refund stops waiting for a
+	// destination. Its token is a bearer secret: never in a Temporal
+	// payload (json:"-"), a log, or any page but the claim page itself.
+	Claim *RefundClaim `json:"-"`
 
 	CreatedAt   time.Time
 	ApprovedAt  *time.Time // the last approval

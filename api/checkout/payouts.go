@@ -32,6 +32,16 @@ type Payouts interface {
 	// RefundWorkflowsToStart returns refunds created before the cutoff
 	// whose workflow is not known to exist.
 	RefundWorkflowsToStart(ctx context.Context, createdBefore time.Time, limit int) ([]models.Refund, error)
+	// RefundByClaim returns the refund whose claim token is token, with
+	// its claim, if the claim works at now; models.ErrRefundNotFound
+	// otherwise, whatever the reason.
+	RefundByClaim(ctx context.Context, token string, now time.Time) (models.Refund, error)
+	// TakeRefundClaim holds the working claim of token until until and
+	// returns its refund; taken is false while another submission holds
+	// it. Setting the refund's destination ends the claim.
+	TakeRefundClaim(ctx context.Context, token string, now, until time.Time) (r models.Refund, taken bool, err error)
+	// ReleaseRefundClaim lets go of a claim taken and not used.
+	ReleaseRefundClaim(ctx context.Context, token string) error
 }
 
 // PayoutWorkflows drives the Refund workflows (workflows.Client).
@@ -232,4 +242,79 @@ func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (in
 		n++
 	}
 	return n, nil
+}
+
+// The payer's claim page: a refund that waits for its destination has a
+// claim (models.RefundClaim), a secret link the API client forwards to
+// the payer, through which the payer says where the money goes, once.
+
+// RefundClaimLease is how long a submission through a claim link holds
+// it while the refund's workflow sets the destination (the Horizon check
+// included): far beyond a request's timeout, so that a second submission
+// at the same time (a double tap) cannot set another destination, and
+// short enough that a submission that died holding it gives the payer
+// the link back soon.
+const RefundClaimLease = time.Minute
+
+// ErrRefundClaimInUse means another submission through the same claim
+// link is setting the destination right now.
+var ErrRefundClaimInUse = errors.New("the claim link is being used by another request")
+
+// RefundByClaim returns the refund whose claim link carries token, if it
+// works now: models.ErrRefundNotFound for a link unknown, expired, used,
+// replaced by a newer one, or of a refund that no longer waits for a
+// destination.
+func (s *Service) RefundByClaim(ctx context.Context, token string) (models.Refund, error) {
+	return s.payouts.RefundByClaim(ctx, token, s.now().UTC())
+}
+
+// ClaimRefundRequest is the payer saying, through a claim link, where a
+// refund goes: an account and its memo (to_sender is the API client's
+// choice alone: the payer names the account).
+type ClaimRefundRequest struct {
+	Token       string
+	Destination models.RefundDestination
+}
+
+// ClaimRefund sets the destination of the refund whose claim link
+// carries req.Token, through the refund's workflow (By "claim"), which
+// checks it on the network first, and answers the refund as written. The
+// link is used by that write, so it works once.
+//
+// The destination is checked first (models.ValidateRefundDestination:
+// invalid_refund_destination). The link is then held for
+// RefundClaimLease, so that two submissions at once set one destination:
+// the second is ErrRefundClaimInUse. A link that does not work is
+// models.ErrRefundNotFound. When the workflow refuses (the network says
+// the account cannot receive the asset: invalid_refund_destination; the
+// refund moved meanwhile) the link is given back for another try; when
+// the outcome is unknown (a timeout) it stays held until the lease runs
+// out, by which time the destination is either set (and the link used)
+// or not.
+func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
+	d := req.Destination
+	d.ToSender = false
+	if err := models.ValidateRefundDestination(d); err != nil {
+		return models.Refund{}, err
+	}
+	now := s.now().UTC()
+	r, taken, err := s.payouts.TakeRefundClaim(ctx, req.Token, now, now.Add(RefundClaimLease))
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if !taken {
+		return models.Refund{}, ErrRefundClaimInUse
+	}
+	got, err := s.moveRefund(ctx, r, "", workflows.UpdateSetRefundDestination,
+		workflows.RefundDestinationRequest{Destination: d, By: "claim"})
+	if err != nil {
+		var refused *models.Error
+		if errors.As(err, &refused) {
+			if rerr := s.payouts.ReleaseRefundClaim(context.WithoutCancel(ctx), req.Token); rerr != nil {
+				s.log.Error("Giving a refund's claim link back failed", "refund_id", r.ID, "error", rerr)
+			}
+		}
+		return models.Refund{}, err
+	}
+	return got, nil
 }

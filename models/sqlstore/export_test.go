@@ -102,3 +102,25 @@ func (s *Store) RefundRowTimes(ctx context.Context, id string) (updatedAt time.T
 	}
 	return utc(r.UpdatedAt), utcPtr(r.WorkflowStartedAt), nil
 }
+
+// StoredRefundClaim returns the claim row of a refund as stored: the hash
+// it is found by and the token column (sealed or plain), for tests of
+// what the database holds.
+func (s *Store) StoredRefundClaim(ctx context.Context, refundID string) (tokenHash, token string, err error) {
+	var r refundClaimRow
+	err = s.db.WithContext(ctx).Where("refund_id = ?", refundID).Take(&r).Error
+	return r.TokenHash, r.Token, err
+}
+
+// SetStoredRefundClaimToken overwrites a claim's token column, for tests
+// that move a sealed token to another refund's row.
+func (s *Store) SetStoredRefundClaimToken(ctx context.Context, refundID, stored string) error {
+	return s.db.WithContext(ctx).Model(&refundClaimRow{}).Where("refund_id = ?", refundID).Update("token", stored).Error
+}
+
+// RefundClaimCount counts the stored claims.
+func (s *Store) RefundClaimCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&refundClaimRow{}).Count(&n).Error
+	return n, err
+}

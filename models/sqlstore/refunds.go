@@ -191,7 +191,9 @@ func orderWithPayments(tx *gorm.DB, row orderRow) (models.Order, error) {
 // once compute what is owed one after the other, each seeing the
 // refunds of the one before; each refund is inserted once by its key
 // whatever happens, and its refund.created event is recorded with it, in
-// the same transaction. Calling it again creates nothing.
+// the same transaction, as is the claim (models.RefundClaim) of each that
+// awaits its destination. Calling it again creates nothing. The refunds
+// returned carry their claims.
 func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.Time) ([]models.Refund, error) {
 	var out []models.Refund
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -228,7 +230,7 @@ func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([
 	}
 	owed := models.RefundsOwed(o, existing, now)
 	if len(owed) == 0 {
-		return existing, nil
+		return existing, s.attachClaims(tx, existing)
 	}
 	inserted := map[string]bool{}
 	for _, r := range owed {
@@ -238,9 +240,19 @@ func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([
 			return nil, err
 		}
 		inserted[r.ID] = stored
+		// A refund that waits for its destination gets its claim link
+		// with it, which its refund.created event shows.
+		if stored && models.RefundClaimable(r) {
+			if _, err := s.issueRefundClaim(tx, r, now); err != nil {
+				return nil, err
+			}
+		}
 	}
 	all, err := refundsOfOrder(tx, orderID)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.attachClaims(tx, all); err != nil {
 		return nil, err
 	}
 	// One refund.created per refund this call stored, with the refund as
@@ -277,7 +289,8 @@ func owedRefund(o models.Order, r models.Refund) models.Refund {
 // takes the mode of its payments, so that a test-mode payment goes back
 // through the sandbox. A refund of an order (with its account) records
 // its refund.created event as it is created; an unmatched payment's has
-// none.
+// none. A refund created awaiting its destination gets its claim
+// (models.RefundClaim) issued at its creation time.
 func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error) {
 	if r.Key == "" {
 		return models.Refund{}, false, errors.New("creating refund: it has no key")
@@ -305,8 +318,17 @@ func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refun
 		if err := tx.Where(clause.Eq{Column: keyColumn, Value: r.Key}).Take(&row).Error; err != nil {
 			return err
 		}
-		if out, err = row.toModel(); err != nil || !created {
+		if out, err = row.toModel(); err != nil {
 			return err
+		}
+		if !created {
+			out, err = s.withClaim(tx, out)
+			return err
+		}
+		if models.RefundClaimable(out) {
+			if out, err = s.issueRefundClaim(tx, out, out.CreatedAt); err != nil {
+				return err
+			}
 		}
 		return s.recordRefundsCreated(tx, []models.Refund{out})
 	})
@@ -333,15 +355,20 @@ func paymentsMode(tx *gorm.DB, ids []string) (models.Mode, error) {
 // Refund returns a refund by id, of any account, or
 // models.ErrRefundNotFound.
 func (s *Store) Refund(ctx context.Context, id string) (models.Refund, error) {
+	db := s.db.WithContext(ctx)
 	var row refundRow
-	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := db.Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return models.Refund{}, models.ErrRefundNotFound
 	}
 	if err != nil {
 		return models.Refund{}, fmt.Errorf("reading refund: %w", err)
 	}
-	return row.toModel()
+	r, err := row.toModel()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return s.withClaim(db, r)
 }
 
 // RefundForAccount returns a refund by id if it belongs to the account and
@@ -356,7 +383,15 @@ func (s *Store) RefundForAccount(ctx context.Context, accountID string, mode mod
 
 // RefundsForOrder lists an order's refunds, oldest first.
 func (s *Store) RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error) {
-	return refundsOfOrder(s.db.WithContext(ctx), orderID)
+	db := s.db.WithContext(ctx)
+	rs, err := refundsOfOrder(db, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.attachClaims(db, rs); err != nil {
+		return nil, err
+	}
+	return rs, nil
 }
 
 // Refunds lists the refunds of every account with the given statuses (all
@@ -374,7 +409,11 @@ func (s *Store) Refunds(ctx context.Context, statuses ...models.RefundStatus) ([
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("listing refunds: %w", err)
 	}
-	return refundModels(rows)
+	out, err := refundModels(rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.attachClaims(s.db.WithContext(ctx), out)
 }
 
 // ListRefunds returns a page of one account's refunds in one mode and
@@ -383,7 +422,7 @@ func (s *Store) Refunds(ctx context.Context, statuses ...models.RefundStatus) ([
 // from refunds_list_idx. A cursor that is not one of the account's
 // refunds in the mode is models.ErrRefundNotFound. A limit out of 1 to
 // models.MaxRefundListLimit is brought into it (the default when not
-// positive).
+// positive). The refunds carry their claims.
 func (s *Store) ListRefunds(ctx context.Context, q models.RefundListQuery) ([]models.Refund, bool, error) {
 	switch {
 	case q.Limit <= 0:
@@ -433,6 +472,9 @@ func (s *Store) ListRefunds(ctx context.Context, q models.RefundListQuery) ([]mo
 	if err != nil {
 		return nil, false, err
 	}
+	if err := s.attachClaims(db, out); err != nil {
+		return nil, false, err
+	}
 	return out, more, nil
 }
 
@@ -460,7 +502,11 @@ func (s *Store) lockRefund(tx *gorm.DB, id string) (models.Refund, error) {
 	if err := s.forUpdate(tx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return models.Refund{}, err
 	}
-	return row.toModel()
+	r, err := row.toModel()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return s.withClaim(tx, r)
 }
 
 // UpdateRefund applies move (a models move function: ApproveRefund,
@@ -538,9 +584,10 @@ func sameTime(a, b *time.Time) bool {
 }
 
 // writeRefund writes what move made of before (locked in tx) at now, the
-// order's payment status when the refund's status changed, and the event
-// of the move if it is one (refund.sent, refund.failed), with the order
-// as it then is; it returns the refund as stored.
+// order's payment status when the refund's status changed, the refund's
+// claim (claimAfterMove), and the event of the move if it is one
+// (refund.sent, refund.failed), with the order as it then is; it returns
+// the refund as stored.
 func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.Time) (models.Refund, error) {
 	out := moved(before, after)
 	if !refundChanged(before, out) {
@@ -576,6 +623,12 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 	}
 	stored, err := row.toModel()
 	if err != nil {
+		return models.Refund{}, err
+	}
+	// A failed refund gets a new claim (shown in its refund.failed event);
+	// one that stops waiting for a destination loses its own: a claim is
+	// used by the very write that sets the destination through it.
+	if stored, err = s.claimAfterMove(tx, before.Status, stored, now); err != nil {
 		return models.Refund{}, err
 	}
 	if err := s.recordRefundMove(tx, before.Status, stored); err != nil {
@@ -724,7 +777,11 @@ func (s *Store) RefundWorkflowsToStart(ctx context.Context, createdBefore time.T
 	if err != nil {
 		return nil, fmt.Errorf("listing refunds awaiting their workflow: %w", err)
 	}
-	return refundModels(rows)
+	out, err := refundModels(rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.attachClaims(s.db.WithContext(ctx), out)
 }
 
 // MarkRefundWorkflowStarted records that refund id's workflow exists. A

@@ -442,7 +442,7 @@ var envVars = []envVar{
 			return nil
 		}},
 	{name: "MEMOCART_WEBHOOK_SECRETS_KEY", def: "", secret: true,
-		help: "base64 of 32 random bytes (openssl rand -base64 32): webhook endpoint secrets are stored sealed with it (AES-256-GCM); empty = stored in plain (development)",
+		help: "base64 of 32 random bytes (openssl rand -base64 32): webhook endpoint secrets and refund claim links are stored sealed with it (AES-256-GCM); empty = stored in plain (development)",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil

@@ -1,0 +1,237 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/memocart/memocart/models"
+)
+
+// Refund claims (models.RefundClaim): the payer's secret link to say where
+// a refund goes. A refund has at most one row in refund_claims, found by
+// the SHA-256 of its token; the token itself is sealed like a webhook
+// secret (secrets.go), bound to the refund's id, so that the API can show
+// the claim_url again and a copy of the database alone opens no link.
+//
+// The claim's life follows the refund's, in the transactions that write
+// the refund: a refund created awaiting its destination gets one
+// (CreateOwedRefunds, CreateRefund); one whose payout failed gets a new
+// one, which replaces the old (UpdateRefund); any move that makes the
+// refund stop waiting for a destination (one is set, through the link or
+// by the API client; an operator settles it) deletes it. That last rule
+// is what makes a claim single-use: the destination set through it and
+// the claim's end are one write.
+
+// refundClaimRow is a stored claim.
+type refundClaimRow struct {
+	RefundID  string
+	TokenHash string
+	Token     string // sealed (sealSecret, bound to RefundID)
+	IssuedAt  time.Time
+	ExpiresAt time.Time
+	// TakenUntil: a submission through the link holds it until then
+	// (TakeRefundClaim).
+	TakenUntil *time.Time
+}
+
+func (refundClaimRow) TableName() string { return "refund_claims" }
+
+// issueRefundClaim gives refund r, written in tx, a new claim issued at
+// now, replacing the one it had, and returns r with it.
+func (s *Store) issueRefundClaim(tx *gorm.DB, r models.Refund, now time.Time) (models.Refund, error) {
+	c, err := models.NewRefundClaim(rand.Reader, now.UTC())
+	if err != nil {
+		return r, err
+	}
+	hash, _ := models.RefundClaimHash(c.Token)
+	sealed, err := s.sealSecret(r.ID, c.Token)
+	if err != nil {
+		return r, fmt.Errorf("sealing the claim of refund %s: %w", r.ID, err)
+	}
+	if err := dropRefundClaim(tx, r.ID); err != nil {
+		return r, err
+	}
+	row := refundClaimRow{RefundID: r.ID, TokenHash: hash, Token: sealed, IssuedAt: now.UTC(), ExpiresAt: c.ExpiresAt}
+	if err := tx.Create(&row).Error; err != nil {
+		return r, fmt.Errorf("storing the claim of refund %s: %w", r.ID, err)
+	}
+	r.Claim = &c
+	return r, nil
+}
+
+// dropRefundClaim ends the claim of refund id, if it has one.
+func dropRefundClaim(tx *gorm.DB, refundID string) error {
+	if err := tx.Where("refund_id = ?", refundID).Delete(&refundClaimRow{}).Error; err != nil {
+		return fmt.Errorf("deleting the claim of refund %s: %w", refundID, err)
+	}
+	return nil
+}
+
+// claimAfterMove issues or ends the claim of a refund that moved from
+// status from to r (as written in tx) at now, and returns r with its
+// claim: a refund that failed gets a new one (it waits for a new
+// destination); one that no longer waits for a destination has none; any
+// other keeps its own.
+func (s *Store) claimAfterMove(tx *gorm.DB, from models.RefundStatus, r models.Refund, now time.Time) (models.Refund, error) {
+	r.Claim = nil
+	switch {
+	case !models.RefundClaimable(r):
+		if from == r.Status {
+			return r, nil
+		}
+		return r, dropRefundClaim(tx, r.ID)
+	case r.Status == models.RefundFailed && from != r.Status:
+		return s.issueRefundClaim(tx, r, now)
+	}
+	return s.withClaim(tx, r)
+}
+
+// withClaim returns r with its claim (attachClaims).
+func (s *Store) withClaim(db *gorm.DB, r models.Refund) (models.Refund, error) {
+	rs := []models.Refund{r}
+	if err := s.attachClaims(db, rs); err != nil {
+		return models.Refund{}, err
+	}
+	return rs[0], nil
+}
+
+// attachClaims sets the Claim of each refund of rs that may be claimed
+// (models.RefundClaimable) and has a claim stored, expired or not: the
+// reader decides with its own clock. Every read of a refund the store
+// answers carries its claim this way.
+//
+// A claim this process cannot open (sealed under a key it does not have,
+// or moved from another refund's row) is left off: the refund reads
+// without its claim_url rather than not at all, since every move and
+// payout of the refund reads it too. The payer's link itself still works:
+// it is found by its hash (RefundByClaim).
+func (s *Store) attachClaims(db *gorm.DB, rs []models.Refund) error {
+	var ids []string
+	at := map[string]int{}
+	for i, r := range rs {
+		if models.RefundClaimable(r) {
+			ids = append(ids, r.ID)
+			at[r.ID] = i
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []refundClaimRow
+	if err := db.Where("refund_id IN ?", ids).Find(&rows).Error; err != nil {
+		return fmt.Errorf("reading refund claims: %w", err)
+	}
+	for _, row := range rows {
+		token, err := s.openSecret(row.RefundID, row.Token)
+		if err != nil {
+			continue
+		}
+		rs[at[row.RefundID]].Claim = &models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	}
+	return nil
+}
+
+// liveClaim reads, in db, the claim of token and its refund with the
+// claim attached, if the claim works at now: stored (not replaced, not
+// used), not expired, and its refund still claimable. Anything else is
+// models.ErrRefundNotFound: a link that does not work says nothing of
+// why. With lock, the claim's row (only) is locked until db's transaction
+// ends: a refund's writes lock its order, then the refund, then delete its
+// claim, so a reader holding the claim must not wait for the refund.
+func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (refundClaimRow, models.Refund, error) {
+	hash, ok := models.RefundClaimHash(token)
+	if !ok {
+		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
+	}
+	var row refundClaimRow
+	q := db
+	if lock {
+		q = s.forUpdate(db)
+	}
+	err := q.Where("token_hash = ?", hash).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
+	}
+	if err != nil {
+		return refundClaimRow{}, models.Refund{}, fmt.Errorf("reading refund claim: %w", err)
+	}
+	var rr refundRow
+	if err := db.Where("id = ?", row.RefundID).Take(&rr).Error; err != nil {
+		return refundClaimRow{}, models.Refund{}, fmt.Errorf("reading the refund of a claim: %w", err)
+	}
+	r, err := rr.toModel()
+	if err != nil {
+		return refundClaimRow{}, models.Refund{}, err
+	}
+	// The token hashes to the row: it is the claim's, and needs no
+	// opening (nor the key).
+	c := models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	if !c.Live(now) || !models.RefundClaimable(r) {
+		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
+	}
+	r.Claim = &c
+	return row, r, nil
+}
+
+// RefundByClaim returns the refund whose claim token is token, with its
+// claim, if the claim works at now: not replaced by a newer one, not
+// used, not expired, and the refund still waiting for a destination.
+// Otherwise models.ErrRefundNotFound, whatever the reason.
+func (s *Store) RefundByClaim(ctx context.Context, token string, now time.Time) (models.Refund, error) {
+	_, r, err := s.liveClaim(s.db.WithContext(ctx), token, now, false)
+	return r, err
+}
+
+// TakeRefundClaim holds the claim of token until until, for a submission
+// through the link to set the refund's destination without another one
+// doing so at the same time, and returns the refund with its claim. taken
+// is false when another submission holds it (until its own until passes).
+// A claim that does not work at now is models.ErrRefundNotFound.
+//
+// Setting the destination ends the claim (the move's write deletes it);
+// a submission that is refused gives it back (ReleaseRefundClaim), and
+// one that died holding it lets it go when until passes.
+func (s *Store) TakeRefundClaim(ctx context.Context, token string, now, until time.Time) (r models.Refund, taken bool, err error) {
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		taken = false
+		row, got, err := s.liveClaim(tx, token, now, true)
+		if err != nil {
+			return err
+		}
+		r = got
+		if row.TakenUntil != nil && now.Before(*row.TakenUntil) {
+			return nil
+		}
+		res := tx.Model(&refundClaimRow{}).Where("refund_id = ? AND token_hash = ?", row.RefundID, row.TokenHash).
+			Update("taken_until", until.UTC())
+		if res.Error != nil {
+			return fmt.Errorf("taking refund claim: %w", res.Error)
+		}
+		taken = res.RowsAffected == 1
+		return nil
+	})
+	if err != nil {
+		return models.Refund{}, false, err
+	}
+	return r, taken, nil
+}
+
+// ReleaseRefundClaim lets go of the claim of token a submission took
+// (TakeRefundClaim) and did not use: the link works again. A claim used
+// or replaced meanwhile is left as it is.
+func (s *Store) ReleaseRefundClaim(ctx context.Context, token string) error {
+	hash, ok := models.RefundClaimHash(token)
+	if !ok {
+		return nil
+	}
+	err := s.db.WithContext(ctx).Model(&refundClaimRow{}).Where("token_hash = ?", hash).Update("taken_until", nil).Error
+	if err != nil {
+		return fmt.Errorf("releasing refund claim: %w", err)
+	}
+	return nil
+}
