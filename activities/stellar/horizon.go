@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memocart/memocart/activities/upstream"
 )
 
 // maxPageSize bounds a page body: 200 records with their joined
@@ -104,18 +106,10 @@ func readError(resp *http.Response, now time.Time) *httpError {
 	return e
 }
 
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+// retryAfter is a Retry-After header's wait (upstream.RetryAfter), capped
+// at maxRetryAfter.
 func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
+	return min(upstream.RetryAfter(v, now), maxRetryAfter)
 }
 
 // paymentsURL builds the account's payments URL from the configured base,

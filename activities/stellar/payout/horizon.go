@@ -8,9 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memocart/memocart/activities/upstream"
 )
 
 // maxBody bounds what is read of a Horizon answer: an account, a
@@ -78,18 +79,10 @@ func horizonError(status int, header http.Header, body []byte, now time.Time) *H
 	return e
 }
 
-// retryAfter parses a Retry-After header: delay seconds or an HTTP date.
+// retryAfter is a Retry-After header's wait (upstream.RetryAfter), capped
+// at maxRetryAfter.
 func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), maxRetryAfter)
+	return min(upstream.RetryAfter(v, now), maxRetryAfter)
 }
 
 // transportError drops the URL from a client error: URLs name accounts,

@@ -75,6 +75,24 @@ func openMigratedStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	return st, nil
 }
 
+// openOperatorStore opens the store of an operator's command that reads
+// and writes what the service runs on: it must exist and be migrated
+// (the service migrates it; a command never does, nor creates one).
+func openOperatorStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
+	if err := requireExistingDatabase(e); err != nil {
+		return nil, err
+	}
+	st, err := OpenStore(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireMigrated(ctx, st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
 // requireExistingDatabase refuses an SQLite file that does not exist yet,
 // saying where it looked and how to point elsewhere. Postgres needs no such
 // check: connecting to a database that does not exist fails by itself.

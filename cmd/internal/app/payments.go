@@ -52,17 +52,11 @@ func runPayments(ctx context.Context, e Env, args []string) error {
 		fmt.Fprintln(e.Stderr, paymentsUsage)
 		return fmt.Errorf("unknown payments subcommand %q", args[0])
 	}
-	if err := requireExistingDatabase(e); err != nil {
-		return err
-	}
-	st, err := OpenStore(ctx, e)
+	st, err := openOperatorStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := requireMigrated(ctx, st); err != nil {
-		return err
-	}
 	switch args[0] {
 	case "list":
 		return paymentsList(ctx, e, st, args[1:])

@@ -55,17 +55,11 @@ func runRefunds(ctx context.Context, e Env, args []string) error {
 		fmt.Fprintln(e.Stderr, refundsUsage)
 		return fmt.Errorf("unknown refunds subcommand %q", args[0])
 	}
-	if err := requireExistingDatabase(e); err != nil {
-		return err
-	}
-	st, err := OpenStore(ctx, e)
+	st, err := openOperatorStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := requireMigrated(ctx, st); err != nil {
-		return err
-	}
 	switch args[0] {
 	case "list":
 		return refundsList(ctx, e, st, args[1:])
