@@ -98,8 +98,9 @@ func (o Order) AmountDueReceived() bool { return o.AmountReceived.GreaterThanOrE
 // AmountDueBack is the money in the order's asset owed back to the payer
 // and not yet refunded: what a cancelled or failed order had credited, an
 // overpayment's excess, and payments in the order's asset that arrived
-// after it closed. Payments in another asset are due back too, in their
-// own asset: Payments lists them (DispositionWrongAsset).
+// after it closed, less what its refunds returned (AmountRefunded).
+// Payments in another asset are due back too, in their own asset:
+// Payments lists them (DispositionWrongAsset), and so do their refunds.
 func AmountDueBack(o Order) decimal.Decimal {
 	var sum decimal.Decimal
 	if o.RefundedAt == nil {
@@ -115,5 +116,5 @@ func AmountDueBack(o Order) decimal.Decimal {
 			sum = sum.Add(p.Amount)
 		}
 	}
-	return sum
+	return decimal.Max(sum.Sub(o.AmountRefunded), decimal.Zero)
 }

@@ -29,3 +29,20 @@ func TestRefundValue(t *testing.T) {
 		})
 	}
 }
+
+func TestRefundsSettledInAndAmountDueBack(t *testing.T) {
+	refunds := []Refund{
+		{Asset: "USDC", Amount: decimal.RequireFromString("10"), Status: RefundSent},
+		{Asset: "USDC", Amount: decimal.RequireFromString("2.5"), Status: RefundCancelled},
+		{Asset: "USDC", Amount: decimal.RequireFromString("4"), Status: RefundSending},
+		{Asset: "XLM", Amount: decimal.RequireFromString("40"), Status: RefundSent},
+	}
+	assert.Equal(t, "12.5", RefundsSettledIn(refunds, "USDC").String(), "sent and cancelled, in the asset only")
+
+	o := Order{Status: OrderFailed, PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("20"), AmountReceived: decimal.RequireFromString("20")}
+	assert.Equal(t, "20", AmountDueBack(o).String())
+	o.AmountRefunded = decimal.RequireFromString("12.5")
+	assert.Equal(t, "7.5", AmountDueBack(o).String(), "less what the refunds returned")
+	o.AmountRefunded = decimal.RequireFromString("25")
+	assert.Equal(t, "0", AmountDueBack(o).String(), "never below zero")
+}

@@ -215,3 +215,16 @@ func PaymentStatusAfterRefunds(o Order, refunds []Refund) PaymentStatus {
 	}
 	return s
 }
+
+// RefundsSettledIn is what refunds, all of one order, returned in asset:
+// the sum of those sent or settled another way (cancelled). It is what the
+// order's amount due back no longer counts (AmountDueBack).
+func RefundsSettledIn(refunds []Refund, asset string) decimal.Decimal {
+	var sum decimal.Decimal
+	for _, r := range refunds {
+		if r.Status.Settled() && r.Asset == asset {
+			sum = sum.Add(r.Amount)
+		}
+	}
+	return sum
+}

@@ -41,6 +41,7 @@ type orderRow struct {
 	PaymentMemo        string
 	PaymentExpiresAt   time.Time
 	AmountReceived     decimal.Decimal
+	AmountRefunded     decimal.Decimal
 	PaymentNetwork     string
 	PaymentAssetIssuer string
 	PaymentMemoType    string
@@ -112,7 +113,7 @@ func (r orderRow) toModel(steps []orderStepRow, items []models.CartItem) models.
 		},
 		Currency: r.Currency, Total: r.Total, PaymentAsset: r.PaymentAsset, PaymentAmount: r.PaymentAmount,
 		PaymentAddress: r.PaymentAddress, PaymentMemo: r.PaymentMemo, PaymentExpiresAt: utc(r.PaymentExpiresAt),
-		AmountReceived: r.AmountReceived, Items: items,
+		AmountReceived: r.AmountReceived, AmountRefunded: r.AmountRefunded, Items: items,
 		PaymentNetwork: r.PaymentNetwork, PaymentAssetIssuer: r.PaymentAssetIssuer, PaymentMemoType: r.PaymentMemoType,
 		PaymentURI: r.PaymentURI, RatePrice: r.RatePrice.Decimal, RateSource: r.RateSource,
 		RateAt: utcPtr(r.RateAt), RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx,

@@ -665,11 +665,12 @@ func settleOrderPaymentStatus(tx *gorm.DB, orderID string, now time.Time) error 
 		return err
 	}
 	next := models.PaymentStatusAfterRefunds(o, refunds)
-	if next == o.PaymentStatus {
+	refunded := models.RefundsSettledIn(refunds, o.PaymentAsset)
+	if next == o.PaymentStatus && refunded.Equal(o.AmountRefunded) {
 		return nil
 	}
 	return tx.Model(&orderRow{}).Where("id = ?", orderID).
-		Updates(map[string]any{"payment_status": string(next), "updated_at": now.UTC()}).Error
+		Updates(map[string]any{"payment_status": string(next), "amount_refunded": refunded, "updated_at": now.UTC()}).Error
 }
 
 // refundApprovalLockID names the Postgres advisory lock that approvals

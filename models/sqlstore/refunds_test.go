@@ -374,6 +374,13 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		require.Len(t, refunds, 2)
 		own, xlm := refundByKey(t, refunds, "order:"+o.ID+":1"), refundByKey(t, refunds, "payment:p-xlm")
 		require.Equal(t, models.PaymentRefundDue, paymentStatusOf(t, st, o.ID))
+		dueBack := func(id string) string {
+			t.Helper()
+			got, err := st.Order(ctx, id)
+			require.NoError(t, err)
+			return models.AmountDueBack(got).String()
+		}
+		require.Equal(t, "12.5", dueBack(o.ID))
 
 		_, err = st.UpdateRefund(ctx, own.ID, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
 		require.NoError(t, err)
@@ -381,6 +388,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		_, err = st.UpdateRefund(ctx, own.ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentRefundDue, paymentStatusOf(t, st, o.ID), "the wrong-asset payment is still owed")
+		assert.Equal(t, "0", dueBack(o.ID), "the order's own money went back; the XLM is in another asset")
 		_, err = st.UpdateRefund(ctx, xlm.ID, now, func(r models.Refund) (models.Refund, error) { return models.CancelRefund(r, now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentRefunded, paymentStatusOf(t, st, o.ID), "every refund settled")
@@ -396,9 +404,11 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		_, err = st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentOverpaid, paymentStatusOf(t, st, p.ID))
+		assert.Equal(t, "1", dueBack(p.ID))
 		_, err = st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentConfirmed, paymentStatusOf(t, st, p.ID))
+		assert.Equal(t, "0", dueBack(p.ID), "the excess went back")
 	})
 }
 
