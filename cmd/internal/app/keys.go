@@ -30,23 +30,8 @@ Works on the database of MEMOCART_DATABASE_URL, or the same SQLite file memocart
 
 // runKeys is `memocart keys`.
 func runKeys(ctx context.Context, e Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.Stderr, keysUsage)
-		if len(args) == 0 {
-			return errors.New("keys needs a subcommand: create, list or revoke")
-		}
-		return flag.ErrHelp
-	}
-	switch args[0] {
-	case "create":
-		return keysCreate(ctx, e, args[1:])
-	case "list":
-		return keysList(ctx, e, args[1:])
-	case "revoke":
-		return keysRevoke(ctx, e, args[1:])
-	}
-	fmt.Fprintln(e.Stderr, keysUsage)
-	return fmt.Errorf("unknown keys subcommand %q", args[0])
+	return runSubcommands(ctx, e, "keys", keysUsage, args,
+		subcommand{"create", keysCreate}, subcommand{"list", keysList}, subcommand{"revoke", keysRevoke})
 }
 
 func keysFlagSet(e Env, name string) *flag.FlagSet {

@@ -39,34 +39,9 @@ and mark-refunded --order asks an open order workflow to record the refund.`
 
 // runPayments is `memocart payments`.
 func runPayments(ctx context.Context, e Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.Stderr, paymentsUsage)
-		if len(args) == 0 {
-			return errors.New("payments needs a subcommand: list, attach, mark-refunded or clear-alert")
-		}
-		return flag.ErrHelp
-	}
-	switch args[0] {
-	case "list", "attach", "mark-refunded", "clear-alert":
-	default:
-		fmt.Fprintln(e.Stderr, paymentsUsage)
-		return fmt.Errorf("unknown payments subcommand %q", args[0])
-	}
-	st, err := openOperatorStore(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch args[0] {
-	case "list":
-		return paymentsList(ctx, e, st, args[1:])
-	case "attach":
-		return paymentsAttach(ctx, e, st, args[1:])
-	case "mark-refunded":
-		return paymentsMarkRefunded(ctx, e, st, args[1:])
-	default: // clear-alert
-		return paymentsClearAlert(ctx, e, st, args[1:])
-	}
+	return runSubcommands(ctx, e, "payments", paymentsUsage, args,
+		subcommand{"list", onOperatorStore(paymentsList)}, subcommand{"attach", onOperatorStore(paymentsAttach)},
+		subcommand{"mark-refunded", onOperatorStore(paymentsMarkRefunded)}, subcommand{"clear-alert", onOperatorStore(paymentsClearAlert)})
 }
 
 func paymentsClearAlert(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {

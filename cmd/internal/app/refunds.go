@@ -42,34 +42,14 @@ the move.`
 
 // runRefunds is `memocart refunds`.
 func runRefunds(ctx context.Context, e Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.Stderr, refundsUsage)
-		if len(args) == 0 {
-			return errors.New("refunds needs a subcommand: list, show, approve, cancel, mark-sent or create")
-		}
-		return flag.ErrHelp
+	move := func(action string) subcommand {
+		return subcommand{action, onOperatorStore(func(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {
+			return refundsMove(ctx, e, st, action, args)
+		})}
 	}
-	switch args[0] {
-	case "list", "show", "approve", "cancel", "mark-sent", "create":
-	default:
-		fmt.Fprintln(e.Stderr, refundsUsage)
-		return fmt.Errorf("unknown refunds subcommand %q", args[0])
-	}
-	st, err := openOperatorStore(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch args[0] {
-	case "list":
-		return refundsList(ctx, e, st, args[1:])
-	case "show":
-		return refundsShow(ctx, e, st, args[1:])
-	case "create":
-		return refundsCreate(ctx, e, st, args[1:])
-	default:
-		return refundsMove(ctx, e, st, args[0], args[1:])
-	}
+	return runSubcommands(ctx, e, "refunds", refundsUsage, args,
+		subcommand{"list", onOperatorStore(refundsList)}, subcommand{"show", onOperatorStore(refundsShow)},
+		move("approve"), move("cancel"), move("mark-sent"), subcommand{"create", onOperatorStore(refundsCreate)})
 }
 
 func refundsList(ctx context.Context, e Env, st *sqlstore.Store, args []string) error {

@@ -40,25 +40,9 @@ func eventTypeList() string {
 
 // runWebhooks is `memocart webhooks`.
 func runWebhooks(ctx context.Context, e Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(e.Stderr, webhooksUsage)
-		if len(args) == 0 {
-			return errors.New("webhooks needs a subcommand: create, list, delete or deliveries")
-		}
-		return flag.ErrHelp
-	}
-	switch args[0] {
-	case "create":
-		return webhooksCreate(ctx, e, args[1:])
-	case "list":
-		return webhooksList(ctx, e, args[1:])
-	case "delete":
-		return webhooksDelete(ctx, e, args[1:])
-	case "deliveries":
-		return webhooksDeliveries(ctx, e, args[1:])
-	}
-	fmt.Fprintln(e.Stderr, webhooksUsage)
-	return fmt.Errorf("unknown webhooks subcommand %q", args[0])
+	return runSubcommands(ctx, e, "webhooks", webhooksUsage, args,
+		subcommand{"create", webhooksCreate}, subcommand{"list", webhooksList},
+		subcommand{"delete", webhooksDelete}, subcommand{"deliveries", webhooksDeliveries})
 }
 
 func webhooksFlagSet(e Env, name string) *flag.FlagSet {
