@@ -127,10 +127,7 @@ func (s *Server) claimSubmit(c *gin.Context) {
 	v.Address = strings.TrimSpace(form.Get("address"))
 	v.MemoType = form.Get("memo_type")
 	v.Memo = strings.TrimSpace(form.Get("memo"))
-	d := models.RefundDestination{Address: v.Address, MemoType: v.MemoType, Memo: v.Memo}
-	if v.MemoType == "none" {
-		d.MemoType = ""
-	}
+	d := models.RefundDestination{Address: v.Address, MemoType: v.MemoType, Memo: v.Memo}.Normalized()
 	var got models.Refund
 	if !claimMemoType(v.MemoType) {
 		err = models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.memo_type", "Choose a memo type from the list")

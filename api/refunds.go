@@ -184,14 +184,9 @@ type refundDestinationRequest struct {
 	ToSender bool   `json:"to_sender"`
 }
 
-// model is the destination as the models take it; memo_type "none" is no
-// memo, shown as null like an absent one.
+// model is the destination as the models take it (Normalized).
 func (r refundDestinationRequest) model() models.RefundDestination {
-	d := models.RefundDestination{Address: r.Address, MemoType: r.MemoType, Memo: r.Memo, ToSender: r.ToSender}
-	if d.MemoType == "none" {
-		d.MemoType = ""
-	}
-	return d
+	return models.RefundDestination{Address: r.Address, MemoType: r.MemoType, Memo: r.Memo, ToSender: r.ToSender}.Normalized()
 }
 
 // setRefundDestination is POST /v1/orders/{id_or_number}/refund_destination

@@ -117,6 +117,15 @@ type RefundDestination struct {
 	ToSender bool
 }
 
+// Normalized is d as it is stored and shown: memo type "none" is no memo,
+// written as none at all, so a client reads one spelling of it.
+func (d RefundDestination) Normalized() RefundDestination {
+	if d.MemoType == "none" {
+		d.MemoType = ""
+	}
+	return d
+}
+
 // Refund is money owed back to a payer and its way there. It never
 // changes amount or asset once created: more money owed later is another
 // refund.
@@ -232,9 +241,7 @@ func SetRefundDestination(r Refund, d RefundDestination) (Refund, error) {
 	if err := ValidateRefundDestination(d); err != nil {
 		return r, err
 	}
-	if d.MemoType == "none" {
-		d.MemoType = ""
-	}
+	d = d.Normalized()
 	r.Destination = &d
 	r.Status = RefundAwaitingApproval
 	r.FailureReason, r.TransactionHash, r.Envelope = "", "", ""
