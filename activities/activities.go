@@ -96,8 +96,9 @@ type Activities struct {
 	Webhooks WebhookStore
 	Sender   WebhookSender
 	Events   EventDispatcher
-	// Now is the clock of webhook attempts (signatures, attempt times);
-	// nil: time.Now. Workflow tests set the test suite's clock.
+	// Now is the clock of webhook attempts (signatures, attempt times)
+	// and of WatchOrder's first check; nil: time.Now. Workflow tests set
+	// the test suite's clock.
 	Now func() time.Time
 
 	// Tests override how often and how heartbeats are recorded: the SDK
@@ -203,27 +204,79 @@ func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int
 // small Progress the workflow decides on.
 func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
 	defer a.heartbeat(ctx)()
-	return a.checkOrder(ctx, orderID, ref)
+	_, p, err := a.checkOrder(ctx, orderID, ref)
+	return p, err
 }
 
-func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
+// checkOrder is one check: the order as stored before it, and the
+// provider's progress.
+func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (models.Order, models.Progress, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
-		return models.Progress{}, err
+		return o, models.Progress{}, err
 	}
 	snap, err := f.Check(ctx, o, ref)
 	if err != nil {
-		return models.Progress{}, temporalError(err)
+		return o, models.Progress{}, temporalError(err)
 	}
 	if snap.Ref == "" {
 		snap.Ref = ref
 	}
 	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
-		return models.Progress{}, temporalError(err)
+		return o, models.Progress{}, temporalError(err)
 	}
 	p := snap.Progress()
 	p.NextCheck = f.Schedule().Next(p.Status)
-	return p, nil
+	return o, p, nil
+}
+
+// WatchOrderInput asks WatchOrder to follow the order placed as Ref,
+// checking first at NotBefore.
+type WatchOrderInput struct {
+	OrderID   string
+	Ref       string
+	NotBefore time.Time
+}
+
+// OrderUnchanged is the error type of a WatchOrder attempt that found no
+// news: Temporal retries it after the wait the error names.
+const OrderUnchanged = "order_unchanged"
+
+// WatchOrder checks the order at its provider, as CheckOrder does, until
+// the provider reports news to the order as the database holds it
+// (models.Progress.News: what its workflow has written), and returns that
+// progress. Comparing with the database, not with a copy in the input,
+// keeps a watch current while the workflow moves the order on a webhook's
+// check, so it never has to be cancelled and started again.
+//
+// An attempt that finds no news (or is early) fails as OrderUnchanged,
+// with the provider's advised wait as the next retry's delay: Temporal
+// keeps that retry on the server, so an idle check costs one action and
+// no history event, where a timer and an activity cost two actions and
+// eleven events. The error is benign: the SDK logs it at debug level and
+// counts no activity failure in its metrics.
+func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models.Progress, error) {
+	if wait := in.NotBefore.Sub(a.clock()); wait > 0 {
+		return models.Progress{}, unchanged("first check due", wait)
+	}
+	defer a.heartbeat(ctx)()
+	o, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
+	if err != nil || p.News(o.Status, o.Shipment) {
+		return p, err
+	}
+	return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
+}
+
+// minRecheck keeps a provider advising no wait from making WatchOrder a
+// busy loop.
+const minRecheck = time.Second
+
+// unchanged is WatchOrder's error for an attempt with nothing to report;
+// the next attempt runs after wait.
+func unchanged(msg string, wait time.Duration) error {
+	wait = max(wait, minRecheck)
+	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("%s; next check in %s", msg, wait.Round(time.Millisecond)), OrderUnchanged,
+		temporal.ApplicationErrorOptions{NextRetryDelay: wait, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // SourceOrder, ShipOrder and DeliverOrder are the activities of Order
@@ -271,7 +324,7 @@ func (a *Activities) awaitProgress(ctx context.Context, orderID, ref string, wan
 		ref = o.Fulfilment.Ref
 	}
 	for {
-		p, err := a.checkOrder(ctx, orderID, ref)
+		_, p, err := a.checkOrder(ctx, orderID, ref)
 		if err != nil {
 			return err
 		}

@@ -111,6 +111,21 @@ type Progress struct {
 	Retry bool
 }
 
+// News reports whether p tells an order at status, with shipment,
+// anything its workflow acts on: a failure of an order not failed, a step
+// the order has not reached, or, once both are shipped, another shipment
+// (a new estimated delivery date). Progress behind the order is no news.
+func (p Progress) News(status OrderStatus, shipment Shipment) bool {
+	if p.Status == OrderFailed {
+		return status != OrderFailed
+	}
+	if !StepReached(status, p.Status) {
+		return true
+	}
+	return StepReached(p.Status, OrderShipped) && StepReached(status, OrderShipped) &&
+		p.Shipment != (Shipment{}) && p.Shipment != shipment
+}
+
 // Progress maps a fulfilment snapshot to the order's progress:
 //   - a failed fulfilment, or any undeliverable parcel, is failed;
 //   - still pending at the provider is paid;

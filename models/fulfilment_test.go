@@ -164,3 +164,30 @@ func TestIsCurrencyCode(t *testing.T) {
 		assert.False(t, IsCurrencyCode(bad), bad)
 	}
 }
+
+func TestProgressNews(t *testing.T) {
+	ship := Shipment{Carrier: "UPS", TrackingNumber: "1Z", EstimatedDelivery: "2026-12-01"}
+	later := ship
+	later.EstimatedDelivery = "2026-12-03"
+	for _, tc := range []struct {
+		name     string
+		p        Progress
+		status   OrderStatus
+		shipment Shipment
+		want     bool
+	}{
+		{"still pending at the provider", Progress{Status: OrderPaid}, OrderPaid, Shipment{}, false},
+		{"bought", Progress{Status: OrderOrdered}, OrderPaid, Shipment{}, true},
+		{"shipped at once", Progress{Status: OrderShipped, Shipment: ship}, OrderPaid, Shipment{}, true},
+		{"still in transit", Progress{Status: OrderShipped, Shipment: ship}, OrderShipped, ship, false},
+		{"a new estimate", Progress{Status: OrderShipped, Shipment: later}, OrderShipped, ship, true},
+		{"behind the order", Progress{Status: OrderOrdered}, OrderShipped, ship, false},
+		{"no shipment reported", Progress{Status: OrderShipped}, OrderShipped, ship, false},
+		{"failed", Progress{Status: OrderFailed, Reason: "x"}, OrderOrdered, Shipment{}, true},
+		{"failed already", Progress{Status: OrderFailed, Reason: "x"}, OrderFailed, Shipment{}, false},
+		{"delivered", Progress{Status: OrderDelivered, Shipment: ship}, OrderShipped, ship, true},
+		{"advice is no news", Progress{Status: OrderShipped, Shipment: ship, NextCheck: time.Hour}, OrderShipped, ship, false},
+	} {
+		assert.Equal(t, tc.want, tc.p.News(tc.status, tc.shipment), tc.name)
+	}
+}

@@ -12,13 +12,15 @@ import (
 )
 
 // Every Order history is bounded: a run that follows its order at the
-// provider for long (a backordered item checked for months) continues as
-// new between two checks, carrying its state (OrderResume), long before
-// Temporal's limits (a warning at 10,240 events, termination at 51,200).
+// provider for long continues as new between two checks, carrying its
+// state (OrderResume), long before Temporal's limits (a warning at 10,240
+// events, termination at 51,200). Idle checks are retries of one watch
+// and add no events (watch); what grows a history is the checks a
+// provider's hints ask for (about 10 events each) and, in runs from
+// before watch-by-retry, every check (about 11).
 
 // historyBound is the history length past which a following run continues
-// as new at its next check: a check costs about 11 events (a timer, an
-// activity, two workflow tasks), so a run stays under 2,000 events.
+// as new at its next check, so a run stays under 2,000 events.
 const historyBound = 1500
 
 // maxChecksPerRun bounds the checks one run makes, whatever the server
@@ -64,9 +66,14 @@ type OrderResume struct {
 // runIsLong reports whether this run should continue as new before its
 // next check.
 func (o *order) runIsLong(ctx workflow.Context) bool {
+	return o.grownLong(ctx) && o.atLatest(ctx, changeContinueAsNew)
+}
+
+// grownLong reports whether this run has made enough checks, or grown a
+// history long enough, to continue as new.
+func (o *order) grownLong(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	long := o.checks >= maxChecksPerRun || info.GetCurrentHistoryLength() >= historyBound || info.GetContinueAsNewSuggested()
-	return long && workflow.GetVersion(ctx, changeContinueAsNew, workflow.DefaultVersion, 1) == 1
+	return o.checks >= maxChecksPerRun || info.GetCurrentHistoryLength() >= historyBound || info.GetContinueAsNewSuggested()
 }
 
 // continueAsNew ends this run with a continue-as-new carrying its state.

@@ -56,6 +56,11 @@ func (s *fakeStore) RecordTransition(_ context.Context, orderID string, t models
 	}
 	s.transitions = append(s.transitions, t)
 	s.writes = append(s.writes, fmt.Sprintf("transition:%s/%s", t.Status, t.PaymentStatus))
+	// As the database keeps them: WatchOrder compares with them.
+	s.order.Status = t.Status
+	if t.Shipment != nil {
+		s.order.Shipment = *t.Shipment
+	}
 	hook := s.onTransition
 	s.mu.Unlock()
 	if hook != nil {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,7 +38,7 @@ func (o *order) fulfil(ctx workflow.Context) error {
 	// "Running" AND StartTime < "2026-11-23T10:06:31Z"` (commit c07eb40;
 	// the deploy's time if later) finds none. The testdata histories
 	// recorded before it (those with SourceOrder) go in the same change.
-	if workflow.GetVersion(ctx, changeFulfilByPolling, workflow.DefaultVersion, 1) == 1 {
+	if o.atLatest(ctx, changeFulfilByPolling) {
 		return o.fulfilByPolling(ctx)
 	}
 	return o.fulfilByBlocking(ctx)
@@ -79,27 +80,49 @@ func (o *order) place(ctx workflow.Context, attempt int) (p models.Placement, fa
 	return p, false, err
 }
 
-// followOrder checks the order placed as ref (placement attempt) on the
-// provider's schedule, or at once when the provider's webhook signals a
-// change, moving the order along as the provider reports it, until it is
-// delivered or failed. The first check is due after wait. A run whose
-// history grows long continues as new (continueAsNew) between checks.
+// followOrder follows the order placed as ref (placement attempt) at its
+// provider, moving the order along as the provider reports it, until it
+// is delivered or failed. The first check is due after wait; the
+// provider's webhook (a hint) makes it check at once. A run whose history
+// grows long continues as new (continueAsNew) between checks.
 func (o *order) followOrder(ctx workflow.Context, ref string, attempt int, wait time.Duration) error {
-	var a *activities.Activities
+	// Old runs: a run that reached this point before watch-by-retry was
+	// deployed checks on a timer (checkWhenDue). Drop that path once no
+	// such run is open: `WorkflowType = "Order" AND ExecutionStatus =
+	// "Running" AND StartTime < T` (T the deploy of this change, landed
+	// 2026-11-26) finds none; the testdata histories with a CheckOrder
+	// after a timer go in the same change.
+	// A watch still running when the run ends is dropped with it:
+	// cancelling it would cost two events and a workflow task.
+	var w *watch
+	if o.atLatest(ctx, changeWatchByRetry) {
+		w = &watch{}
+	}
 	for {
 		if o.runIsLong(ctx) {
 			return o.continueAsNew(ctx, ref, attempt, wait)
 		}
-		o.awaitCheck(ctx, wait, ref)
 		var p models.Progress
-		err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
+		news := true
+		var err error
+		if w != nil {
+			p, news, err = o.awaitNews(ctx, w, ref, wait)
+		} else {
+			p, err = o.checkWhenDue(ctx, ref, wait)
+		}
 		if err != nil {
 			return err
 		}
-		o.checks++
+		if !news {
+			wait = p.NextCheck
+			continue
+		}
 		if p.Status == models.OrderFailed && p.Retry && attempt < maxPlacements {
 			attempt++
 			o.logger.Warn("Retailer failed the order for a passing reason; placing it again", "Reason", p.Reason, "Attempt", attempt)
+			if w != nil {
+				w.stop() // it follows the failed placement
+			}
 			placed, failed, err := o.place(ctx, attempt)
 			if failed || err != nil {
 				return err
@@ -115,6 +138,105 @@ func (o *order) followOrder(ctx workflow.Context, ref string, attempt int, wait 
 		}
 		wait = p.NextCheck
 	}
+}
+
+// changeWatchByRetry is the workflow.GetVersion change id of following an
+// order with a WatchOrder activity whose idle checks are retries
+// (version 1), replacing a timer and a CheckOrder activity per check
+// (DefaultVersion).
+const changeWatchByRetry = "watch-by-retry"
+
+// watch is the WatchOrder activity following the order, if one is
+// running. It compares the provider's progress with the order as the
+// database holds it, so it stays current while the run moves the order
+// on a hint's check: one watch lasts until it reports news.
+type watch struct {
+	running workflow.Future
+	cancel  workflow.CancelFunc
+}
+
+// stop cancels the watch, if one is running.
+func (w *watch) stop() {
+	if w.running != nil {
+		w.cancel()
+		w.running = nil
+	}
+}
+
+// awaitNews waits for news of the order at its provider (see
+// models.Progress.News) and returns it: from the watch, which it starts
+// if none is running (its first check after wait), or from a check made
+// at once when the provider hints at a change (CheckOrder). It returns
+// without news (news false, the next check's wait in p.NextCheck) when
+// checks have made the run long enough to continue as new.
+func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.Duration) (p models.Progress, news bool, err error) {
+	var a *activities.Activities
+	for {
+		if w.running == nil {
+			var watchCtx workflow.Context
+			watchCtx, w.cancel = workflow.WithCancel(ctx)
+			in := activities.WatchOrderInput{OrderID: o.in.OrderID, Ref: ref, NotBefore: workflow.Now(ctx).Add(wait)}
+			w.running = workflow.ExecuteActivity(withOptions(watchCtx, watchOptions(o.status)), a.WatchOrder, in)
+		}
+		checked := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(w.running, func(f workflow.Future) {
+			w.running, checked = nil, true
+			err = f.Get(ctx, &p)
+			if watchRanOut(err) {
+				o.logger.Info("Watch at the buying provider made its last check; watching again", "Error", err)
+				p, err, wait = models.Progress{}, nil, 0
+				return
+			}
+			wait = p.NextCheck
+		})
+		sel.AddReceive(o.updates, func(c workflow.ReceiveChannel, more bool) {
+			var sig FulfilmentSignal
+			c.Receive(ctx, &sig)
+			if !o.newHint(sig) {
+				return
+			}
+			o.logger.Info("Buying provider signalled a change", "EventID", sig.EventID, "Ref", sig.Ref, "OrderRef", ref)
+			err = workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
+			checked = true
+		})
+		sel.Select(ctx)
+		if !checked {
+			continue
+		}
+		o.checks++
+		if err != nil || p.Status != "" && p.News(o.status, o.shipment) {
+			return p, err == nil, err
+		}
+		if o.grownLong(ctx) {
+			return p, false, nil
+		}
+	}
+}
+
+// watchRanOut reports whether err only says a watch used up its checks
+// (watchChecks): the last found nothing new, or failed for a passing
+// reason. The run watches again; any other error ends it.
+func watchRanOut(err error) bool {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return !appErr.NonRetryable() && !slices.Contains(retryPolicy().NonRetryableErrorTypes, appErr.Type())
+	}
+	var timeout *temporal.TimeoutError
+	return errors.As(err, &timeout)
+}
+
+// checkWhenDue is how runs from before watch-by-retry check the order: a
+// timer for the next check (awaitCheck), then a CheckOrder activity.
+func (o *order) checkWhenDue(ctx workflow.Context, ref string, wait time.Duration) (models.Progress, error) {
+	var a *activities.Activities
+	o.awaitCheck(ctx, wait, ref)
+	var p models.Progress
+	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
+	if err == nil {
+		o.checks++
+	}
+	return p, err
 }
 
 // minCheckInterval keeps a fulfiller advising no wait from turning the
@@ -174,6 +296,10 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	}
 	// The shipment shows from shipped on, as the contract's tracking does.
 	shipped := p.Shipment != (models.Shipment{}) && models.StepReached(p.Status, models.OrderShipped)
+	// Each step is written, but the search attributes are upserted once,
+	// with the last (runs from the baseline: older runs upserted each).
+	o.holdAttrs = o.baseline
+	defer func() { o.holdAttrs = false }()
 	for _, step := range models.OrderSteps {
 		if models.StepReached(o.status, step) || !models.StepReached(p.Status, step) {
 			continue
@@ -189,6 +315,7 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	if shipped && models.StepReached(o.status, models.OrderShipped) {
 		o.shipment = p.Shipment // e.g. a new estimated delivery date
 	}
+	o.holdAttrs = false
 	return o.sync(o.bg)
 }
 

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
@@ -34,7 +37,8 @@ func TestOrderSourcingFailed(t *testing.T) {
 
 // TestOrderProviderSignalChecksAtOnce: a webhook's hint makes the workflow
 // check the provider right away instead of at the next scheduled check,
-// and a burst of duplicate hints costs one check.
+// and a burst of duplicate hints costs one check. The watch keeps its
+// schedule through the hints' checks.
 func TestOrderProviderSignalChecksAtOnce(t *testing.T) {
 	h := newHarness(t)
 	h.ff.schedule = models.PollSchedule{First: time.Hour, Pending: time.Hour, Ordered: time.Hour, Shipped: time.Hour}
@@ -61,7 +65,45 @@ func TestOrderProviderSignalChecksAtOnce(t *testing.T) {
 	require.Len(t, checkedAt, 4, "two hinted checks and two scheduled ones: %v", checkedAt)
 	assert.Equal(t, t0.Add(10*time.Minute), checkedAt[0], "checked when the first hint came, not an hour after placing")
 	assert.Equal(t, t0.Add(20*time.Minute), checkedAt[1], "duplicates of the first hint cost no extra check")
-	assert.Equal(t, t0.Add(80*time.Minute), checkedAt[2], "then back to the schedule")
+	assert.Equal(t, t0.Add(65*time.Minute), checkedAt[2], "the watch's check, an hour after placing: the hints did not restart it")
+	assert.Equal(t, t0.Add(125*time.Minute), checkedAt[3], "then on the schedule")
+}
+
+// TestOrderIdleChecksAreRetries: checks that find nothing new are retries
+// of one WatchOrder activity, made on the provider's schedule: a week in
+// transit checked every 6 hours is 28 checks and one watch, so the
+// history does not grow with them.
+func TestOrderIdleChecksAreRetries(t *testing.T) {
+	h := newHarness(t)
+	const every = 6 * time.Hour
+	h.ff.schedule = models.PollSchedule{First: time.Minute, Pending: time.Minute, Ordered: time.Minute, Shipped: every}
+	j := journey() // pending, placed, in transit, delivered
+	inTransit := j[2]
+	h.ff.script = j[:3:3]
+	for range 27 {
+		h.ff.script = append(h.ff.script, inTransit)
+	}
+	h.ff.script = append(h.ff.script, j[3])
+	var checkedAt []time.Time
+	h.ff.onCheck = func(int) { checkedAt = append(checkedAt, h.env.Now().UTC()) }
+	watches := map[int32]int{} // attempts by number
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == "WatchOrder" {
+			watches[info.Attempt]++
+		}
+	})
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	require.Len(t, checkedAt, 3+28, "three checks to shipped, then 28 in transit")
+	shipped := checkedAt[2]
+	for i, at := range checkedAt[3:] {
+		assert.Equal(t, shipped.Add(time.Duration(i+1)*every), at, "check %d in transit is on the schedule", i+1)
+	}
+	assert.Equal(t, 3, watches[1], "one watch to ordered, one to shipped, one to delivered")
+	assert.Equal(t, 1, watches[29], "the last watch made every check in transit (and its early first attempt)")
 }
 
 // TestOrderRetryableFailureIsPlacedAgain: the retailer failed the purchase
@@ -148,4 +190,11 @@ func TestOrderJumpsStepsAndFollowsTheEstimate(t *testing.T) {
 	assert.Equal(t, shipment, *transitions[2].Shipment)
 	assert.Equal(t, later, *transitions[3].Shipment, "the new estimate is written")
 	assert.Equal(t, later, *transitions[4].Shipment)
+	var upserted []string
+	for _, a := range h.attrs {
+		if v, ok := a.GetKeyword(workflows.SearchAttrOrderStatus); ok {
+			upserted = append(upserted, v)
+		}
+	}
+	assert.Equal(t, []string{"created", "paid", "shipped", "delivered"}, upserted, "the steps one check finds are upserted once, the last")
 }

@@ -105,6 +105,27 @@ func placeOptions(attempt int) workflow.ActivityOptions {
 	}
 }
 
+// watchChecks bounds the attempts of one watch: 200 checks are 50 days
+// at 6 hours, 13 hours at Zinc's 4 minutes while it buys. Unbounded
+// retries would do in production, but the SDK's test suite caps them at
+// 10 attempts, and the run counts each watch toward continuing as new.
+const watchChecks = 200
+
+// watchOptions: WatchOrder's idle checks are retries at the delay each
+// names (activities.OrderUnchanged); a failing provider is retried on
+// retryPolicy's backoff like any check. A watch makes at most
+// watchChecks attempts, then the run watches again (watchRanOut).
+func watchOptions(status models.OrderStatus) workflow.ActivityOptions {
+	rp := retryPolicy()
+	rp.MaximumAttempts = watchChecks
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: providerTimeout,
+		HeartbeatTimeout:    activityHeartbeat,
+		RetryPolicy:         rp,
+		Summary:             fmt.Sprintf("Watch the order at the buying provider (now %s)", status),
+	}
+}
+
 // checkOptions: one read of the order at the provider.
 func checkOptions(status models.OrderStatus) workflow.ActivityOptions {
 	return workflow.ActivityOptions{

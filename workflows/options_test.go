@@ -13,6 +13,7 @@ import (
 
 	"github.com/memocart/memocart/models"
 	mcworker "github.com/memocart/memocart/worker"
+	"github.com/memocart/memocart/workflows"
 )
 
 // TestOrderActivitiesNoticeALostWorker: every activity the order workflow
@@ -44,6 +45,9 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 	delivered := newHarness(t)
 	listen(delivered)
 	delivered.payAt(5*time.Minute, pay("p1", "995.98"))
+	delivered.env.RegisterDelayedCallback(func() { // a provider's hint: CheckOrder
+		delivered.env.SignalWorkflow(workflows.SignalFulfilmentUpdated, workflows.FulfilmentSignal{EventID: "evt-1"})
+	}, 10*time.Minute)
 	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), delivered.run())
 
 	// A failed order, refunded, then paid again: the refund and late
@@ -83,7 +87,7 @@ func TestOrderActivitiesNoticeALostWorker(t *testing.T) {
 			"%s: a live attempt's beats must have time to reach the server", name)
 		assert.Greater(t, info.StartToCloseTimeout, info.HeartbeatTimeout, "%s: the heartbeat timeout must come first", name)
 	}
-	assert.ElementsMatch(t, []string{"PlaceOrder", "CheckOrder", "RecordRefund", "RecordLatePayment", "CreateRefunds"}, names)
+	assert.ElementsMatch(t, []string{"PlaceOrder", "WatchOrder", "CheckOrder", "RecordRefund", "RecordLatePayment", "CreateRefunds"}, names)
 	assert.Equal(t, map[string]bool{"RecordPayment": true, "RecordTransition": true}, locals, "the order's writes are local")
 }
 

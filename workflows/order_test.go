@@ -114,6 +114,7 @@ func newHarness(t *testing.T) *harness {
 			},
 		},
 		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: h.ff},
+		Now:        env.Now,
 	})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		h.attrs = append(h.attrs, args.Get(0).(temporal.SearchAttributes))
@@ -122,8 +123,10 @@ func newHarness(t *testing.T) *harness {
 }
 
 // beforeRefundPayouts makes the run take the path of runs started before
-// refund-payouts: an order owing money waits for an operator's refund.
+// refund-payouts (and so before the baseline): an order owing money waits
+// for an operator's refund.
 func (h *harness) beforeRefundPayouts() {
+	h.env.OnGetVersion("baseline-2026-11", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion("refund-payouts", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 }
 

@@ -83,7 +83,7 @@ func (o *order) awaitDeadline(ctx workflow.Context, wait time.Duration, settled 
 	// wait included. The testdata histories paid or cancelled before
 	// their deadline without this marker stop replaying then: remove them
 	// in the same change and re-record their scenarios.
-	if workflow.GetVersion(ctx, changeCancelPaymentDeadline, workflow.DefaultVersion, 1) == 1 {
+	if o.atLatest(ctx, changeCancelPaymentDeadline) {
 		cancelTimer()
 	}
 	return nil

@@ -58,6 +58,11 @@ type order struct {
 	refundsTaken bool
 	late         map[string]bool // ids of toRecord payments to record as late
 	note         string          // shown in the current details (setDetails)
+	// baseline: this run started from changeBaseline on (atLatest).
+	baseline bool
+	// holdAttrs defers upserting the search attributes while one check's
+	// steps are written: operators see the last (advance).
+	holdAttrs bool
 
 	// checks counts this run's checks with the buying provider
 	// (runIsLong).
@@ -97,10 +102,7 @@ func (o *order) sync(ctx workflow.Context) error {
 	defer o.writeMu.Unlock()
 
 	t := o.transition()
-	if sameTransition(o.written, t) {
-		return nil
-	}
-	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.attrs {
+	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.attrs && !o.holdAttrs {
 		if err := workflow.UpsertTypedSearchAttributes(ctx,
 			SearchAttrOrderStatus.ValueSet(attrs[0]),
 			SearchAttrPaymentStatus.ValueSet(attrs[1]),
@@ -108,6 +110,9 @@ func (o *order) sync(ctx workflow.Context) error {
 			return err
 		}
 		o.attrs = attrs
+	}
+	if sameTransition(o.written, t) {
+		return nil
 	}
 	var a *activities.Activities
 	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
@@ -179,7 +184,7 @@ func localWriteOptions() workflow.LocalActivityOptions {
 // regular one after it write once.
 func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any) error {
 	if o.localWrites == nil {
-		local := workflow.GetVersion(ctx, changeLocalWrites, workflow.DefaultVersion, 1) == 1
+		local := o.atLatest(ctx, changeLocalWrites)
 		o.localWrites = &local
 	}
 	if *o.localWrites {

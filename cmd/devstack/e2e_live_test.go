@@ -647,6 +647,9 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 	assert.Positive(t, s.servers.zinc.WebhooksSent())
 	if *recordHistories {
 		writeHistory(t, s.stack, str(o, "id"), "order_live_webhooks.json")
+		// From the baseline on: a webhook's check finds the change and
+		// stops the watch (version watch-by-retry).
+		writeHistory(t, s.stack, str(o, "id"), "order_live_webhooks_watch.json")
 	}
 
 	body := `{"event":"order.placed","order_id":"` + s.zincOrder(str(o, "id")).ID + `","status":"order_placed"}`

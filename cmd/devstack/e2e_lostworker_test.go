@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestE2EKilledWorkersActivitiesRetriedSoon: a worker process SIGKILLed
-// while it runs a PlaceOrder of one order and a CheckOrder of another
+// while it runs a PlaceOrder of one order and a WatchOrder of another
 // completes neither and says nothing more. On the embedded Temporal
 // server, both activities are retried on the surviving worker once their
 // heartbeat timeout has passed, seconds after the kill, instead of when
@@ -145,7 +145,7 @@ func TestE2EKilledWorkersActivitiesRetriedSoon(t *testing.T) {
 	t.Cleanup(c.Close)
 
 	// Two paid orders: one hangs in PlaceOrder, the other, placed, in its
-	// first CheckOrder.
+	// first check (the activity WatchOrder).
 	var runs []client.WorkflowRun
 	for i, id := range []string{lostPlaceOrderID, lostCheckOrderID} {
 		in := workflows.OrderInput{
@@ -200,7 +200,7 @@ func TestE2EKilledWorkersActivitiesRetriedSoon(t *testing.T) {
 	// heartbeat; and the order was placed once.
 	for _, tc := range []struct{ orderID, activity string }{
 		{lostPlaceOrderID, "PlaceOrder"},
-		{lostCheckOrderID, "CheckOrder"},
+		{lostCheckOrderID, "WatchOrder"},
 	} {
 		var scheduled int64 // the first ActivityTaskScheduled of tc.activity
 		var placements int

@@ -180,7 +180,7 @@ func TestE2EObservability(t *testing.T) {
 	})
 }
 
-func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, url string) map[string]*dto.MetricFamily {
 	t.Helper()
 	resp, err := http.Get(url)
 	require.NoError(t, err)

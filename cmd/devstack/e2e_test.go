@@ -336,6 +336,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				writeHistory(t, s, str(o, "id"), "order_delivered_deadline_cancelled.json")
 				// Its writes as local activities (version local-writes).
 				writeHistory(t, s, str(o, "id"), "order_delivered_local_writes.json")
+				// From the baseline (one version marker) on, followed by
+				// WatchOrder retries (version watch-by-retry).
+				writeHistory(t, s, str(o, "id"), "order_delivered_baseline.json")
 			}
 		})
 	}
