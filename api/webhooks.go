@@ -57,6 +57,11 @@ func (s *Server) providerWebhook(c *gin.Context) {
 		return
 	}
 	log := loggerFrom(c).With(slog.String("provider", c.Param("provider")), slog.String("event_id", ev.EventID), slog.String("ref", ev.Ref))
+	if ev.NoNews {
+		log.InfoContext(ctx, "provider webhook brings no news for the order's workflow; not handed over")
+		c.Status(http.StatusNoContent)
+		return
+	}
 	// Even a signed body is checked before its text reaches a driver.
 	for _, s := range []string{ev.Ref, ev.OrderID, ev.EventID} {
 		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {

@@ -17,7 +17,7 @@ import (
 )
 
 // signedHook accepts deliveries whose X-Test-Signature is "good" and whose
-// body is "<event id> <ref> <order id>".
+// body is "<event id> <ref> <order id> [nonews]".
 type signedHook struct{}
 
 func (signedHook) Read(h http.Header, body []byte) (models.FulfilmentEvent, error) {
@@ -28,7 +28,7 @@ func (signedHook) Read(h http.Header, body []byte) (models.FulfilmentEvent, erro
 	for len(f) < 3 {
 		f = append(f, "")
 	}
-	return models.FulfilmentEvent{EventID: f[0], Ref: f[1], OrderID: f[2]}, nil
+	return models.FulfilmentEvent{EventID: f[0], Ref: f[1], OrderID: f[2], NoNews: len(f) > 3 && f[3] == "nonews"}, nil
 }
 
 func withWebhooks() ordersOption {
@@ -68,6 +68,11 @@ func TestProviderWebhook(t *testing.T) {
 		status, _ = postWebhook(t, e, "zinc", "good", "evt_2 zn_abc")
 		assert.Equal(t, http.StatusNoContent, status)
 		assert.Equal(t, []string{o.ID + "/evt_1", o.ID + "/evt_2"}, e.wf.hints)
+		// No news for the workflow (Zinc's order.started): accepted, not
+		// handed over.
+		status, _ = postWebhook(t, e, "zinc", "good", "evt_2b zn_abc "+o.ID+" nonews")
+		assert.Equal(t, http.StatusNoContent, status)
+		assert.Len(t, e.wf.hints, 2)
 
 		// Forged: refused in the error envelope, nothing signalled.
 		status, body = postWebhook(t, e, "zinc", "forged", "evt_3 zn_abc "+o.ID)

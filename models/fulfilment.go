@@ -265,4 +265,8 @@ type FulfilmentEvent struct {
 	EventID string // the provider's id of the event, if it has one
 	Ref     string // the provider's order id
 	OrderID string // our order id, from the metadata we placed the order with
+	// NoNews says the event cannot change what the order's workflow acts
+	// on (the provider started buying, a return): it is not handed over,
+	// sparing the workflow a signal and a check.
+	NoNews bool
 }

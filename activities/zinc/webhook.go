@@ -120,9 +120,13 @@ type WebhookEvent struct {
 	At time.Time
 }
 
-// FulfilmentEvent returns the event as the workflow's hint.
+// FulfilmentEvent returns the event as the workflow's hint. Two kinds of
+// event are no news to the workflow: order.started (Zinc began buying: the
+// order is still pending, paid for the workflow, whose watch checks it on
+// Zinc's advised schedule) and return.* (returns are not followed).
 func (e WebhookEvent) FulfilmentEvent() models.FulfilmentEvent {
-	return models.FulfilmentEvent{EventID: e.ID, Ref: e.Ref, OrderID: e.OrderID}
+	return models.FulfilmentEvent{EventID: e.ID, Ref: e.Ref, OrderID: e.OrderID,
+		NoNews: e.Type == "order.started" || strings.HasPrefix(e.Type, "return.")}
 }
 
 // ParseWebhook reads a delivery's body (verify it first). Zinc documents

@@ -128,6 +128,18 @@ func TestParseWebhook(t *testing.T) {
 	}
 }
 
+func TestWebhookNoNews(t *testing.T) {
+	for typ, want := range map[string]bool{
+		"order.started": true, "return.created": true, "return.credited": true,
+		"order.placed": false, "order.failed": false, "order.tracking_received": false,
+		"order.tracking_updated": false, "order.delivered": false, "order.cancelled": false,
+	} {
+		ev := WebhookEvent{ID: "evt", Type: typ, Ref: "z1"}.FulfilmentEvent()
+		assert.Equal(t, want, ev.NoNews, typ)
+		assert.Equal(t, "z1", ev.Ref, typ)
+	}
+}
+
 func TestParseWebhookIDDeduplicatesRedeliveries(t *testing.T) {
 	a, err := ParseWebhook([]byte(placedEvent))
 	require.NoError(t, err)
