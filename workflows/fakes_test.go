@@ -133,8 +133,11 @@ type fakeFulfiller struct {
 	script   []models.Fulfilment
 	onPlace  func(attempt int)
 	onCheck  func(n int) // n counts checks from 1
-	checks   int
-	calls    []string
+	// checkErrs makes that many checks fail with a transient error
+	// before they answer from the script.
+	checkErrs int
+	checks    int
+	calls     []string
 }
 
 func (f *fakeFulfiller) Place(_ context.Context, o models.Order, attempt int) (models.Placement, error) {
@@ -153,6 +156,12 @@ func (f *fakeFulfiller) Place(_ context.Context, o models.Order, attempt int) (m
 
 func (f *fakeFulfiller) Check(_ context.Context, _ models.Order, ref string) (models.Fulfilment, error) {
 	f.mu.Lock()
+	if f.checkErrs > 0 {
+		f.checkErrs--
+		f.calls = append(f.calls, "check-failed:"+ref)
+		f.mu.Unlock()
+		return models.Fulfilment{}, errors.New("fake provider: 503 Service Unavailable")
+	}
 	f.checks++
 	n := f.checks
 	f.calls = append(f.calls, "check:"+ref)

@@ -69,6 +69,39 @@ func TestOrderProviderSignalChecksAtOnce(t *testing.T) {
 	assert.Equal(t, t0.Add(125*time.Minute), checkedAt[3], "then on the schedule")
 }
 
+// TestOrderHintCheckFallsBackToAnActivity: a hint's check runs in the
+// workflow task as a local activity; when the provider fails it there, it
+// is handed to a regular CheckOrder activity, which retries visibly, and
+// the hint's news still moves the order at once.
+func TestOrderHintCheckFallsBackToAnActivity(t *testing.T) {
+	h := newHarness(t)
+	h.ff.schedule = models.PollSchedule{First: time.Hour, Pending: time.Hour, Ordered: time.Hour, Shipped: time.Hour}
+	h.ff.script = journey()[1:] // placed at the first check
+	var regular []string
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		regular = append(regular, fmt.Sprintf("%s#%d", info.ActivityType.Name, info.Attempt))
+	})
+	var orderedAt time.Time
+	h.store.onTransition = func(tr models.Transition) {
+		if tr.Status == models.OrderOrdered {
+			orderedAt = h.env.Now().UTC()
+		}
+	}
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+	h.env.RegisterDelayedCallback(func() {
+		h.ff.mu.Lock()
+		h.ff.checkErrs = 3 // both local attempts and the first regular one
+		h.ff.mu.Unlock()
+		h.env.SignalWorkflow(workflows.SignalFulfilmentUpdated, workflows.FulfilmentSignal{EventID: "evt-1"})
+	}, 10*time.Minute)
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	assert.Contains(t, regular, "CheckOrder#2", "the regular activity retried the check")
+	assert.Less(t, orderedAt.Sub(t0), 15*time.Minute, "ordered on the hint's check, not at the watch's, an hour after placing")
+}
+
 // TestOrderIdleChecksAreRetries: checks that find nothing new are retries
 // of one WatchOrder activity, made on the provider's schedule: a week in
 // transit checked every 6 hours is 28 checks and one watch, so the

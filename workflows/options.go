@@ -105,6 +105,24 @@ func placeOptions(attempt int) workflow.ActivityOptions {
 	}
 }
 
+// localCheckOptions: a provider's hint is checked as a local activity
+// (CheckOrder, localFirst), in the workflow task that took the hint, so a
+// check that finds news writes it in that same task. Long enough for
+// CheckOrder's two provider calls (zinc.DefaultTimeout, 15 s each); the
+// SDK keeps the task alive past its timeout meanwhile. One retry, then
+// the regular activity.
+func localCheckOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 2*providerTimeout/3 + 5*time.Second,
+		StartToCloseTimeout:    2 * providerTimeout / 3,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			MaximumAttempts:        2,
+			NonRetryableErrorTypes: retryPolicy().NonRetryableErrorTypes,
+		},
+	}
+}
+
 // watchChecks bounds the attempts of one watch: 200 checks are 50 days
 // at 6 hours, 13 hours at Zinc's 4 minutes while it buys. Unbounded
 // retries would do in production, but the SDK's test suite caps them at

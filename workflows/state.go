@@ -178,22 +178,32 @@ func localWriteOptions() workflow.LocalActivityOptions {
 
 // write runs one of the order's database writes (an activity of
 // activities.Activities taking args): as a local activity in runs from
-// changeLocalWrites on, falling back to a regular activity (storeOptions,
-// summary) when the local one fails for any reason but a business refusal.
-// Both are idempotent, so a local attempt whose outcome was lost and the
-// regular one after it write once.
+// changeLocalWrites on (localFirst), as a regular activity before.
 func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any) error {
 	if o.localWrites == nil {
 		local := o.atLatest(ctx, changeLocalWrites)
 		o.localWrites = &local
 	}
 	if *o.localWrites {
-		err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localWriteOptions()), fn, args...).Get(ctx, nil)
-		var appErr *temporal.ApplicationError
-		if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
-			return err
-		}
-		o.logger.Warn("Local write failed; retrying it as an activity", "Write", summary, "Error", err)
+		return o.localFirst(ctx, localWriteOptions(), storeOptions(summary), nil, fn, args...)
 	}
 	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), fn, args...).Get(ctx, nil)
+}
+
+// localFirst runs fn (an activity of activities.Activities taking args,
+// idempotent) as a local activity, and when that fails for any reason but
+// a business refusal, as a regular activity with regular's options, which
+// retries visibly in the Temporal UI. A local activity is a marker in the
+// workflow task that decided it, instead of an activity's three events,
+// its action and a workflow task of its own. Both are idempotent, so a
+// local attempt whose outcome was lost and the regular one after it act
+// once. result receives fn's result (nil: none).
+func (o *order) localFirst(ctx workflow.Context, local workflow.LocalActivityOptions, regular workflow.ActivityOptions, result any, fn any, args ...any) error {
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), fn, args...).Get(ctx, result)
+	var appErr *temporal.ApplicationError
+	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
+		return err
+	}
+	o.logger.Warn("Local activity failed; retrying it as an activity", "Activity", regular.Summary, "Error", err)
+	return workflow.ExecuteActivity(withOptions(ctx, regular), fn, args...).Get(ctx, result)
 }

@@ -85,6 +85,8 @@ func BenchmarkLiveOrderCost(b *testing.B) {
 				events = append(events, c.Events)
 				tasks = append(tasks, c.WorkflowTasks)
 				actions = append(actions, c.Actions.Total()+unseen)
+				b.Logf("order %s: %d events, %d workflow tasks, actions %+v and %d WatchOrder attempts no history shows",
+					id, c.Events, c.WorkflowTasks, c.Actions, unseen)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(median(events)), "events/order")
