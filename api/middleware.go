@@ -73,16 +73,23 @@ func (s *Server) accessLog(c *gin.Context) {
 	if s.deps.Metrics != nil {
 		s.deps.Metrics.ObserveRequest(c.FullPath(), c.Request.Method, c.Writer.Status(), took)
 	}
-	attrs := []any{
+	// The line is built only when it will be written, and as slog.Attrs
+	// (LogAttrs), which slog takes without boxing each into an interface.
+	ctx, l := c.Request.Context(), loggerFrom(c)
+	if !l.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs,
 		slog.String("method", c.Request.Method),
 		slog.String("route", c.FullPath()),
 		slog.Int("status", c.Writer.Status()),
 		slog.Duration("duration", took),
-	}
+	)
 	if k, ok := apiKeyFrom(c); ok {
 		attrs = append(attrs, slog.String("key_id", k.ID), slog.String("account_id", k.AccountID))
 	}
-	loggerFrom(c).InfoContext(c.Request.Context(), "request", attrs...)
+	l.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
 // recover turns a panic into a logged internal error with the contract's

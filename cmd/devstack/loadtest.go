@@ -67,10 +67,14 @@ same window, and prints the ratios (issue 9's figures):
                     StartWorkflow calls of the same workflow on the same
                     Temporal server (a task queue no worker polls);
   reads             GET /v1/orders/{id} from -connections connections for
-                    -duration, against pgbench -S -M prepared with as many
-                    clients on the same Postgres server, at each -orders size;
-                    and GET /healthz (the same HTTP stack without a key or
-                    the database), the ceiling of any endpoint;
+                    -duration, at each -orders size, against the reference
+                    server (started in this process: Go net/http and a
+                    pgxpool on the app database, the key checked from
+                    memory, the service's own order query answered as
+                    JSON), read the same way, and against pgbench -S -M
+                    prepared with as many clients on the same Postgres
+                    server; and GET /healthz (the same HTTP stack without a
+                    key or the database), the ceiling of any endpoint;
   latency           GET at half the measured maximum rate (open loop): p50,
                     p90, p99, max; against pgbench -S -R at half its own
                     maximum, latency counted the same way;
@@ -498,12 +502,16 @@ func ensureDatabase(ctx context.Context, pg loadtest.Pgbench, serverURL, name st
 
 // loadRun is one `devstack loadtest` run.
 type loadRun struct {
-	e      app.Env
-	o      loadOptions
-	st     *loadStack
-	pg     loadtest.Pgbench
-	key    string
-	api    *loadtest.Client
+	e   app.Env
+	o   loadOptions
+	st  *loadStack
+	pg  loadtest.Pgbench
+	key string
+	api *loadtest.Client
+	// ref is the reads' reference server (loadtest.Reference), refAPI
+	// its client, with the same key.
+	ref    *loadtest.Reference
+	refAPI *loadtest.Client
 	tc     client.Client
 	pgURL  string
 	orders []loadtest.Order
@@ -525,6 +533,14 @@ func (lt *loadRun) run(ctx context.Context) error {
 	lt.key = key
 	lt.api = loadtest.NewClient(lt.st.apis, key, lt.o.conns)
 	defer lt.api.Close()
+	ref, err := startReference(ctx, lt.e, lt.st.dbURL, key)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ref.Close(context.WithoutCancel(ctx)) }()
+	lt.ref = ref
+	lt.refAPI = loadtest.NewClient([]string{ref.URL}, key, lt.o.conns)
+	defer lt.refAPI.Close()
 	readyCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := lt.api.WaitReady(readyCtx); err != nil {
@@ -577,7 +593,7 @@ func (lt *loadRun) run(ctx context.Context) error {
 	if err := lt.pg.Init(ctx, lt.pgURL, lt.o.pgScale); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "references: bare StartWorkflow on the same Temporal server; pgbench -S -M prepared (scale %d) on the same Postgres server\n", lt.o.pgScale)
+	fmt.Fprintf(w, "references: bare StartWorkflow on the same Temporal server; for reads, a minimal Go net/http + pgxpool server in this process (%s: the key from memory, the service's order query, JSON) and pgbench -S -M prepared (scale %d), on the same Postgres server\n", lt.ref.URL, lt.o.pgScale)
 
 	if err := lt.creation(ctx); err != nil {
 		return err
@@ -616,6 +632,24 @@ func createLoadKey(ctx context.Context, e app.Env, dbURL string) (string, error)
 	_, err = st.CreateAPIKey(ctx, sqlstore.NewAPIKey{Secret: secret, AccountID: acct.ID, Mode: models.ModeTest,
 		Tier: models.TierEnterprise, PerMinute: models.MaxPerMinute, CreatedAt: now})
 	return secret, err
+}
+
+// startReference starts the reads' reference server on the app database
+// dbURL, knowing the one key the load uses (read from the database once:
+// the reference itself never reads keys there).
+func startReference(ctx context.Context, e app.Env, dbURL, key string) (*loadtest.Reference, error) {
+	st, err := sqlstore.Open(ctx, dbURL, e.Log)
+	if err != nil {
+		return nil, err
+	}
+	k, err := st.AuthenticateAPIKey(ctx, models.HashAPIKey(key))
+	st.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the load's key for the reference server: %w", err)
+	}
+	return loadtest.StartReference(ctx, dbURL, map[string]loadtest.ReferenceKey{
+		key: {AccountID: k.AccountID, Mode: string(k.Mode)},
+	})
 }
 
 // newOrders creates n orders (a cart each), conc at a time, untimed, and
@@ -765,19 +799,25 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	orders := lt.orders
 	fmt.Fprintf(w, "\nGET /v1/orders/{id}: %d orders in the account, %d connections, %s runs\n", len(orders), lt.o.conns, lt.o.duration)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "pair\tpgbench -S TPS\tGET req/s\tratio\tGET p50\tGET p99\t\n")
+	fmt.Fprintf(tw, "pair\treference req/s\tGET req/s\tGET ÷ reference\tpgbench -S TPS\tGET ÷ pgbench\tGET p50\tGET p99\treference p50\treference p99\t\n")
 	get := func(ctx context.Context, _, _ int) error {
 		return lt.api.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
 	}
-	var refs, svcs, ratios []float64
-	var refPer, svcPer []cpuUse
+	refGet := func(ctx context.Context, _, _ int) error {
+		return lt.refAPI.GetOrder(ctx, orders[mrand.IntN(len(orders))].ID)
+	}
+	var refs, pgs, svcs, ratios, pgRatios []float64
+	var refPer, pgPer, svcPer []cpuUse
 	for pair := range lt.o.pairs {
 		var tps float64
-		var svc loadtest.Sample
+		var ref, svc loadtest.Sample
 		var pgErr error
-		var refCPU, svcCPU cpuUse
+		var refCPU, pgCPU, svcCPU cpuUse
 		runRef := func() {
-			refCPU = lt.cpuOf(func() {
+			refCPU = lt.cpuOf(func() { ref = loadtest.Closed(ctx, lt.o.conns, lt.o.duration, refGet) })
+		}
+		runPg := func() {
+			pgCPU = lt.cpuOf(func() {
 				tps, pgErr = lt.pg.SelectOnly(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), lt.o.duration)
 			})
 		}
@@ -787,29 +827,33 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 			defer lt.startCPU()(&svcCPU)
 			svc = loadtest.Closed(ctx, lt.o.conns, lt.o.duration, get)
 		}
-		if pair%2 == 0 {
-			runRef()
-			runSvc()
-		} else {
-			runSvc()
-			runRef()
+		// Each pair runs the three in another order, so none always runs
+		// first (or last) in a window; the service and the reference
+		// server, the headline pair, run back to back in two of three.
+		runs := []func(){runSvc, runRef, runPg}
+		for k := range runs {
+			runs[(k+pair)%len(runs)]()
 		}
-		if err := errors.Join(pgErr, svc.Err()); err != nil {
+		if err := errors.Join(pgErr, ref.Err(), svc.Err()); err != nil {
 			return err
 		}
-		refs, svcs = append(refs, tps), append(svcs, svc.Rate())
-		ratios = append(ratios, svc.Rate()/tps)
-		refPer = append(refPer, refCPU.per(int(tps*lt.o.duration.Seconds())))
+		refs, pgs, svcs = append(refs, ref.Rate()), append(pgs, tps), append(svcs, svc.Rate())
+		ratios, pgRatios = append(ratios, svc.Rate()/ref.Rate()), append(pgRatios, svc.Rate()/tps)
+		refPer = append(refPer, refCPU.per(len(ref.Latencies)))
+		pgPer = append(pgPer, pgCPU.per(int(tps*lt.o.duration.Seconds())))
 		svcPer = append(svcPer, svcCPU.per(len(svc.Latencies)))
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%s\t%s\t\n", pair+1, tps, svc.Rate(), svc.Rate()/tps, ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)))
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.3f\t%.0f\t%.3f\t%s\t%s\t%s\t%s\t\n", pair+1, ref.Rate(), svc.Rate(), svc.Rate()/ref.Rate(),
+			tps, svc.Rate()/tps, ms(svc.Quantile(0.5)), ms(svc.Quantile(0.99)), ms(ref.Quantile(0.5)), ms(ref.Quantile(0.99)))
 	}
 	maxRate := loadtest.Median(svcs)
-	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\t\t\t\n", loadtest.Median(refs), maxRate, loadtest.Median(ratios))
+	fmt.Fprintf(tw, "median\t%.0f\t%.0f\t%.3f\t%.0f\t%.3f\t\t\t\t\t\n", loadtest.Median(refs), maxRate, loadtest.Median(ratios),
+		loadtest.Median(pgs), loadtest.Median(pgRatios))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	lt.printCPU("pgbench transaction", refPer, "GET", svcPer)
-
+	fmt.Fprintf(w, "GET ÷ reference server (median of %d pairs): %.3f\n", lt.o.pairs, loadtest.Median(ratios))
+	fmt.Fprintf(w, "CPU per request of the reference server (machine-wide, median; the server runs in the load generator): %s\n", lt.split(refPer))
+	lt.printCPU("pgbench transaction", pgPer, "GET", svcPer)
 	// The ceiling: the same HTTP stack answering without authentication or
 	// the database. No endpoint of the service can be faster than this.
 	var hs loadtest.Sample
@@ -820,8 +864,8 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 		return err
 	}
 	hper := ceilCPU.per(len(hs.Latencies))
-	fmt.Fprintf(w, "Ceiling: GET /healthz (same HTTP stack, no key, no database) %.0f req/s = %.3f of pgbench -S; GET /v1/orders/{id} is %.2f of it. CPU per request: machine %s\n",
-		hs.Rate(), hs.Rate()/loadtest.Median(refs), maxRate/hs.Rate(), lt.split([]cpuUse{hper}))
+	fmt.Fprintf(w, "Ceiling: GET /healthz (same HTTP stack, no key, no database) %.0f req/s = %.3f of the reference server, %.3f of pgbench -S; GET /v1/orders/{id} is %.2f of it. CPU per request: machine %s\n",
+		hs.Rate(), hs.Rate()/loadtest.Median(refs), hs.Rate()/loadtest.Median(pgs), maxRate/hs.Rate(), lt.split([]cpuUse{hper}))
 
 	half := maxRate / 2
 	open := loadtest.NewClient(lt.st.apis, lt.key, 4*lt.o.conns)
@@ -842,7 +886,7 @@ func (lt *loadRun) reads(ctx context.Context, n int) error {
 	}
 	// The reference: pgbench at half its own maximum, so that both load the
 	// machine about as much, with latency counted the same way.
-	refHalf := loadtest.Median(refs) / 2
+	refHalf := loadtest.Median(pgs) / 2
 	ref, err := lt.pg.SelectOnlyAt(ctx, lt.pgURL, lt.o.conns, min(lt.o.conns, runtime.NumCPU()), refHalf, lt.o.duration)
 	if err != nil {
 		return err

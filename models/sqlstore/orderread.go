@@ -110,6 +110,12 @@ var pgClientOrderSQL = func() map[string]string {
 	return q
 }()
 
+// PostgresOrderByIDSQL is the query OrderForAccount runs on Postgres for
+// an order id ($1): the order's columns (orderColumns), then its steps,
+// items and payments as JSON arrays. The load tool's reference server runs
+// the same text, so the two read the same rows the same way.
+func PostgresOrderByIDSQL() string { return pgClientOrderSQL["id"] }
+
 // scanDest is where each column of pgClientOrderSQL's row goes.
 func (r *clientOrderRow) scanDest() []any {
 	o := &r.Row

@@ -1,8 +1,11 @@
 package loadtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
@@ -383,4 +388,108 @@ func TestReadCPUCountsPostgres(t *testing.T) {
 		}
 	}
 	assert.Greater(t, after.Since(before).Postgres, 0.05)
+}
+
+// TestReferenceReadsTheServicesOrder: the reference server answers GET
+// /v1/orders/{id} with the order the service reads (its row, items and
+// steps), for the key it knows, and refuses a wrong key, another
+// account's key and an unknown order.
+func TestReferenceReadsTheServicesOrder(t *testing.T) {
+	ctx := t.Context()
+	dbURL := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(ctx, dbURL, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Migrate(ctx)
+	require.NoError(t, err)
+	secret, key := sqlstoretest.MustAccount(t, st, "ref", models.ModeTest, models.TierEnterprise)
+	other, otherKey := sqlstoretest.MustAccount(t, st, "other", models.ModeTest, models.TierEnterprise)
+	d := decimal.RequireFromString
+	now := time.Now().UTC().Truncate(time.Second)
+	require.NoError(t, st.CreateCart(ctx, models.Cart{
+		ID: "crt_ref", AccountID: key.AccountID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
+		Quote: models.Quote{Currency: "USD", Subtotal: d("10.00"), Shipping: d("1.00"), Tax: d("0.50"), ServiceFee: d("1.00"), Total: d("12.50")},
+		Items: []models.CartItem{{ProductURL: "https://www.amazon.com/dp/B000000001", Marketplace: models.MarketplaceAmazon,
+			ProductID: "B000000001", Title: "A book", ImageURL: "y", Quantity: 2, UnitPrice: d("5.00"), LineTotal: d("10.00")}},
+		CreatedAt: now, ExpiresAt: now.Add(30 * time.Minute),
+	}))
+	o, _, err := st.CreateOrder(ctx, models.OrderRequest{
+		AccountID: key.AccountID, Mode: models.ModeTest, CartID: "crt_ref", RequestHash: "h", Now: now,
+		Build: func(c models.Cart) (models.Order, error) {
+			return models.Order{
+				ID: "ord_ref", AccountID: c.AccountID, Mode: c.Mode, CartID: c.ID,
+				Status: models.OrderCreated, PaymentStatus: models.PaymentPending, CustomerEmail: "a@example.com",
+				Address:  models.ShippingAddress{Name: "A", Line1: "1 Main St", City: "Springfield", Region: "IL", PostalCode: "62701", Country: "US"},
+				Currency: c.Currency, Total: c.Total, PaymentAsset: "USDC", PaymentAmount: c.Total,
+				PaymentAddress: "GADDR", PaymentExpiresAt: now.Add(time.Hour), AmountReceived: decimal.Zero,
+				CreatedAt: now, UpdatedAt: now,
+			}, nil
+		},
+		NewNumber: func() (string, error) { return "12345678901", nil },
+	})
+	require.NoError(t, err)
+	svc, err := st.OrderForAccount(ctx, key.AccountID, models.ModeTest, o.ID)
+	require.NoError(t, err)
+
+	ref, err := StartReference(ctx, dbURL, map[string]ReferenceKey{
+		secret: {AccountID: key.AccountID, Mode: string(models.ModeTest)},
+		other:  {AccountID: otherKey.AccountID, Mode: string(models.ModeTest)},
+	})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, ref.Close(context.WithoutCancel(ctx))) }()
+
+	get := func(key, id string) (int, []byte) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ref.URL+"/v1/orders/"+id, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, b
+	}
+	status, body := get(secret, o.ID)
+	require.Equal(t, http.StatusOK, status, string(body))
+	var got struct {
+		Order struct {
+			ID         string          `json:"id"`
+			Number     string          `json:"number"`
+			AccountID  string          `json:"account_id"`
+			Status     string          `json:"status"`
+			Total      json.Number     `json:"total"`
+			ShipCity   string          `json:"ship_city"`
+			ItemsJSON  []itemOfOrder   `json:"items_json"`
+			StepsJSON  json.RawMessage `json:"steps_json"`
+			Payments   json.RawMessage `json:"payments_json"`
+			CreatedAt  time.Time       `json:"created_at"`
+			PaymentMem string          `json:"payment_memo"`
+		} `json:"order"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&got), string(body))
+	assert.Equal(t, svc.ID, got.Order.ID)
+	assert.Equal(t, svc.Number, got.Order.Number)
+	assert.Equal(t, key.AccountID, got.Order.AccountID)
+	assert.Equal(t, string(svc.Status), got.Order.Status)
+	assert.True(t, svc.Total.Equal(d(got.Order.Total.String())), "total %s, the service reads %s", got.Order.Total, svc.Total)
+	assert.Equal(t, svc.Address.City, got.Order.ShipCity)
+	assert.True(t, svc.CreatedAt.Equal(got.Order.CreatedAt))
+	require.Len(t, got.Order.ItemsJSON, len(svc.Items))
+	assert.Equal(t, svc.Items[0].ProductID, got.Order.ItemsJSON[0].ProductID)
+	assert.Equal(t, svc.Items[0].Quantity, got.Order.ItemsJSON[0].Quantity)
+	assert.JSONEq(t, "[]", string(got.Order.Payments))
+
+	status, body = get("mc_test_wrong", o.ID)
+	assert.Equal(t, http.StatusUnauthorized, status, "a key it does not know: %s", body)
+	status, body = get(other, o.ID)
+	assert.Equal(t, http.StatusNotFound, status, "another account's order: %s", body)
+	status, body = get(secret, "ord_missing")
+	assert.Equal(t, http.StatusNotFound, status, "an unknown order: %s", body)
+}
+
+type itemOfOrder struct {
+	ProductID string `json:"product_id"`
+	Quantity  int    `json:"quantity"`
 }
