@@ -256,16 +256,32 @@ const OrderUnchanged = "order_unchanged"
 // eleven events. The error is benign: the SDK logs it at debug level and
 // counts no activity failure in its metrics.
 func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models.Progress, error) {
-	if wait := in.NotBefore.Sub(a.clock()); wait > 0 {
+	wait := in.NotBefore.Sub(a.clock())
+	if wait > maxWatchSleep {
 		return models.Progress{}, unchanged("first check due", wait)
 	}
 	defer a.heartbeat(ctx)()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return models.Progress{}, ctx.Err()
+		case <-t.C:
+		}
+	}
 	o, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
 	if err != nil || p.News(o.Status, o.Shipment) {
 		return p, err
 	}
 	return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
 }
+
+// maxWatchSleep is the longest wait for a first check that WatchOrder
+// sleeps through, heartbeating, rather than failing the attempt early: an
+// attempt costs the server a retry timer and a task dispatch, which a
+// sandbox order's few seconds between steps do not pay for.
+const maxWatchSleep = 5 * time.Second
 
 // minRecheck keeps a provider advising no wait from making WatchOrder a
 // busy loop.

@@ -317,6 +317,65 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 	}
 }
 
+// TestWatchOrder: a watch's attempt checks the provider and returns only
+// news to the order as stored; otherwise it fails as OrderUnchanged,
+// benign, with the provider's advised wait (at least minRecheck) as the
+// next retry's delay. A first check due within maxWatchSleep is slept
+// through; one due later fails the attempt without asking the provider.
+func TestWatchOrder(t *testing.T) {
+	o := testOrder("ord_test", models.ModeTest)
+	o.Status = models.OrderPaid
+	store := &fakeStore{orders: map[string]models.Order{"ord_test": o}}
+	ff := &fakeFulfiller{script: journey()}
+	var a *Activities
+	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	watch := func(notBefore time.Time) (models.Progress, error) {
+		t.Helper()
+		val, err := env.ExecuteActivity(a.WatchOrder, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", NotBefore: notBefore})
+		if err != nil {
+			return models.Progress{}, err
+		}
+		var p models.Progress
+		require.NoError(t, val.Get(&p))
+		return p, nil
+	}
+	unchanged := func(err error) *temporal.ApplicationError {
+		t.Helper()
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		assert.Equal(t, OrderUnchanged, appErr.Type())
+		assert.Equal(t, temporal.ApplicationErrorCategoryBenign, appErr.Category())
+		assert.False(t, appErr.NonRetryable())
+		return appErr
+	}
+
+	_, err := watch(time.Now().Add(time.Hour))
+	assert.InDelta(t, time.Hour, unchanged(err).NextRetryDelay(), float64(time.Minute), "retried when the first check is due")
+	assert.Zero(t, ff.checks.Load(), "an early attempt does not ask the provider")
+
+	start := time.Now()
+	_, err = watch(start.Add(100 * time.Millisecond))
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "a first check due soon is slept through")
+	assert.Equal(t, int32(1), ff.checks.Load())
+	assert.Equal(t, minRecheck, unchanged(err).NextRetryDelay(), "still pending: no news to a paid order; the advised 2 ms is raised")
+
+	p, err := watch(time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, models.OrderOrdered, p.Status, "bought: news")
+
+	// The workflow has not written it yet: the same progress is news again.
+	p, err = watch(time.Time{})
+	require.NoError(t, err)
+	assert.Equal(t, models.OrderShipped, p.Status)
+	store.mu.Lock()
+	o.Status, o.Shipment = models.OrderShipped, testShipment
+	store.orders["ord_test"] = o
+	store.mu.Unlock()
+	ff.script = append(ff.script[:3:3], ff.script[2]) // in transit again
+	_, err = watch(time.Time{})
+	unchanged(err)
+}
+
 func TestFulfilmentActivityFailures(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{
 		"ord_test": testOrder("ord_test", models.ModeTest),
