@@ -37,6 +37,11 @@ const liveCostSpeed = 14400
 //     a webhook's check found the change, or still waiting when the
 //     workflow closed), from the worker's metrics.
 //
+// Scaled, every wait is under WatchOrder's 5 s of sleep (maxWatchSleep),
+// so a watch's first check is slept through where an unscaled order's
+// 6-hour wait costs an early attempt: up to one action per watch fewer
+// than the order it stands for.
+//
 // Run: cd cmd/devstack && go test -run '^$' -bench BenchmarkLiveOrderCost -benchtime 3x .
 func BenchmarkLiveOrderCost(b *testing.B) {
 	for _, tc := range []struct {
