@@ -78,6 +78,7 @@ func TestLogFieldsReachWorkflowAndActivityLogs(t *testing.T) {
 	worker.Register(env, &activities.Activities{
 		Store:      store,
 		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)},
+		Now:        env.Now, // WatchOrder's first check is due on the suite's clock
 	})
 	in := workflows.OrderInput{
 		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,

@@ -50,6 +50,7 @@ func TestRegister(t *testing.T) {
 	worker.Register(env, &activities.Activities{
 		Store:      store,
 		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)},
+		Now:        env.Now, // WatchOrder's first check is due on the suite's clock
 	})
 	start := env.Now()
 	in := workflows.OrderInput{
