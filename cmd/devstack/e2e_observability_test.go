@@ -134,7 +134,7 @@ func TestE2EObservability(t *testing.T) {
 		require.True(t, start.SpanContext.IsValid(), "StartWorkflow in the request's trace: %v", names(in))
 		assert.Equal(t, created.SpanContext.SpanID(), start.Parent.SpanID(), "started by the request")
 		assert.Equal(t, start.SpanContext.SpanID(), run.Parent.SpanID(), "run by that start")
-		for _, a := range []string{"RunActivity:PlaceOrder", "RunActivity:RecordTransition", "RunActivity:CheckOrder"} {
+		for _, a := range []string{"RunActivity:PlaceOrder", "RunActivity:RecordTransition", "RunActivity:WatchOrder"} {
 			assert.Contains(t, in, a, "the workflow's activities are in the request's trace")
 		}
 

@@ -62,7 +62,8 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 	assert.Contains(t, got, "GET /v1/orders/{id}: 12 orders in the account")
 	assert.Regexp(t, `served [0-9]+ req/s; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms; 0 errors`, got)
 	assert.Regexp(t, `pgbench -S at half its maximum rate, [0-9]+ TPS offered for 1s .*\n  served [1-9][0-9]* TPS; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms`, got)
-	assert.Regexp(t, `Ceiling: GET /healthz \(same HTTP stack, no key, no database\) [1-9][0-9]* req/s = [0-9.]+ of pgbench -S`, got)
+	assert.Regexp(t, `Ceiling: GET /healthz \(same HTTP stack, no key, no database\) [1-9][0-9]* req/s = [0-9.]+ of the reference server, [0-9.]+ of pgbench -S`, got)
+	assert.Regexp(t, `GET ÷ reference server \(median of [0-9]+ pairs\): [0-9]+\.[0-9]+`, got)
 	assert.Regexp(t, `GET [0-9]+ µs = load generator [0-9]+ \+ Postgres [1-9][0-9]* \+ the rest`, got,
 		"Postgres's own CPU is counted (the dev stack's database is on the same server)")
 	assert.Contains(t, got, "requests go to the 2 API replicas in turn")
