@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -26,6 +27,13 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SearchAttrRefundStatus.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
+
+// SearchAttributesSettle is how long whoever registers search attributes
+// waits before a workflow may use them: the frontend lists them at once,
+// but each of the server's services reloads its namespace registry only
+// every system.namespaceCacheRefreshInterval (2 s by default), and until
+// then fails an upsert of them as BadSearchAttributes.
+const SearchAttributesSettle = 3 * time.Second
 
 // SearchAttributeLister is the OperatorService call CheckNamespace makes;
 // a client.Client's OperatorService() satisfies it.

@@ -99,7 +99,7 @@ func TestComposeMatchesCluster(t *testing.T) {
 		script := strings.Join(f.Services["temporal-schema"].Command, "\n")
 		assert.Contains(t, script, cluster.TemporalDB+":"+cluster.TemporalSchema)
 		assert.Contains(t, script, cluster.VisibilityDB+":"+cluster.VisibilitySchema)
-		assert.Equal(t, "postgres12", f.Services["temporal-schema"].Environment["SQL_PLUGIN"])
+		assert.Equal(t, cluster.TemporalSQLPlugin, f.Services["temporal-schema"].Environment["SQL_PLUGIN"])
 		for _, step := range cluster.TemporalSchemaSteps(`"$$schema"`) {
 			assert.Contains(t, script, `temporal-sql-tool --db "$$db" `+strings.Join(step, " "))
 		}

@@ -32,12 +32,18 @@ import (
 // part docker-compose.yml must set alike; TemporalServerEnv adds the
 // cluster's addresses.
 
+// TemporalSQLPlugin is the driver Temporal's server and SQL tool reach
+// Postgres with. The pgx one caches each connection's prepared statements,
+// where postgres12 (lib/pq) parses every query again in two round trips:
+// it halved the CPU Temporal's Postgres spends per order (docs/benchmarks.md).
+const TemporalSQLPlugin = "postgres12_pgx"
+
 // TemporalSharedEnv returns the Temporal server settings both topologies
-// use: Postgres (plugin postgres12) for the default store and for SQL
+// use: Postgres (TemporalSQLPlugin) for the default store and for SQL
 // visibility, in the databases TemporalDB and VisibilityDB.
 func TemporalSharedEnv() map[string]string {
 	return map[string]string{
-		"DB":                 "postgres12",
+		"DB":                 TemporalSQLPlugin,
 		"DBNAME":             TemporalDB,
 		"VISIBILITY_DBNAME":  VisibilityDB,
 		"NUM_HISTORY_SHARDS": strconv.Itoa(NumHistoryShards),
@@ -68,13 +74,8 @@ func (c *Cluster) TemporalServerEnv() map[string]string {
 
 // DynamicConfig is the Temporal server's dynamic config file, the same in
 // both topologies (docker-compose.yml inlines it).
-const DynamicConfig = `# memocart: search attributes are registered just before api and worker
-# start; reading their definitions through to the database lets the very
-# next workflow start use them instead of after a cache refresh.
-system.forceSearchAttributesCacheRefreshOnRead:
-  - value: true
-# The UI and operators' queries list and count workflows; the default of
-# 10 per second answers resource-exhausted to a busy UI.
+const DynamicConfig = `# memocart: the UI and operators' queries list and count workflows; the
+# default of 10 per second answers resource-exhausted to a busy UI.
 frontend.namespaceRPS.visibility:
   - value: 100
 `
@@ -113,7 +114,7 @@ func (c *Cluster) temporalSchema(ctx context.Context) error {
 		{TemporalDB, TemporalSchema},
 		{VisibilityDB, VisibilitySchema},
 	} {
-		base := []string{"--plugin", "postgres12", "--ep", host, "-p", strconv.Itoa(c.ports.Postgres), "-u", "postgres", "--db", s.db}
+		base := []string{"--plugin", TemporalSQLPlugin, "--ep", host, "-p", strconv.Itoa(c.ports.Postgres), "-u", "postgres", "--db", s.db}
 		for _, step := range TemporalSchemaSteps(s.schema) {
 			if err := c.runTool(ctx, "temporal-schema", c.tool("temporal-sql-tool"), append(slices.Clone(base), step...), nil); err != nil {
 				return err
@@ -208,10 +209,16 @@ func (c *Cluster) temporalNamespace(ctx context.Context) error {
 	if err := retry(ctx, func() error { return workflows.CheckNamespace(ctx, op, Namespace) }); err != nil {
 		return err
 	}
-	if len(missing) > 0 {
-		fmt.Fprintf(c.opts.Out, "  temporal     namespace %s ready, search attributes %s registered (Keyword)\n",
-			Namespace, strings.Join(slices.Sorted(maps.Keys(missing)), ", "))
+	if len(missing) == 0 {
+		return nil
 	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(workflows.SearchAttributesSettle):
+	}
+	fmt.Fprintf(c.opts.Out, "  temporal     namespace %s ready, search attributes %s registered (Keyword)\n",
+		Namespace, strings.Join(slices.Sorted(maps.Keys(missing)), ", "))
 	return nil
 }
 

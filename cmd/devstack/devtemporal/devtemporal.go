@@ -109,7 +109,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := checkRequestedPorts(opts); err != nil {
 		return nil, err
 	}
-	sqlConf, err := prepareSQLite(opts.DataDir, opts.Namespace)
+	sqlConf, err := prepareSQLite(opts.DataDir, opts.Namespace, opts.SearchAttributes)
 	if err != nil {
 		return nil, err
 	}

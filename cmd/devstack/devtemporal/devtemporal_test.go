@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -224,10 +225,15 @@ func TestServer(t *testing.T) {
 // TestRestartOnSameDataDir stops a server with a workflow in flight and
 // starts a new one on the same directory and the same ports: the ports must
 // have been released and the workflow must still be there and complete.
+// The first server's namespace lacks OrderStatus, as a data directory of
+// an older version would; the second registers it, and the workflow's
+// first task upserts it without a failed task.
 func TestRestartOnSameDataDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	opts := Options{DataDir: t.TempDir(), SearchAttributes: orderSearchAttributes, Logger: testLogger(t)}
+	older := maps.Clone(orderSearchAttributes)
+	delete(older, "OrderStatus")
+	opts := Options{DataDir: t.TempDir(), SearchAttributes: older, Logger: testLogger(t)}
 
 	first := start(t, ctx, opts)
 	t.Cleanup(func() { _ = first.Stop() }) // in case the test fails before its own Stop
@@ -244,6 +250,7 @@ func TestRestartOnSameDataDir(t *testing.T) {
 	// released them.
 	opts.GRPCPort = portOf(t, first.FrontendHostPort())
 	opts.UIPort = portOf(t, first.UIURL())
+	opts.SearchAttributes = orderSearchAttributes
 	second := start(t, ctx, opts)
 	t.Cleanup(func() { require.NoError(t, second.Stop()) })
 	assert.Equal(t, first.FrontendHostPort(), second.FrontendHostPort())
@@ -253,6 +260,12 @@ func TestRestartOnSameDataDir(t *testing.T) {
 	var out string
 	require.NoError(t, c.GetWorkflow(ctx, "order-456", run.GetRunID()).Get(ctx, &out))
 	assert.Equal(t, "charged 456", out)
+	it := c.GetWorkflowHistory(ctx, "order-456", run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, e.GetEventType(), "event %d: %v", e.GetEventId(), e.GetWorkflowTaskFailedEventAttributes().GetFailure())
+	}
 }
 
 // Test workflow: upserts the order number, then runs one activity.

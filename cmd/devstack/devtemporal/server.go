@@ -14,6 +14,7 @@ import (
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
@@ -42,8 +43,10 @@ const (
 var memDBSeq atomic.Int64
 
 // prepareSQLite returns the SQL config for dataDir, creating the schema on
-// first use, and makes sure the namespace exists.
-func prepareSQLite(dataDir, namespace string) (*config.SQL, error) {
+// first use, and makes sure the namespace exists. A new namespace is
+// written with its search attributes, so every service's namespace
+// registry loads them with it and the first workflow can use them.
+func prepareSQLite(dataDir, namespace string, attrs map[string]enumspb.IndexedValueType) (*config.SQL, error) {
 	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
 	if dataDir == "" {
 		// mode=memory makes the plugin create the schema itself.
@@ -77,7 +80,7 @@ func prepareSQLite(dataDir, namespace string) (*config.SQL, error) {
 		}
 	}
 
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, attrs)
 	if err != nil {
 		return nil, fmt.Errorf("devtemporal: namespace %q: %w", namespace, err)
 	}
@@ -114,14 +117,6 @@ func setupSchemaIfNew(conf *config.SQL, path string) error {
 // use.
 func dynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
-		// Read search attribute definitions through to the database, so an
-		// attribute registered at start can be upserted by the very next
-		// workflow task instead of after the next cache refresh.
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-		// Bypassing that cache means more persistence reads; these keep
-		// the default ratio between the two limits.
-		dynamicconfig.FrontendPersistenceMaxQPS.Key(): 10000,
-		dynamicconfig.HistoryPersistenceMaxQPS.Key():  45000,
 		// The default sizes the mutable-state cache for a production host.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8096,
 		// The UI and polling tests issue many list/count calls per second;

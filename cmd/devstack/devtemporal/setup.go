@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/memocart/memocart/workflows"
 )
 
 // setup waits for the frontend and the namespace, then registers the
@@ -39,11 +41,18 @@ func (s *Server) setup(ctx context.Context, attrs map[string]enumspb.IndexedValu
 	if len(attrs) == 0 {
 		return nil
 	}
-	if err := addSearchAttributes(ctx, c.OperatorService(), s.namespace, attrs); err != nil {
+	// A new namespace was written with its attributes (prepareSQLite); one
+	// from an older data directory may lack some.
+	added, err := addSearchAttributes(ctx, c.OperatorService(), s.namespace, attrs)
+	if err != nil {
 		return err
 	}
+	if !added {
+		return nil
+	}
 	// AddSearchAttributes returns after the namespace update is stored;
-	// this confirms the frontend reads it back before anyone relies on it.
+	// this confirms the frontend reads it back, then lets every service
+	// see it (SearchAttributesSettle) before anyone relies on it.
 	err = retry(ctx, func() error {
 		missing, err := missingSearchAttributes(ctx, c.OperatorService(), s.namespace, attrs)
 		if err != nil {
@@ -56,6 +65,11 @@ func (s *Server) setup(ctx context.Context, attrs map[string]enumspb.IndexedValu
 	})
 	if err != nil {
 		return fmt.Errorf("devtemporal: waiting for search attributes: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("devtemporal: waiting for search attributes: %w", ctx.Err())
+	case <-time.After(workflows.SearchAttributesSettle):
 	}
 	return nil
 }
@@ -80,16 +94,17 @@ func (s *Server) dial(ctx context.Context) (client.Client, error) {
 }
 
 // addSearchAttributes registers the attributes that are not registered
-// yet. Asking for only the missing ones keeps restarts quiet (the server
-// logs a warning per attribute that already exists) and catches an
-// attribute whose type changed, which the server would silently keep.
-func addSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enumspb.IndexedValueType) error {
+// yet and says whether there were any. Asking for only the missing ones
+// keeps restarts quiet (the server logs a warning per attribute that
+// already exists) and catches an attribute whose type changed, which the
+// server would silently keep.
+func addSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string, want map[string]enumspb.IndexedValueType) (bool, error) {
 	missing, err := missingSearchAttributes(ctx, op, namespace, want)
 	if err != nil {
-		return fmt.Errorf("devtemporal: listing search attributes: %w", err)
+		return false, fmt.Errorf("devtemporal: listing search attributes: %w", err)
 	}
 	if len(missing) == 0 {
-		return nil
+		return false, nil
 	}
 	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace:        namespace,
@@ -97,9 +112,9 @@ func addSearchAttributes(ctx context.Context, op operatorservice.OperatorService
 	})
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("devtemporal: adding search attributes %v: %w", slices.Sorted(maps.Keys(missing)), err)
+		return false, fmt.Errorf("devtemporal: adding search attributes %v: %w", slices.Sorted(maps.Keys(missing)), err)
 	}
-	return nil
+	return true, nil
 }
 
 // missingSearchAttributes returns the wanted attributes the namespace does
