@@ -42,11 +42,13 @@ type Config struct {
 	TemporalTaskQueue string
 	TemporalUIPort    int
 	TemporalSecurity  TemporalSecurity
-	PaymentWindow     time.Duration
-	SandboxStepDelay  time.Duration
-	SandboxPayTo      string
-	PublicURL         string
-	ReconcileEvery    time.Duration
+	// TemporalGzip: the SDK's gzip of requests to Temporal (TemporalOptions).
+	TemporalGzip     bool
+	PaymentWindow    time.Duration
+	SandboxStepDelay time.Duration
+	SandboxPayTo     string
+	PublicURL        string
+	ReconcileEvery   time.Duration
 
 	StellarNetwork    models.StellarNetwork
 	StellarAccount    string
@@ -274,6 +276,16 @@ var envVars = []envVar{
 	{name: "MEMOCART_TEMPORAL_API_KEY", def: "", secret: true,
 		help: "Temporal Cloud API key, sent as a bearer token over TLS (turns TLS on)",
 		set:  func(c *Config, v string) error { c.TemporalSecurity.APIKey = v; return nil }},
+	{name: "MEMOCART_TEMPORAL_COMPRESSION", def: "gzip",
+		help: "compression of requests to Temporal: gzip (the SDK's default) or none; none saves the CPU of both ends where Temporal is on the same network (the cluster and docker-compose set it)",
+		set: func(c *Config, v string) error {
+			switch v {
+			case "gzip", "none":
+				c.TemporalGzip = v == "gzip"
+				return nil
+			}
+			return errors.New("must be gzip or none")
+		}},
 	{name: "MEMOCART_TEMPORAL_UI_PORT", def: "8233",
 		help: "dev only: port of the embedded Temporal Web UI (-1 disables it)",
 		set: func(c *Config, v string) error {

@@ -30,12 +30,16 @@ import (
 )
 
 // TemporalOptions are the client options of every connection to the
-// configured cluster: namespace, logger and MEMOCART_TEMPORAL_TLS*/_API_KEY.
+// configured cluster: namespace, logger, MEMOCART_TEMPORAL_COMPRESSION and
+// MEMOCART_TEMPORAL_TLS*/_API_KEY.
 func TemporalOptions(e Env, hostPort string) (client.Options, error) {
 	opts := client.Options{
 		HostPort:  hostPort,
 		Namespace: e.Cfg.TemporalNamespace,
 		Logger:    tlog.NewStructuredLogger(e.Log.With(slog.String("component", "temporal-sdk"))),
+	}
+	if !e.Cfg.TemporalGzip {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	if err := e.Cfg.TemporalSecurity.apply(&opts); err != nil {
 		return client.Options{}, err

@@ -284,3 +284,17 @@ func TestTemporalSecurityConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestTemporalCompression: gzip unless MEMOCART_TEMPORAL_COMPRESSION says
+// none; anything else is refused.
+func TestTemporalCompression(t *testing.T) {
+	for v, want := range map[string]client.GrpcCompression{"": nil, "gzip": nil, "none": &client.GrpcCompressionNone{}} {
+		e, err := tlsEnv(t, map[string]string{"MEMOCART_TEMPORAL_COMPRESSION": v})
+		require.NoError(t, err)
+		opts, err := TemporalOptions(e, "127.0.0.1:7233")
+		require.NoError(t, err)
+		assert.Equal(t, want, opts.ConnectionOptions.GrpcCompression, "%q", v)
+	}
+	_, err := tlsEnv(t, map[string]string{"MEMOCART_TEMPORAL_COMPRESSION": "zstd"})
+	assert.ErrorContains(t, err, "MEMOCART_TEMPORAL_COMPRESSION")
+}
