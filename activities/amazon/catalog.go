@@ -386,11 +386,15 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 		}
 		return models.Product{}, &upstreamError{Err: fmt.Errorf("reading getItems answer: %w", err)}
 	}
+	// A deadline passed during the exchange, the caller's or this
+	// request's own: what arrived (a server giving up on a cancelled
+	// request may send an empty 200) is not an answer. The request's own
+	// is a timeout, retried like an outage.
 	if ctx.Err() != nil {
-		// The deadline passed during the exchange: whatever arrived (a
-		// server giving up on a cancelled request may send an empty 200)
-		// is not an answer.
 		return models.Product{}, ctx.Err()
+	}
+	if rctx.Err() != nil {
+		return models.Product{}, &upstreamError{Err: fmt.Errorf("%s: %w", "getItems", rctx.Err())}
 	}
 
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -533,7 +535,34 @@ func TestBoundedTime(t *testing.T) {
 		assert.Less(t, time.Since(start), 3*time.Second)
 		assert.Len(t, apiCalls(srv)[before:], maxAttempts, "a timed-out request is retried like an outage")
 	})
+	t.Run("an answer read after the request's deadline", func(t *testing.T) {
+		// The transport hands back an empty 200 once the request's own
+		// deadline has passed, as a server giving up on a cancelled request
+		// may: a timeout to retry, not an answer.
+		srv := newServer(t)
+		var late atomic.Int32
+		inner := srv.Client()
+		c, _ := testCatalog(t, srv, func(cfg *Config) {
+			cfg.Timeout = 100 * time.Millisecond
+			cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.URL.Path != creatorstest.GetItemsPath {
+					return inner.Transport.RoundTrip(r)
+				}
+				late.Add(1)
+				<-r.Context().Done()
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{},
+					Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+			})}
+		})
+		_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+		requireCode(t, err, models.CodeMarketplaceUnavailable)
+		assert.EqualValues(t, maxAttempts, late.Load())
+	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestLiveModeUnavailable(t *testing.T) {
 	srv := newServer(t)

@@ -249,11 +249,15 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 		}
 		return models.Product{}, &upstreamError{Status: resp.StatusCode, Err: fmt.Errorf("reading body: %w", err)}
 	}
+	// A deadline passed during the exchange, the caller's or this
+	// request's own: what arrived (a server giving up on a cancelled
+	// request may send an empty 200) is not an answer. The request's own
+	// is a timeout, retried like an outage.
 	if ctx.Err() != nil {
-		// The deadline passed during the exchange: what arrived (a server
-		// giving up on a cancelled request may send an empty 200) is not
-		// an answer.
 		return models.Product{}, ctx.Err()
+	}
+	if rctx.Err() != nil {
+		return models.Product{}, &upstreamError{Err: fmt.Errorf("%s: %w", "getItem", rctx.Err())}
 	}
 
 	p, err := readAnswer(ref, resp.StatusCode, body, c.now())
