@@ -394,7 +394,7 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 		return models.Product{}, ctx.Err()
 	}
 	if rctx.Err() != nil {
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("%s: %w", "getItems", rctx.Err())}
+		return models.Product{}, &upstreamError{Err: fmt.Errorf("getItems: %w", rctx.Err())}
 	}
 
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)

@@ -257,7 +257,7 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 		return models.Product{}, ctx.Err()
 	}
 	if rctx.Err() != nil {
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("%s: %w", "getItem", rctx.Err())}
+		return models.Product{}, &upstreamError{Err: fmt.Errorf("getItem: %w", rctx.Err())}
 	}
 
 	p, err := readAnswer(ref, resp.StatusCode, body, c.now())
