@@ -71,11 +71,17 @@ func TestStopReachesChildrenInOtherSessions(t *testing.T) {
 	require.NoError(t, err)
 	rec, ok := readPID(filepath.Join(dir, "p.pid"))
 	require.True(t, ok)
+	// The child shows up forked, in the group, before setsid(1) moves it
+	// out: wait until it has left.
 	var child []pidRecord
-	require.Eventually(t, func() bool { child = descendants(rec.pid); return len(child) == 1 }, 10*time.Second, 20*time.Millisecond)
-	st, err := readStat(child[0].pid)
-	require.NoError(t, err)
-	require.NotEqual(t, rec.pid, st.pgrp, "the child left the group")
+	require.Eventually(t, func() bool {
+		child = descendants(rec.pid)
+		if len(child) != 1 {
+			return false
+		}
+		st, err := readStat(child[0].pid)
+		return err == nil && st.pgrp != rec.pid
+	}, 10*time.Second, 20*time.Millisecond, "the child left the group")
 
 	_, err = stopGroup(rec, syscall.SIGKILL, 5*time.Second)
 	require.NoError(t, err)
