@@ -236,6 +236,11 @@ type WatchOrderInput struct {
 	OrderID   string
 	Ref       string
 	NotBefore time.Time
+	// Written is the order as its workflow has written it. Given, the
+	// watch writes the steps it finds on the workflow's behalf, with these
+	// payment fields; nil (watches started by older workflow code) leaves
+	// them to the workflow.
+	Written *models.Transition `json:",omitempty"`
 }
 
 // OrderUnchanged is the error type of a WatchOrder attempt that found no
@@ -248,6 +253,11 @@ const OrderUnchanged = "order_unchanged"
 // progress. Comparing with the database, not with a copy in the input,
 // keeps a watch current while the workflow moves the order on a webhook's
 // check, so it never has to be cancelled and started again.
+//
+// The news's steps are written here, when the workflow gives its last
+// write (WatchOrderInput.Written), and returned as Progress.Recorded: the
+// workflow then upserts its search attributes and writes nothing, where
+// a write of its own would cost a local activity's action per step.
 //
 // An attempt that finds no news (or is early) fails as OrderUnchanged,
 // with the provider's advised wait as the next retry's delay: Temporal
@@ -271,10 +281,34 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 		}
 	}
 	o, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
-	if err != nil || p.News(o.Status, o.Shipment) {
+	if err != nil {
 		return p, err
 	}
-	return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
+	if !p.News(o.Status, o.Shipment) {
+		return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
+	}
+	if in.Written == nil {
+		return p, nil
+	}
+	// From the order as stored, as News compares: steps the workflow has
+	// written since this watch started are not written again.
+	from := *in.Written
+	from.Status, from.Shipment = o.Status, nil
+	if o.Shipment != (models.Shipment{}) {
+		s := o.Shipment
+		from.Shipment = &s
+	}
+	ts := p.Transitions(from, a.clock())
+	for i := range ts {
+		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i]); err != nil {
+			return models.Progress{}, temporalError(err)
+		}
+		p.Recorded = &ts[i]
+	}
+	if p.Recorded != nil {
+		a.dispatchEvents(ctx, in.OrderID)
+	}
+	return p, nil
 }
 
 // maxWatchSleep is the longest wait for a first check that WatchOrder

@@ -25,14 +25,16 @@ import (
 // set; hold, when set, runs first in every call (and its error is the
 // call's). It is the activities' Refunds too.
 type fakeStore struct {
-	mu          sync.Mutex
-	orders      map[string]models.Order
-	err         error
-	hold        func(ctx context.Context) error
-	transitions []models.Transition
-	payments    []models.Payment
-	fulfilments []models.Fulfilment
-	refunds     []string // "refund:<tx>", "late:<payment id>"
+	mu     sync.Mutex
+	orders map[string]models.Order
+	err    error
+	// transitionErr fails RecordTransition alone.
+	transitionErr error
+	hold          func(ctx context.Context) error
+	transitions   []models.Transition
+	payments      []models.Payment
+	fulfilments   []models.Fulfilment
+	refunds       []string // "refund:<tx>", "late:<payment id>"
 }
 
 func (s *fakeStore) wait(ctx context.Context) error {
@@ -66,6 +68,9 @@ func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Tra
 	defer s.mu.Unlock()
 	if s.err != nil {
 		return s.err
+	}
+	if s.transitionErr != nil {
+		return s.transitionErr
 	}
 	s.transitions = append(s.transitions, t)
 	return nil
@@ -374,6 +379,88 @@ func TestWatchOrder(t *testing.T) {
 	ff.script = append(ff.script[:3:3], ff.script[2]) // in transit again
 	_, err = watch(time.Time{})
 	unchanged(err)
+}
+
+// TestWatchOrderWritesItsSteps: a watch given the workflow's last write
+// writes the steps it finds, from the order as stored, with the
+// workflow's payment fields and the watch's time, and returns the last as
+// Progress.Recorded; a failure, and a watch started without it, write
+// nothing; a failed write is retried like an outage.
+func TestWatchOrderWritesItsSteps(t *testing.T) {
+	o := testOrder("ord_test", models.ModeTest)
+	o.Status = models.OrderPaid
+	store := &fakeStore{orders: map[string]models.Order{"ord_test": o}}
+	j := journey()
+	ff := &fakeFulfiller{script: []models.Fulfilment{j[2]}} // bought and in transit at once
+	at := time.Date(2036, 3, 14, 9, 30, 0, 0, time.UTC)
+	var a *Activities
+	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }})
+	written := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, AmountReceived: decimal.RequireFromString("995.98"), At: at.Add(-time.Hour)}
+	watch := func(w *models.Transition) (models.Progress, error) {
+		t.Helper()
+		val, err := env.ExecuteActivity(a.WatchOrder, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", Written: w})
+		if err != nil {
+			return models.Progress{}, err
+		}
+		var p models.Progress
+		require.NoError(t, val.Get(&p))
+		return p, nil
+	}
+
+	p, err := watch(nil)
+	require.NoError(t, err)
+	assert.Equal(t, models.OrderShipped, p.Status)
+	assert.Nil(t, p.Recorded, "a watch of older workflow code leaves the writes to the workflow")
+	assert.Empty(t, store.transitions)
+
+	p, err = watch(&written)
+	require.NoError(t, err)
+	ship := testShipment
+	want := []models.Transition{
+		{Status: models.OrderOrdered, PaymentStatus: models.PaymentOverpaid, AmountReceived: written.AmountReceived, At: at},
+		{Status: models.OrderShipped, PaymentStatus: models.PaymentOverpaid, AmountReceived: written.AmountReceived, At: at, Shipment: &ship},
+	}
+	assert.Equal(t, want, store.transitions, "both steps, the shipment from shipped on")
+	require.NotNil(t, p.Recorded)
+	assert.Equal(t, want[1], *p.Recorded)
+
+	t.Run("steps the order has reached are not written again", func(t *testing.T) {
+		store.mu.Lock()
+		store.transitions = nil
+		o.Status = models.OrderOrdered
+		store.orders["ord_test"] = o
+		store.mu.Unlock()
+		p, err := watch(&written) // the workflow wrote ordered after the watch started
+		require.NoError(t, err)
+		assert.Equal(t, want[1:], store.transitions)
+		assert.Equal(t, want[1], *p.Recorded)
+	})
+	t.Run("a failure is the workflow's to write", func(t *testing.T) {
+		store.mu.Lock()
+		store.transitions = nil
+		store.mu.Unlock()
+		ff.script = []models.Fulfilment{{Stage: models.FulfilmentFailed, FailureReason: "out of stock"}}
+		ff.checks.Store(0)
+		p, err := watch(&written)
+		require.NoError(t, err)
+		assert.Equal(t, models.OrderFailed, p.Status)
+		assert.Nil(t, p.Recorded)
+		assert.Empty(t, store.transitions)
+	})
+	t.Run("a failed write is retried", func(t *testing.T) {
+		ff.script = []models.Fulfilment{j[3]}
+		ff.checks.Store(0)
+		store.mu.Lock()
+		store.orders["ord_test"] = o
+		store.transitionErr = errors.New("connection reset")
+		store.mu.Unlock()
+		_, err := watch(&written)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		assert.False(t, appErr.NonRetryable())
+		assert.NotEqual(t, OrderUnchanged, appErr.Type())
+		assert.Contains(t, appErr.Error(), "connection reset")
+	})
 }
 
 func TestFulfilmentActivityFailures(t *testing.T) {

@@ -109,6 +109,45 @@ type Progress struct {
 	// Retry is set with Status failed when placing the order again may
 	// succeed (see Fulfilment.Retryable).
 	Retry bool
+	// Recorded is the last of the transitions a watch wrote for this
+	// progress on its workflow's behalf (Transitions); nil when nothing
+	// wrote them, as from a check, which leaves the writes to the workflow.
+	Recorded *Transition `json:",omitempty"`
+}
+
+// Transitions returns the writes that take an order written as from to
+// the progress p, each at at: one per step p has reached and from has
+// not, in order (a check may find the order both bought and shipped),
+// with from's payment fields; the shipment is taken at the step shipped,
+// and a shipment that differs once shipped (a new estimated delivery
+// date) is one more write. Progress behind from, a failure and an order
+// off the steps (cancelled, failed) take none: failing an order, or
+// placing it again, is its workflow's decision.
+func (p Progress) Transitions(from Transition, at time.Time) []Transition {
+	if p.Status == OrderFailed || stepIndex(from.Status) < 0 {
+		return nil
+	}
+	shipped := p.Shipment != (Shipment{}) && StepReached(p.Status, OrderShipped)
+	var out []Transition
+	t := from
+	t.At = at
+	for _, step := range OrderSteps {
+		if StepReached(t.Status, step) || !StepReached(p.Status, step) {
+			continue
+		}
+		if step == OrderShipped && shipped {
+			s := p.Shipment
+			t.Shipment = &s
+		}
+		t.Status, t.Reason = step, ""
+		out = append(out, t)
+	}
+	if shipped && StepReached(t.Status, OrderShipped) && (t.Shipment == nil || *t.Shipment != p.Shipment) {
+		s := p.Shipment
+		t.Shipment = &s
+		out = append(out, t)
+	}
+	return out
 }
 
 // News reports whether p tells an order at status, with shipment,

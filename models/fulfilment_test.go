@@ -144,6 +144,45 @@ func TestApplyTransition(t *testing.T) {
 	}
 }
 
+func TestProgressTransitions(t *testing.T) {
+	d := decimal.RequireFromString
+	at := time.Date(2036, 3, 14, 9, 0, 0, 0, time.UTC)
+	ship := Shipment{Carrier: "ups", TrackingNumber: "1Z", EstimatedDelivery: "2036-03-17"}
+	later := ship
+	later.EstimatedDelivery = "2036-03-19"
+	paid := Transition{Status: OrderPaid, PaymentStatus: PaymentOverpaid, AmountReceived: d("11"), At: at.Add(-time.Hour)}
+	shipped := paid
+	shipped.Status, shipped.Shipment = OrderShipped, &ship
+	step := func(from Transition, s OrderStatus, sh *Shipment) Transition {
+		from.Status, from.At, from.Shipment = s, at, sh
+		return from
+	}
+	tests := []struct {
+		name string
+		from Transition
+		p    Progress
+		want []Transition
+	}{
+		{"one step", paid, Progress{Status: OrderOrdered}, []Transition{step(paid, OrderOrdered, nil)}},
+		{"steps found at once, each written, the shipment from shipped on", paid, Progress{Status: OrderDelivered, Shipment: ship},
+			[]Transition{step(paid, OrderOrdered, nil), step(paid, OrderShipped, &ship), step(paid, OrderDelivered, &ship)}},
+		{"a new estimate while in transit", shipped, Progress{Status: OrderShipped, Shipment: later},
+			[]Transition{step(paid, OrderShipped, &later)}},
+		{"delivered with a new estimate: the step, then the shipment", shipped, Progress{Status: OrderDelivered, Shipment: later},
+			[]Transition{step(paid, OrderDelivered, &ship), step(paid, OrderDelivered, &later)}},
+		{"shipped without a shipment yet", paid, Progress{Status: OrderShipped}, []Transition{step(paid, OrderOrdered, nil), step(paid, OrderShipped, nil)}},
+		{"progress behind the order", shipped, Progress{Status: OrderOrdered}, nil},
+		{"the same shipment", shipped, Progress{Status: OrderShipped, Shipment: ship}, nil},
+		{"a failure is the workflow's", paid, Progress{Status: OrderFailed, Reason: "gone"}, nil},
+		{"an order off the steps", Transition{Status: OrderCancelled}, Progress{Status: OrderDelivered, Shipment: ship}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.p.Transitions(tc.from, at))
+		})
+	}
+}
+
 func TestCheckLiveCart(t *testing.T) {
 	a, e := Product{Marketplace: MarketplaceAmazon}, Product{Marketplace: MarketplaceEbay}
 	assert.NoError(t, CheckLiveCart([]Product{a, a}))

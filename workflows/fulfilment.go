@@ -175,7 +175,8 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 		if w.running == nil {
 			var watchCtx workflow.Context
 			watchCtx, w.cancel = workflow.WithCancel(ctx)
-			in := activities.WatchOrderInput{OrderID: o.in.OrderID, Ref: ref, NotBefore: workflow.Now(ctx).Add(wait)}
+			written := o.transition()
+			in := activities.WatchOrderInput{OrderID: o.in.OrderID, Ref: ref, NotBefore: workflow.Now(ctx).Add(wait), Written: &written}
 			w.running = workflow.ExecuteActivity(withOptions(watchCtx, watchOptions(o.status)), a.WatchOrder, in)
 		}
 		checked := false
@@ -286,36 +287,40 @@ func (o *order) newHint(sig FulfilmentSignal) bool {
 }
 
 // advance moves the order as far as the provider's progress says, one
-// allowed step at a time (a check may find it both bought and shipped),
-// and keeps the shipment current: estimated delivery dates change while a
-// parcel travels. Progress behind the order's status changes nothing.
+// allowed step at a time (models.Progress.Transitions), and keeps the
+// shipment current: estimated delivery dates change while a parcel
+// travels. Progress behind the order's status changes nothing. Steps a
+// watch has written already (p.Recorded) are taken as written: the run
+// writes only what it would have written differently.
 func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	if p.Status == models.OrderFailed {
 		o.logger.Warn("Buying provider failed the order; payment due back", "Reason", p.Reason)
 		return o.move(ctx, models.OrderFailed, p.Reason)
 	}
-	// The shipment shows from shipped on, as the contract's tracking does.
-	shipped := p.Shipment != (models.Shipment{}) && models.StepReached(p.Status, models.OrderShipped)
 	// Each step is written, but the search attributes are upserted once,
 	// with the last (runs from the baseline: older runs upserted each).
-	o.holdAttrs = o.baseline
-	defer func() { o.holdAttrs = false }()
-	for _, step := range models.OrderSteps {
-		if models.StepReached(o.status, step) || !models.StepReached(p.Status, step) {
-			continue
+	o.holdAttrs, o.holdWrites = o.baseline, p.Recorded != nil
+	defer func() { o.holdAttrs, o.holdWrites = false, false }()
+	for _, t := range p.Transitions(o.transition(), workflow.Now(ctx)) {
+		if t.Shipment != nil {
+			o.shipment = *t.Shipment
 		}
-		if step == models.OrderShipped && shipped {
-			o.shipment = p.Shipment
+		if t.Status == o.status {
+			continue // the shipment changed: written below
 		}
-		o.logger.Info("Order moved on at the buying provider", "Status", step)
-		if err := o.move(ctx, step, ""); err != nil {
+		o.logger.Info("Order moved on at the buying provider", "Status", t.Status)
+		if err := o.move(ctx, t.Status, ""); err != nil {
 			return err
 		}
 	}
-	if shipped && models.StepReached(o.status, models.OrderShipped) {
-		o.shipment = p.Shipment // e.g. a new estimated delivery date
+	if r := p.Recorded; r != nil {
+		o.written = *r
+		if r.Status == o.status {
+			o.at = r.At // the step's timestamp, as written
+		}
+		o.showDetails()
 	}
-	o.holdAttrs = false
+	o.holdAttrs, o.holdWrites = false, false
 	return o.sync(o.bg)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +231,40 @@ func TestOrderJumpsStepsAndFollowsTheEstimate(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"created", "paid", "shipped", "delivered"}, upserted, "the steps one check finds are upserted once, the last")
+}
+
+// TestOrderWatchWritesTheStepsItFinds: the steps a watch finds are written
+// by the watch (WatchOrder), stamped when it found them; the run takes
+// them as written, upserts its search attributes and writes nothing more:
+// its only local write after placing is none, and each step is written
+// once.
+func TestOrderWatchWritesTheStepsItFinds(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	locals := map[string]int{}
+	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		locals[info.ActivityType.Name]++
+	})
+	var checkedAt []time.Time
+	h.ff.onCheck = func(int) { checkedAt = append(checkedAt, h.env.Now().UTC()) }
+	h.payAt(5*time.Minute, pay("p1", "995.98"))
+
+	res := h.run()
+
+	assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	transitions, _, writes := h.store.snapshot()
+	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes, "each step written once")
+	mu.Lock()
+	assert.Equal(t, map[string]int{"RecordPayment": 1, "RecordTransition": 1}, locals, "the run writes the payment and paid; the watches the rest")
+	mu.Unlock()
+	require.Len(t, checkedAt, 4)
+	for i, tr := range transitions[1:] {
+		assert.Equal(t, checkedAt[i+1], tr.At.UTC(), "%s is stamped when the watch found it", tr.Status)
+	}
+	assert.Equal(t, models.OrderDelivered, h.query().Status)
+	status, payment := h.lastAttrs()
+	assert.Equal(t, []string{"delivered", "confirmed"}, []string{status, payment})
+	assert.Contains(t, h.currentDetails(), "**delivered**")
 }

@@ -63,6 +63,9 @@ type order struct {
 	// holdAttrs defers upserting the search attributes while one check's
 	// steps are written: operators see the last (advance).
 	holdAttrs bool
+	// holdWrites skips the database writes of steps a watch has written
+	// (advance).
+	holdWrites bool
 
 	// checks counts this run's checks with the buying provider
 	// (runIsLong).
@@ -111,7 +114,7 @@ func (o *order) sync(ctx workflow.Context) error {
 		}
 		o.attrs = attrs
 	}
-	if sameTransition(o.written, t) {
+	if o.holdWrites || sameTransition(o.written, t) {
 		return nil
 	}
 	var a *activities.Activities

@@ -339,6 +339,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				// From the baseline (one version marker) on, followed by
 				// WatchOrder retries (version watch-by-retry).
 				writeHistory(t, s, str(o, "id"), "order_delivered_baseline.json")
+				// Its steps written by the watch that found them
+				// (WatchOrderInput.Written), taken as written.
+				writeHistory(t, s, str(o, "id"), "order_delivered_watch_writes.json")
 			}
 		})
 	}
