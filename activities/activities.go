@@ -209,25 +209,39 @@ func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (model
 }
 
 // checkOrder is one check: the order as stored before it, and the
-// provider's progress.
+// provider's progress; the provider's snapshot is stored.
 func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (models.Order, models.Progress, error) {
+	o, snap, p, err := a.askProvider(ctx, orderID, ref)
+	if err == nil {
+		err = a.recordSnapshot(ctx, orderID, snap)
+	}
+	return o, p, err
+}
+
+// askProvider is a check without storing its snapshot: the order as
+// stored before it, the provider's snapshot and the progress it makes.
+func (a *Activities) askProvider(ctx context.Context, orderID, ref string) (models.Order, models.Fulfilment, models.Progress, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
-		return o, models.Progress{}, err
+		return o, models.Fulfilment{}, models.Progress{}, err
 	}
 	snap, err := f.Check(ctx, o, ref)
 	if err != nil {
-		return o, models.Progress{}, temporalError(err)
+		return o, models.Fulfilment{}, models.Progress{}, temporalError(err)
 	}
 	if snap.Ref == "" {
 		snap.Ref = ref
 	}
-	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
-		return o, models.Progress{}, temporalError(err)
-	}
 	p := snap.Progress()
 	p.NextCheck = f.Schedule().Next(p.Status)
-	return o, p, nil
+	return o, snap, p, nil
+}
+
+func (a *Activities) recordSnapshot(ctx context.Context, orderID string, snap models.Fulfilment) error {
+	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
+		return temporalError(err)
+	}
+	return nil
 }
 
 // WatchOrderInput asks WatchOrder to follow the order placed as Ref,
@@ -280,12 +294,25 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 		case <-t.C:
 		}
 	}
-	o, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
+	o, snap, p, err := a.askProvider(ctx, in.OrderID, in.Ref)
 	if err != nil {
 		return p, err
 	}
-	if !p.News(o.Status, o.Shipment) {
+	// Steps a watch wrote that the workflow has not heard of: an attempt
+	// lost after writing them (its result never reached the workflow), or
+	// a watch dropped with its run. A check storing its snapshot since
+	// clears WatchWrote, and the workflow knows what the check found.
+	unheard := in.Written != nil && o.Fulfilment != nil && o.Fulfilment.WatchWrote &&
+		models.Progress{Status: o.Status, Shipment: o.Shipment}.News(in.Written.Status, shipmentOf(in.Written))
+	if !unheard && !p.News(o.Status, o.Shipment) {
+		if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
+			return models.Progress{}, err
+		}
 		return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
+	}
+	snap.WatchWrote = in.Written != nil
+	if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
+		return models.Progress{}, err
 	}
 	if in.Written == nil {
 		return p, nil
@@ -305,10 +332,21 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 		}
 		p.Recorded = &ts[i]
 	}
-	if p.Recorded != nil {
+	if len(ts) > 0 {
 		a.dispatchEvents(ctx, in.OrderID)
+	} else if unheard && p.Status != models.OrderFailed { // all written already, by a lost attempt
+		from.At = o.Steps[o.Status]
+		p.Recorded = &from
 	}
 	return p, nil
+}
+
+// shipmentOf is t's shipment, zero when it has none.
+func shipmentOf(t *models.Transition) models.Shipment {
+	if t.Shipment == nil {
+		return models.Shipment{}
+	}
+	return *t.Shipment
 }
 
 // maxWatchSleep is the longest wait for a first check that WatchOrder

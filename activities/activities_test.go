@@ -412,6 +412,7 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 	assert.Equal(t, models.OrderShipped, p.Status)
 	assert.Nil(t, p.Recorded, "a watch of older workflow code leaves the writes to the workflow")
 	assert.Empty(t, store.transitions)
+	assert.False(t, store.fulfilments[len(store.fulfilments)-1].WatchWrote)
 
 	p, err = watch(&written)
 	require.NoError(t, err)
@@ -423,6 +424,47 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 	assert.Equal(t, want, store.transitions, "both steps, the shipment from shipped on")
 	require.NotNil(t, p.Recorded)
 	assert.Equal(t, want[1], *p.Recorded)
+	lastSnapshot := func() models.Fulfilment {
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		return store.fulfilments[len(store.fulfilments)-1]
+	}
+	assert.True(t, lastSnapshot().WatchWrote, "the snapshot says a watch wrote its steps")
+
+	t.Run("steps a lost attempt wrote are reported by the next", func(t *testing.T) {
+		// As the database holds the order after an attempt that wrote
+		// shipped and was lost before the workflow heard of it.
+		lost := o
+		lost.Status, lost.Shipment = models.OrderShipped, testShipment
+		lost.Steps = map[models.OrderStatus]time.Time{models.OrderShipped: at.Add(-time.Minute)}
+		lost.Fulfilment = &models.Fulfilment{Stage: models.FulfilmentPlaced, WatchWrote: true}
+		store.mu.Lock()
+		store.transitions = nil
+		store.orders["ord_test"] = lost
+		store.mu.Unlock()
+		p, err := watch(&written) // the workflow still at paid
+		require.NoError(t, err)
+		assert.Equal(t, models.OrderShipped, p.Status)
+		require.NotNil(t, p.Recorded, "news to the workflow, though not to the database")
+		assert.Equal(t, models.Transition{Status: models.OrderShipped, PaymentStatus: models.PaymentOverpaid,
+			AmountReceived: written.AmountReceived, At: at.Add(-time.Minute), Shipment: &ship}, *p.Recorded)
+		assert.Empty(t, store.transitions, "nothing left to write")
+
+		// A check that stored its snapshot since (a hint's, whose
+		// progress the workflow took): the same state is no news.
+		lost.Fulfilment = &models.Fulfilment{Stage: models.FulfilmentPlaced}
+		store.mu.Lock()
+		store.orders["ord_test"] = lost
+		store.mu.Unlock()
+		_, err = watch(&written)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, err, &appErr)
+		assert.Equal(t, OrderUnchanged, appErr.Type())
+		assert.False(t, lastSnapshot().WatchWrote)
+		store.mu.Lock()
+		store.orders["ord_test"] = o
+		store.mu.Unlock()
+	})
 
 	t.Run("steps the order has reached are not written again", func(t *testing.T) {
 		store.mu.Lock()

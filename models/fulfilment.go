@@ -89,6 +89,11 @@ type Fulfilment struct {
 	// Retryable marks a failure that placing the order again may cure (the
 	// retailer was rate limiting or briefly down): nothing was bought.
 	Retryable bool
+	// WatchWrote is set by a watch that writes the steps this snapshot
+	// shows on its workflow's behalf, before it writes them: until a later
+	// check stores a snapshot, the workflow may not have heard of them (a
+	// lost attempt), and the next watch reports them (WatchOrder).
+	WatchWrote bool `json:",omitempty"`
 }
 
 // Progress is what the order workflow needs from a fulfilment check: where
