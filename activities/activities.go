@@ -310,12 +310,8 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 		}
 		return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
 	}
-	snap.WatchWrote = in.Written != nil
-	if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
-		return models.Progress{}, err
-	}
 	if in.Written == nil {
-		return p, nil
+		return p, a.recordSnapshot(ctx, in.OrderID, snap)
 	}
 	// From the order as stored, as News compares: steps the workflow has
 	// written since this watch started are not written again.
@@ -326,6 +322,11 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 		from.Shipment = &s
 	}
 	ts := p.Transitions(from, a.clock())
+	// Marked before the writes, and kept until the workflow hears of them.
+	snap.WatchWrote = len(ts) > 0 || unheard
+	if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
+		return models.Progress{}, err
+	}
 	for i := range ts {
 		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i]); err != nil {
 			return models.Progress{}, temporalError(err)

@@ -488,6 +488,7 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 		assert.Equal(t, models.OrderFailed, p.Status)
 		assert.Nil(t, p.Recorded)
 		assert.Empty(t, store.transitions)
+		assert.False(t, lastSnapshot().WatchWrote, "nothing written, nothing marked")
 	})
 	t.Run("a failed write is retried", func(t *testing.T) {
 		ff.script = []models.Fulfilment{j[3]}
