@@ -322,6 +322,19 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 	}
 }
 
+// runWatch runs one WatchOrder attempt and decodes its progress.
+func runWatch(t *testing.T, env *testsuite.TestActivityEnvironment, in WatchOrderInput) (models.Progress, error) {
+	t.Helper()
+	var a *Activities
+	val, err := env.ExecuteActivity(a.WatchOrder, in)
+	if err != nil {
+		return models.Progress{}, err
+	}
+	var p models.Progress
+	require.NoError(t, val.Get(&p))
+	return p, nil
+}
+
 // TestWatchOrder: a watch's attempt checks the provider and returns only
 // news to the order as stored; otherwise it fails as OrderUnchanged,
 // benign, with the provider's advised wait (at least minRecheck) as the
@@ -332,17 +345,10 @@ func TestWatchOrder(t *testing.T) {
 	o.Status = models.OrderPaid
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": o}}
 	ff := &fakeFulfiller{script: journey()}
-	var a *Activities
 	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
 	watch := func(notBefore time.Time) (models.Progress, error) {
 		t.Helper()
-		val, err := env.ExecuteActivity(a.WatchOrder, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", NotBefore: notBefore})
-		if err != nil {
-			return models.Progress{}, err
-		}
-		var p models.Progress
-		require.NoError(t, val.Get(&p))
-		return p, nil
+		return runWatch(t, env, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", NotBefore: notBefore})
 	}
 	unchanged := func(err error) *temporal.ApplicationError {
 		t.Helper()
@@ -393,18 +399,11 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 	j := journey()
 	ff := &fakeFulfiller{script: []models.Fulfilment{j[2]}} // bought and in transit at once
 	at := time.Date(2036, 3, 14, 9, 30, 0, 0, time.UTC)
-	var a *Activities
 	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }})
 	written := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, AmountReceived: decimal.RequireFromString("995.98"), At: at.Add(-time.Hour)}
 	watch := func(w *models.Transition) (models.Progress, error) {
 		t.Helper()
-		val, err := env.ExecuteActivity(a.WatchOrder, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", Written: w})
-		if err != nil {
-			return models.Progress{}, err
-		}
-		var p models.Progress
-		require.NoError(t, val.Get(&p))
-		return p, nil
+		return runWatch(t, env, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", Written: w})
 	}
 
 	p, err := watch(nil)
