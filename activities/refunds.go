@@ -54,9 +54,9 @@ type Alerter interface {
 	Alert(ctx context.Context, kind, detail string)
 }
 
-// RefundLimits are the operator's limits on approving refunds without
-// them, in the order's currency (models.RefundValue). Test mode approves
-// every refund.
+// RefundLimits are the operator's limits on approving live refunds
+// without them, in the order's currency (models.RefundValue). Test mode
+// approves every refund, and its approvals never count toward DailyMax.
 type RefundLimits struct {
 	// AutoApproveMax: a live refund worth at most this is approved without
 	// an operator; zero approves none.

@@ -89,12 +89,13 @@ func (s *Server) newRefundJSON(r models.Refund, now time.Time) refundJSON {
 	return js
 }
 
-// orderRefunds returns the refunds of o for its JSON. An order that owes
-// nothing back from scratch (models.RefundsOwed with no refunds) has
-// none, and costs no read: most orders never owe money.
+// orderRefunds returns the refunds of o for its JSON: every refund the
+// order has, whatever its payment status says now (a settled refund still
+// shows how the money went back). An order no payment reached has none,
+// and costs no read.
 func (s *Server) orderRefunds(ctx context.Context, o models.Order) ([]refundJSON, error) {
 	out := []refundJSON{}
-	if len(models.RefundsOwed(o, nil, time.Time{})) == 0 {
+	if len(o.Payments) == 0 {
 		return out, nil
 	}
 	rs, err := s.deps.Store.RefundsForOrder(ctx, o.ID)

@@ -172,3 +172,69 @@ func TestRefunds(t *testing.T) {
 		_ = time.Second
 	})
 }
+
+// TestOrderReadsShowEveryRefund: an order's reads show its refunds
+// whatever its payment status says now, and the refunds are the one ledger
+// of what it owes back: an operator's hand-sent record of money a refund
+// covers is refused, and a payment whose refund was sent reads refunded.
+func TestOrderReadsShowEveryRefund(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		cartID, _ := e.newCart(t, key)
+		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		ctx := context.Background()
+		o, err := e.st.Order(ctx, orderID)
+		require.NoError(t, err)
+
+		err = e.st.MarkOrderRefunded(ctx, o.Number, strings.Repeat("cd", 32), e.clock.Now())
+		assert.Equal(t, models.CodeInvalidRefundState, models.CodeOf(err), "the refund covers the order's money: %v", err)
+
+		// An order that expired unpaid, then a payment after it closed:
+		// that payment's own refund, sent, is all the order ever owed.
+		expired := e.newOrder(t, key)
+		orderID = expired.ID
+		require.NoError(t, e.st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled,
+			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Cancellation: models.CancellationPaymentWindowExpired}))
+		late := models.Payment{ID: "stellar:testnet:late", Mode: o.Mode, Asset: o.PaymentAsset, Amount: o.PaymentAmount,
+			Memo: expired.Number, Sender: refundAccount2, ReceivedAt: e.clock.Now()}
+		require.NoError(t, e.st.SaveMatch(ctx, late, orderID))
+		_, err = e.st.MarkPaymentLate(ctx, late.ID, e.clock.Now())
+		require.NoError(t, err)
+		lateRefund := models.RefundID(models.PaymentRefundKey(late.ID))
+		hash := strings.Repeat("ef", 32)
+		for _, mv := range []func(models.Refund, time.Time) (models.Refund, error){
+			func(r models.Refund, _ time.Time) (models.Refund, error) {
+				return models.SetRefundDestination(r, models.RefundDestination{ToSender: true})
+			},
+			func(r models.Refund, now time.Time) (models.Refund, error) { return models.ApproveRefund(r, now) },
+			func(r models.Refund, now time.Time) (models.Refund, error) {
+				return models.MarkRefundSent(r, hash, now)
+			},
+		} {
+			e.moveRefund(t, lateRefund, mv)
+		}
+
+		v := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key))
+		assert.Equal(t, "refunded", v.PaymentStatus)
+		require.Len(t, v.Refunds, 1, "the late payment's refund, settled")
+		var sent refundView
+		for _, r := range v.Refunds {
+			if r.ID == lateRefund {
+				sent = r
+			}
+		}
+		assert.Equal(t, "sent", sent.Status)
+		var paid orderPaymentView
+		for _, p := range v.Payments {
+			if p.ID == late.ID {
+				paid = p
+			}
+		}
+		assert.Equal(t, "refunded", paid.Outcome, "the payment its refund returned")
+		assert.NotNil(t, paid.RefundedAt)
+		if assert.NotNil(t, paid.RefundTransactionHash) {
+			assert.Equal(t, hash, *paid.RefundTransactionHash)
+		}
+	})
+}

@@ -147,8 +147,9 @@ type Order struct {
 	PaymentMemo      string
 	PaymentExpiresAt time.Time
 	AmountReceived   decimal.Decimal
-	// AmountRefunded is what the service's refunds returned of the order's
-	// money in its asset: sent, or settled another way (RefundsSettledIn).
+	// AmountRefunded is what the service's refunds of the order's own
+	// money returned in its asset: sent, or settled another way
+	// (RefundsSettledIn).
 	AmountRefunded decimal.Decimal
 	// PendingCredit is what payments seen for this order but not yet
 	// credited by its workflow add up to (read for clients only, while

@@ -96,9 +96,10 @@ func AmountToPay(o Order) decimal.Decimal {
 func (o Order) AmountDueReceived() bool { return o.AmountReceived.GreaterThanOrEqual(o.PaymentAmount) }
 
 // AmountDueBack is the money in the order's asset owed back to the payer
-// and not yet refunded: what a cancelled or failed order had credited, an
-// overpayment's excess, and payments in the order's asset that arrived
-// after it closed, less what its refunds returned (AmountRefunded).
+// and not yet refunded: what a cancelled or failed order had credited, or
+// an overpayment's excess, less what the refunds of that money returned
+// (AmountRefunded); and payments in the order's asset that arrived after
+// it closed and are not refunded (their refund settling marks them so).
 // Payments in another asset are due back too, in their own asset:
 // Payments lists them (DispositionWrongAsset), and so do their refunds.
 func AmountDueBack(o Order) decimal.Decimal {

@@ -16,8 +16,8 @@ const (
 	PaymentStateUnmatched PaymentState = "unmatched"  // its memo names no order: kept for an operator
 	PaymentStateMatched   PaymentState = "matched"    // attached to an order and handed to its workflow
 	PaymentStateLate      PaymentState = "late"       // arrived after its order closed: due back
-	PaymentStateRefundDue PaymentState = "refund_due" // recorded against its order but not credited (another asset): due back
-	PaymentStateRefunded  PaymentState = "refunded"   // an operator sent it back
+	PaymentStateRefundDue PaymentState = "refund_due" // due back whole, never credited: in another asset than its order's, or unmatched and being refunded
+	PaymentStateRefunded  PaymentState = "refunded"   // sent back: its refund settled, or an operator recorded it
 )
 
 // DueBack reports whether a payment in state s is owed back whole, on its
@@ -34,11 +34,17 @@ func PaymentStatesDueBack() []PaymentState {
 // CanAttachPayment decides whether an operator may attach payment p, in
 // state, to order o (nil when no order has the number the operator gave):
 // the payer got the memo wrong. Only a payment that matched no order can
-// be attached, since a matched one was counted by its own order; and only
+// be attached, since a matched one was counted by its own order and one
+// being refunded is on its way back to its payer; and only
 // to an order of its mode, since test money never pays a live order, nor
 // the reverse. The errors are for the operator.
 func CanAttachPayment(p Payment, state PaymentState, o *Order) error {
-	if state != PaymentStateUnmatched {
+	switch state {
+	case PaymentStateUnmatched:
+	case PaymentStateRefundDue, PaymentStateRefunded:
+		// Money being sent back (or sent) never pays for an order too.
+		return fmt.Errorf("payment %s is %s, not unmatched: it is being refunded or was, and pays no order", p.ID, state)
+	default:
 		return fmt.Errorf("payment %s is %s, not unmatched", p.ID, state)
 	}
 	if o == nil {

@@ -42,7 +42,8 @@ func TestCanAttachPayment(t *testing.T) {
 		{"matched already, no such order", PaymentStateMatched, nil, "payment pay_1 is matched, not unmatched"},
 		{"not through the matcher yet", PaymentStateReceived, live, "payment pay_1 is received, not unmatched"},
 		{"late", PaymentStateLate, live, "payment pay_1 is late, not unmatched"},
-		{"refunded", PaymentStateRefunded, live, "payment pay_1 is refunded, not unmatched"},
+		{"refunded", PaymentStateRefunded, live, "payment pay_1 is refunded, not unmatched: it is being refunded or was, and pays no order"},
+		{"being refunded", PaymentStateRefundDue, live, "payment pay_1 is refund_due, not unmatched: it is being refunded or was, and pays no order"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CanAttachPayment(p, tc.state, tc.order)

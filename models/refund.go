@@ -21,6 +21,19 @@ const (
 	RefundThroughWorkflow
 )
 
+// RefundCoversIt refuses an operator's record of money sent back by hand
+// (memocart payments mark-refunded) when refund r covers that money: the
+// refunds are the one ledger of money owed back and the service pays them
+// out itself, so a record kept beside one would let the money leave
+// twice. what names the money ("Order 123", "Payment p"). The operator
+// moves the refund instead, under the refund's own rules.
+func RefundCoversIt(what string, r Refund) *Error {
+	return Errorf(CodeInvalidRefundState,
+		"%s is owed back by refund %s (%s), which the service pays out itself: if it was paid another way, "+
+			"record that with `memocart refunds mark-sent %s --tx <hash>`, or settle it with `memocart refunds cancel %s`",
+		what, r.ID, r.Status, r.ID, r.ID)
+}
+
 // RouteOrderRefund decides where the refund of an order is recorded. An
 // order that reached a final status holding money it credited, and owing
 // it (refund_due: cancelled or failed after a payment), keeps its workflow

@@ -32,12 +32,14 @@ func TestRefundValue(t *testing.T) {
 
 func TestRefundsSettledInAndAmountDueBack(t *testing.T) {
 	refunds := []Refund{
-		{Asset: "USDC", Amount: decimal.RequireFromString("10"), Status: RefundSent},
-		{Asset: "USDC", Amount: decimal.RequireFromString("2.5"), Status: RefundCancelled},
-		{Asset: "USDC", Amount: decimal.RequireFromString("4"), Status: RefundSending},
-		{Asset: "XLM", Amount: decimal.RequireFromString("40"), Status: RefundSent},
+		{Asset: "USDC", Amount: decimal.RequireFromString("10"), Status: RefundSent, Reason: RefundOrderFailed},
+		{Asset: "USDC", Amount: decimal.RequireFromString("2.5"), Status: RefundCancelled, Reason: RefundOverpaid},
+		{Asset: "USDC", Amount: decimal.RequireFromString("4"), Status: RefundSending, Reason: RefundOrderFailed},
+		{Asset: "XLM", Amount: decimal.RequireFromString("40"), Status: RefundSent, Reason: RefundOrderFailed},
+		// A payment's own refund settles by marking its payment refunded.
+		{Asset: "USDC", Amount: decimal.RequireFromString("3"), Status: RefundSent, Reason: RefundLatePayment},
 	}
-	assert.Equal(t, "12.5", RefundsSettledIn(refunds, "USDC").String(), "sent and cancelled, in the asset only")
+	assert.Equal(t, "12.5", RefundsSettledIn(refunds, "USDC").String(), "the order's money sent and cancelled, in the asset only")
 
 	o := Order{Status: OrderFailed, PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("20"), AmountReceived: decimal.RequireFromString("20")}
 	assert.Equal(t, "20", AmountDueBack(o).String())

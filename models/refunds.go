@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,12 +99,12 @@ const (
 
 // ofOrder reports whether a refund for reason r returns its order's own
 // money, as opposed to one payment whole.
-func (r RefundReason) ofOrder() bool {
-	switch r {
-	case RefundOrderFailed, RefundOrderExpired, RefundOrderCancelled, RefundOverpaid:
-		return true
-	}
-	return false
+func (r RefundReason) ofOrder() bool { return slices.Contains(RefundReasonsOfOrder(), r) }
+
+// RefundReasonsOfOrder lists the reasons of refunds that return an order's
+// own money, for a store that selects them.
+func RefundReasonsOfOrder() []RefundReason {
+	return []RefundReason{RefundOrderFailed, RefundOrderExpired, RefundOrderCancelled, RefundOverpaid}
 }
 
 // RefundDestination is where a refund goes: an account (G… or muxed M…)

@@ -83,7 +83,7 @@ func RefundsOwed(o Order, existing []Refund, now time.Time) []Refund {
 		default:
 			continue
 		}
-		key := paymentRefundKey(p.ID)
+		key := PaymentRefundKey(p.ID)
 		if p.RefundedAt != nil || !p.Amount.IsPositive() || have[key] || have[RefundID(key)] {
 			continue
 		}
@@ -150,8 +150,10 @@ func creditedPayments(o Order, reason RefundReason, coveredExcess decimal.Decima
 	return ids
 }
 
-// paymentRefundKey is the natural key of the refund of one payment whole.
-func paymentRefundKey(paymentID string) string { return "payment:" + paymentID }
+// PaymentRefundKey is the natural key of the refund of one payment whole
+// (late, in another asset, or unmatched): a store finds the refund that
+// covers a payment by it.
+func PaymentRefundKey(paymentID string) string { return "payment:" + paymentID }
 
 // RefundOfUnmatchedPayment is the refund of payment p, which named no
 // order, created at now because an operator decided to return it
@@ -165,7 +167,7 @@ func RefundOfUnmatchedPayment(p Payment, state PaymentState, now time.Time) (Ref
 	if !p.Amount.IsPositive() {
 		return Refund{}, fmt.Errorf("payment %s has no amount to return", p.ID)
 	}
-	key := paymentRefundKey(p.ID)
+	key := PaymentRefundKey(p.ID)
 	return Refund{
 		ID:         RefundID(key),
 		Key:        key,
@@ -216,13 +218,15 @@ func PaymentStatusAfterRefunds(o Order, refunds []Refund) PaymentStatus {
 	return s
 }
 
-// RefundsSettledIn is what refunds, all of one order, returned in asset:
-// the sum of those sent or settled another way (cancelled). It is what the
-// order's amount due back no longer counts (AmountDueBack).
+// RefundsSettledIn is what refunds, all of one order, returned of the
+// order's own money in asset: the sum of those of its own money sent or
+// settled another way (cancelled). It is what the order's amount due back
+// no longer counts (AmountDueBack). A refund of one payment whole is left
+// out: settling it marks its payment refunded, which AmountDueBack reads.
 func RefundsSettledIn(refunds []Refund, asset string) decimal.Decimal {
 	var sum decimal.Decimal
 	for _, r := range refunds {
-		if r.Status.Settled() && r.Asset == asset {
+		if r.Status.Settled() && r.Asset == asset && r.Reason.ofOrder() {
 			sum = sum.Add(r.Amount)
 		}
 	}

@@ -27,6 +27,13 @@ var migrationFS embed.FS
 // advisory lock, so replicas starting together migrate one at a time.
 const migrationLockID = 0x6d656d6f63617274 // "memocart"
 
+// migrationSteps are the Go parts of migrations, by version, run after
+// the migration's SQL in its transaction: what SQL cannot compute alike on
+// both dialects, such as exact sums of SQLite's text amounts.
+var migrationSteps = map[int]func(tx *gorm.DB) error{
+	12: refundLedgerStep,
+}
+
 type migration struct {
 	version int
 	name    string
@@ -130,6 +137,11 @@ func (s *Store) applyMigration(ctx context.Context, m migration) (bool, error) {
 		}
 		if err := tx.Exec(m.sql).Error; err != nil {
 			return err
+		}
+		if step := migrationSteps[m.version]; step != nil {
+			if err := step(tx); err != nil {
+				return err
+			}
 		}
 		applied = true
 		return tx.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",

@@ -13,10 +13,10 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// Refund is money an operator must send back: a single payment (late,
-// wrong asset) or part of an order's credited payments (an underpaid order
-// that expired or was cancelled, a failed order, the excess of an
-// overpaid one).
+// Refund is money owed back that no refund covers, for an operator to send
+// back by hand: a single payment (late, wrong asset) or part of an order's
+// credited payments (an underpaid order that expired or was cancelled, a
+// failed order, the excess of an overpaid one).
 type Refund struct {
 	OrderID     string
 	OrderNumber string
@@ -28,14 +28,34 @@ type Refund struct {
 	Senders []string
 }
 
-// RefundsDue lists everything to send back, oldest first.
+// paymentRefundExists is the SQL condition that a refund (the ledger of
+// money owed back) covers the payment of the current payments row: the
+// refund of that payment whole, by its key (models.PaymentRefundKey).
+func paymentRefundExists() clause.Expr {
+	return gorm.Expr(`EXISTS (SELECT 1 FROM refunds r WHERE r."key" = ? || payments.id)`, models.PaymentRefundKey(""))
+}
+
+// orderRefundExists is the SQL condition that a refund of the current
+// orders row's own money exists (models.RefundReasonsOfOrder).
+func orderRefundExists() clause.Expr {
+	return gorm.Expr(`EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = orders.id AND r.reason IN ?)`, refundReasonsOfOrder())
+}
+
+// RefundsDue lists the money owed back that no refund covers, oldest
+// first: what was left to operators before the service paid refunds out
+// (an order whose workflow still waits for mark-refunded, a late or
+// wrong-asset payment recorded then). Money a refund covers belongs to
+// that refund (memocart refunds) and is never listed here, so nobody sends
+// it by hand beside the service's payout.
 func (s *Store) RefundsDue(ctx context.Context) ([]Refund, error) {
 	db := s.db.WithContext(ctx)
 	var out []Refund
 
 	// Whole payments: late ones and those in a wrong asset.
 	var ps []paymentRow
-	if err := db.Where("status IN ?", paymentStatesDueBack()).Order("created_at, id").Find(&ps).Error; err != nil {
+	err := db.Where("status IN ?", paymentStatesDueBack()).Not(paymentRefundExists()).
+		Order("created_at, id").Find(&ps).Error
+	if err != nil {
 		return nil, fmt.Errorf("listing payments to refund: %w", err)
 	}
 	numbers, err := s.orderNumbers(ctx, ps)
@@ -56,7 +76,7 @@ func (s *Store) RefundsDue(ctx context.Context) ([]Refund, error) {
 
 	// Credited money on orders that will not use it, and overpayments.
 	var os []orderRow
-	err = db.Where("payment_status IN ? AND refunded_at IS NULL", paymentStatusesOwingMoneyBack()).
+	err = db.Where("payment_status IN ? AND refunded_at IS NULL", paymentStatusesOwingMoneyBack()).Not(orderRefundExists()).
 		Order("created_at, id").Find(&os).Error
 	if err != nil {
 		return nil, fmt.Errorf("listing orders to refund: %w", err)
@@ -106,18 +126,66 @@ var ErrNothingToRefund = errors.New("nothing is due back there")
 
 // MarkPaymentRefunded records that an operator sent a payment due back on
 // its own (models.PaymentState.DueBack: late, another asset) back, in the
-// chain transaction txHash.
+// chain transaction txHash. A payment a refund covers is refused
+// (models.RefundCoversIt): the refund is moved instead. The payment's
+// order, then the payment, are locked first, as every refund write locks
+// them, so a refund created at the same time (a late payment's) and this
+// record are one after the other and the later one sees the first.
 func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash string, at time.Time) error {
-	res := s.db.WithContext(ctx).Model(&paymentRow{}).
-		Where("id = ? AND status IN ?", paymentID, paymentStatesDueBack()).
-		Updates(map[string]any{"status": PaymentRefunded, "refund_tx": txHash, "refunded_at": at.UTC()})
-	if res.Error != nil {
-		return fmt.Errorf("marking payment refunded: %w", res.Error)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var head paymentRow
+		err := tx.Select("id", "order_id").Where("id = ?", paymentID).Take(&head).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return ErrNothingToRefund
+		}
+		if err != nil {
+			return err
+		}
+		if head.OrderID != nil {
+			if err := s.forUpdate(tx).Select("id").Where("id = ?", *head.OrderID).Take(&orderRow{}).Error; err != nil {
+				return fmt.Errorf("locking order %s: %w", *head.OrderID, err)
+			}
+		}
+		if err := s.forUpdate(tx).Select("id").Where("id = ?", paymentID).Take(&paymentRow{}).Error; err != nil {
+			return err
+		}
+		if r, ok, err := paymentRefund(tx, paymentID); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			return models.RefundCoversIt("Payment "+paymentID, r)
+		}
+		res := tx.Model(&paymentRow{}).
+			Where("id = ? AND status IN ?", paymentID, paymentStatesDueBack()).
+			Updates(map[string]any{"status": PaymentRefunded, "refund_tx": txHash, "refunded_at": at.UTC()})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNothingToRefund
+		}
+		return nil
+	})
+	var me *models.Error
+	if err != nil && !errors.Is(err, ErrNothingToRefund) && !errors.As(err, &me) {
+		return fmt.Errorf("marking payment refunded: %w", err)
 	}
-	if res.RowsAffected == 0 {
-		return ErrNothingToRefund
+	return err
+}
+
+// paymentRefund returns the refund of payment paymentID whole, if there is
+// one (models.PaymentRefundKey).
+func paymentRefund(tx *gorm.DB, paymentID string) (models.Refund, bool, error) {
+	var row refundRow
+	err := tx.Where(clause.Eq{Column: keyColumn, Value: models.PaymentRefundKey(paymentID)}).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Refund{}, false, nil
 	}
-	return nil
+	if err != nil {
+		return models.Refund{}, false, fmt.Errorf("reading the refund of payment %s: %w", paymentID, err)
+	}
+	r, err := row.toModel()
+	return r, err == nil, err
 }
 
 // MarkOrderRefunded records that an operator sent back an order's credited
@@ -125,22 +193,30 @@ func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash strin
 // as models.DecideOrderRefund decides: the order's payment status becomes
 // models.PaymentStatusAfterRefund's, and it is no longer listed as due
 // back. Recording the same txHash for the order again succeeds and changes
-// nothing; anything else is ErrNothingToRefund.
+// nothing; an order whose own money a refund covers is refused
+// (models.RefundCoversIt), and anything else is ErrNothingToRefund. It
+// holds the order's row lock, as creating the order's refunds does, so
+// the two never both return the money: whichever is second sees the other.
 func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// Locked against a concurrent refund of the same order; SQLite
-		// transactions begin IMMEDIATE, one writer at a time.
-		q := tx
-		if s.dialect == DialectPostgres {
-			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
 		var o orderRow
-		err := q.Select("id", "payment_status", "refunded_at", "refund_tx").Where("number = ?", orderNumber).Take(&o).Error
+		err := s.forUpdate(tx).Select("id", "payment_status", "refunded_at", "refund_tx").Where("number = ?", orderNumber).Take(&o).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return ErrNothingToRefund
 		}
 		if err != nil {
 			return err
+		}
+		var covering []refundRow
+		if err := tx.Where("order_id = ? AND reason IN ?", o.ID, refundReasonsOfOrder()).Order("created_at, id").Limit(1).Find(&covering).Error; err != nil {
+			return err
+		}
+		if len(covering) > 0 {
+			r, err := covering[0].toModel()
+			if err != nil {
+				return err
+			}
+			return models.RefundCoversIt("Order "+orderNumber, r)
 		}
 		status := models.PaymentStatus(o.PaymentStatus)
 		switch models.DecideOrderRefund(status, o.RefundedAt != nil, o.RefundTx, txHash) {
@@ -155,7 +231,8 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 			"payment_status": string(models.PaymentStatusAfterRefund(status)),
 		}).Error
 	})
-	if err != nil && !errors.Is(err, ErrNothingToRefund) {
+	var me *models.Error
+	if err != nil && !errors.Is(err, ErrNothingToRefund) && !errors.As(err, &me) {
 		return fmt.Errorf("marking order refunded: %w", err)
 	}
 	return err
@@ -163,12 +240,14 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 
 // AttachUnmatched attaches a payment that matched no order to the order an
 // operator names, if models.CanAttachPayment allows it, and returns it
-// ready to hand to the order's workflow.
+// ready to hand to the order's workflow. The payment's row is locked, so an
+// operator refunding it at the same time (CreateRefund) and this are one
+// after the other: a payment being refunded is no longer unmatched.
 func (s *Store) AttachUnmatched(ctx context.Context, paymentID, orderNumber string) (models.Payment, error) {
 	var out models.Payment
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var p paymentRow
-		if err := tx.Where("id = ?", paymentID).Take(&p).Error; err != nil {
+		if err := s.forUpdate(tx).Where("id = ?", paymentID).Take(&p).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return fmt.Errorf("no payment %s", paymentID)
 			}
@@ -197,6 +276,15 @@ func (s *Store) AttachUnmatched(ctx context.Context, paymentID, orderNumber stri
 		return nil
 	})
 	return out, err
+}
+
+// refundReasonsOfOrder is models.RefundReasonsOfOrder as column values.
+func refundReasonsOfOrder() []string {
+	var out []string
+	for _, r := range models.RefundReasonsOfOrder() {
+		out = append(out, string(r))
+	}
+	return out
 }
 
 // paymentStatesDueBack is models.PaymentStatesDueBack as column values.

@@ -247,8 +247,12 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 		// The late payment is owed back: its refund is created with the
 		// mark, so no crash between the two leaves money owed without a
 		// refund. Its workflow is started by whoever marked it, or by the
-		// reconciler (RefundWorkflowsToStart).
-		_, err = s.createOwedRefunds(tx, *p.OrderID, at)
+		// reconciler (RefundWorkflowsToStart). Only its own: the order's
+		// money is its workflow's to hand over (CreateOwedRefunds), or,
+		// for a run from before refund payouts, to an operator's
+		// mark-refunded that the run still waits for; a refund of it
+		// created here would pay it a second time.
+		_, err = s.createOwedRefunds(tx, *p.OrderID, at, paymentID)
 		return err
 	})
 	return late, err

@@ -200,6 +200,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		assert.Equal(t, []models.EventType{models.EventRefundCreated, models.EventRefundSent, models.EventRefundCreated},
 			eventTypes(refundEventsOf(t, st, p.ID)))
 		before := allEvents(t, st)
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), ""))
 		key = "payment:p-unmatched"
 		unmatched, isNew, err := st.CreateRefund(ctx, models.Refund{
 			Key: key, Mode: models.ModeTest, PaymentIDs: []string{"p-unmatched"}, Reason: models.RefundUnmatchedPayment,

@@ -207,6 +207,7 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 		assert.Equal(t, models.RefundAwaitingDestination, rs[0].Status)
 		assert.Nil(t, rs[0].Claim, "an asset the service does not pay out")
 
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), ""))
 		unmatched, created, err := st.CreateRefund(ctx, models.Refund{
 			Key: "payment:p-unmatched", Mode: models.ModeTest, PaymentIDs: []string{"p-unmatched"},
 			Reason: models.RefundUnmatchedPayment, Amount: decimal.RequireFromString("3"), Asset: "XLM",

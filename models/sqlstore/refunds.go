@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -198,7 +199,7 @@ func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.
 	var out []models.Refund
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var err error
-		out, err = s.createOwedRefunds(tx, orderID, now)
+		out, err = s.createOwedRefunds(tx, orderID, now, "")
 		return err
 	})
 	if err != nil {
@@ -212,7 +213,8 @@ func (s *Store) CreateOwedRefunds(ctx context.Context, orderID string, now time.
 }
 
 // createOwedRefunds is CreateOwedRefunds inside the caller's transaction.
-func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([]models.Refund, error) {
+// With onlyPayment, it creates only that payment's own refund, if owed.
+func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time, onlyPayment string) ([]models.Refund, error) {
 	var row orderRow
 	if err := s.forUpdate(tx).Where("id = ?", orderID).Take(&row).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -229,6 +231,9 @@ func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time) ([
 		return nil, err
 	}
 	owed := models.RefundsOwed(o, existing, now)
+	if onlyPayment != "" {
+		owed = slices.DeleteFunc(owed, func(r models.Refund) bool { return r.Key != models.PaymentRefundKey(onlyPayment) })
+	}
 	if len(owed) == 0 {
 		return existing, s.attachClaims(tx, existing)
 	}
@@ -325,6 +330,11 @@ func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refun
 			out, err = s.withClaim(tx, out)
 			return err
 		}
+		if out.Reason == models.RefundUnmatchedPayment {
+			if err := s.takeUnmatchedPayment(tx, out); err != nil {
+				return err
+			}
+		}
 		if models.RefundClaimable(out) {
 			if out, err = s.issueRefundClaim(tx, out, out.CreatedAt); err != nil {
 				return err
@@ -336,6 +346,31 @@ func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refun
 		return models.Refund{}, false, fmt.Errorf("creating refund %s: %w", r.Key, err)
 	}
 	return out, created, nil
+}
+
+// takeUnmatchedPayment moves the one payment refund r returns, unmatched,
+// to refund_due in the transaction that creates r: a payment being
+// refunded is no longer unmatched, so it is neither listed to attach nor
+// attachable (models.CanAttachPayment) and never pays an order with money
+// on its way back. Its row is locked, and one attached meanwhile refuses
+// the refund: its order returns it.
+func (s *Store) takeUnmatchedPayment(tx *gorm.DB, r models.Refund) error {
+	if len(r.PaymentIDs) != 1 {
+		return fmt.Errorf("an unmatched payment's refund returns one payment, not %d", len(r.PaymentIDs))
+	}
+	id := r.PaymentIDs[0]
+	var p paymentRow
+	err := s.forUpdate(tx).Select("id", "status", "order_id").Where("id = ?", id).Take(&p).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("payment %s is not stored", id)
+	}
+	if err != nil {
+		return err
+	}
+	if p.Status != PaymentUnmatched || p.OrderID != nil {
+		return fmt.Errorf("payment %s is %s, not unmatched: its order's refunds return it", id, p.Status)
+	}
+	return tx.Model(&paymentRow{}).Where("id = ?", id).Update("status", PaymentRefundDue).Error
 }
 
 // paymentsMode is the one mode of the stored payments ids.
@@ -616,6 +651,11 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 	if err != nil {
 		return models.Refund{}, err
 	}
+	if !before.Status.Settled() && out.Status.Settled() && out.Key == models.PaymentRefundKey(firstOf(out.PaymentIDs)) {
+		if err := markPaymentSettled(tx, out, now); err != nil {
+			return models.Refund{}, err
+		}
+	}
 	if before.OrderID != "" && before.Status != out.Status {
 		if err := settleOrderPaymentStatus(tx, before.OrderID, now); err != nil {
 			return models.Refund{}, err
@@ -635,6 +675,32 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 		return models.Refund{}, err
 	}
 	return stored, nil
+}
+
+// markPaymentSettled marks the one payment that refund r returns whole
+// refunded, with r's transaction (none when an operator settled it another
+// way), as r settles: the payment is then neither due back nor owed by
+// its order (models.AmountDueBack), and its readers see when it went back.
+func markPaymentSettled(tx *gorm.DB, r models.Refund, now time.Time) error {
+	at := now
+	if r.SentAt != nil {
+		at = *r.SentAt
+	} else if r.CancelledAt != nil {
+		at = *r.CancelledAt
+	}
+	err := tx.Model(&paymentRow{}).Where("id = ?", r.PaymentIDs[0]).
+		Updates(map[string]any{"status": PaymentRefunded, "refund_tx": r.TransactionHash, "refunded_at": at.UTC()}).Error
+	if err != nil {
+		return fmt.Errorf("marking payment %s refunded: %w", r.PaymentIDs[0], err)
+	}
+	return nil
+}
+
+func firstOf(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[0]
 }
 
 // nullableTime is t for a write, NULL when nil.
@@ -673,6 +739,37 @@ func settleOrderPaymentStatus(tx *gorm.DB, orderID string, now time.Time) error 
 		Updates(map[string]any{"payment_status": string(next), "amount_refunded": refunded, "updated_at": now.UTC()}).Error
 }
 
+// refundLedgerStep is migration 12's Go step: orders.amount_refunded
+// counts only refunds of the order's own money from then on
+// (models.RefundsSettledIn), so it is computed again for every order that
+// has a settled refund of one payment whole, which it used to count.
+func refundLedgerStep(tx *gorm.DB) error {
+	var ids []string
+	err := tx.Model(&refundRow{}).Distinct("order_id").
+		Where("order_id IS NOT NULL AND status IN ? AND reason NOT IN ?",
+			[]string{string(models.RefundSent), string(models.RefundCancelled)}, refundReasonsOfOrder()).
+		Pluck("order_id", &ids).Error
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		var o orderRow
+		if err := tx.Select("id", "payment_asset").Where("id = ?", id).Take(&o).Error; err != nil {
+			return err
+		}
+		refunds, err := refundsOfOrder(tx, id)
+		if err != nil {
+			return err
+		}
+		err = tx.Model(&orderRow{}).Where("id = ?", id).
+			Update("amount_refunded", models.RefundsSettledIn(refunds, o.PaymentAsset)).Error
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // refundApprovalLockID names the Postgres advisory lock that approvals
 // within the daily maximum take, so that they sum and approve one at a
 // time (an arbitrary constant, not migrationLockID).
@@ -680,8 +777,8 @@ const refundApprovalLockID = 0x6d63726566756e64 // "mcrefund"
 
 // ApproveRefundWithinDailyMax approves refund id at now
 // (models.ApproveRefund) if its value fits under max together with the
-// values of the refunds approved at or after since that are being sent or
-// were sent (a failed or cancelled one's money did not leave): their sum
+// values of the refunds of its mode approved at or after since that are
+// being sent or were sent (a failed or cancelled one's money did not leave): their sum
 // plus its value at most max. It reports whether the refund is approved.
 // A refund of unknown value is never approved here, nor anything when max
 // is not positive: they wait for an operator (false, no error). A refund
@@ -722,7 +819,7 @@ func (s *Store) ApproveRefundWithinDailyMax(ctx context.Context, id string, now,
 			refusal = err
 			return err
 		}
-		sum, err := approvedSince(tx, since)
+		sum, err := approvedSince(tx, cur.Mode, since)
 		if err != nil {
 			return err
 		}
@@ -747,13 +844,15 @@ func (s *Store) ApproveRefundWithinDailyMax(ctx context.Context, id string, now,
 	return out, approved, nil
 }
 
-// approvedSince sums the values of the refunds approved at or after since
-// that are being sent or sent. The sum is taken here rather than by SQL's
-// SUM: SQLite keeps amounts as text, which its SUM would add as floats.
-func approvedSince(tx *gorm.DB, since time.Time) (decimal.Decimal, error) {
+// approvedSince sums the values of the refunds of mode approved at or
+// after since that are being sent or sent: the daily maximum is a mode's
+// own, so test keys' sandbox refunds never spend the live budget. The sum
+// is taken here rather than by SQL's SUM: SQLite keeps amounts as text,
+// which its SUM would add as floats.
+func approvedSince(tx *gorm.DB, mode models.Mode, since time.Time) (decimal.Decimal, error) {
 	var values []decimal.NullDecimal
 	err := tx.Model(&refundRow{}).
-		Where("approved_at >= ? AND status IN ?", since.UTC(), []string{string(models.RefundSending), string(models.RefundSent)}).
+		Where("mode = ? AND approved_at >= ? AND status IN ?", string(mode), since.UTC(), []string{string(models.RefundSending), string(models.RefundSent)}).
 		Pluck("value", &values).Error
 	if err != nil {
 		return decimal.Zero, fmt.Errorf("summing approved refunds: %w", err)

@@ -603,6 +603,7 @@ func TestCreateRefundOnce(t *testing.T) {
 // approval to its sender.
 func approvable(t *testing.T, st *sqlstore.Store, key string, value *decimal.Decimal) models.Refund {
 	t.Helper()
+	require.NoError(t, st.SaveMatch(context.Background(), livePayment(key, "nothing", "USDC", "1"), ""))
 	r, _, err := st.CreateRefund(context.Background(), models.Refund{
 		Key: key, Mode: models.ModeTest, PaymentIDs: []string{key}, Reason: models.RefundUnmatchedPayment,
 		Amount: decimal.RequireFromString("1"), Asset: "USDC", Value: value, Status: models.RefundAwaitingApproval,
@@ -669,7 +670,7 @@ func TestApproveRefundWithinDailyMax(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, ok, "a new day: 1 of 1")
 
-		noDestination, _, err := st.CreateRefund(ctx, models.Refund{Key: "nodest", Mode: models.ModeTest, Reason: models.RefundUnmatchedPayment,
+		noDestination, _, err := st.CreateRefund(ctx, models.Refund{Key: "nodest", Mode: models.ModeTest, Reason: models.RefundLatePayment,
 			Amount: decimal.RequireFromString("1"), Asset: "USDC", Value: dec("1"), Status: models.RefundAwaitingDestination, CreatedAt: t0})
 		require.NoError(t, err)
 		_, ok, err = st.ApproveRefundWithinDailyMax(ctx, noDestination.ID, now.Add(3*time.Hour), now.Add(3*time.Hour), max)

@@ -20,15 +20,18 @@ import (
 
 const paymentsUsage = `Usage:
   memocart payments list [--json]
-      Payments that matched no order, money due back (late payments, wrong
-      assets, underpaid or failed orders, overpayments) and open alerts.
+      Payments that matched no order, open alerts, and money owed back that
+      no refund covers (from before refunds were paid out), which an
+      operator sends by hand; the refunds are listed by memocart refunds list.
   memocart payments attach PAYMENT_ID ORDER_NUMBER
       Attach an unmatched payment to an order (the payer got the memo wrong);
       the order's workflow counts it like any matched payment.
   memocart payments mark-refunded --tx HASH (--payment PAYMENT_ID | --order ORDER_NUMBER)
-      Record a refund an operator sent outside the service. A cancelled or
-      failed order's refund goes through its workflow while it is open
-      (it waits up to 90 days for it), which records it and closes.
+      Record money listed as owed back by hand that an operator sent outside
+      the service. Money a refund covers is refused: use memocart refunds
+      mark-sent or cancel on that refund. A cancelled or failed order's money
+      goes through its workflow while it is open (it waits up to 90 days for
+      it), which records it and closes.
   memocart payments clear-alert KIND
       Mark an alert (e.g. stellar_before_history) as handled.
 
@@ -161,7 +164,7 @@ func paymentsList(ctx context.Context, e Env, st *sqlstore.Store, args []string)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\t%s\n", p.ID, p.Mode, p.Amount, p.Asset, memo, p.Sender, p.TxHash, p.ReceivedAt.Format(time.RFC3339))
 	}
-	fmt.Fprintf(tw, "\nREFUNDS DUE (%d)\nORDER\tPAYMENT\tAMOUNT\tTO\tREASON\n", len(refunds))
+	fmt.Fprintf(tw, "\nOWED BACK BY HAND (%d; no refund covers it: memocart refunds list has the refunds)\nORDER\tPAYMENT\tAMOUNT\tTO\tREASON\n", len(refunds))
 	for _, r := range refunds {
 		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", dash(r.OrderNumber), dash(r.PaymentID), r.Amount, r.Asset, dash(strings.Join(r.Senders, ",")), r.Reason)
 	}
