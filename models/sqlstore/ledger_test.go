@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,48 @@ func TestDailyMaxIsPerMode(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, ok, "%s: 10 of 10, whatever the other mode approved", mode)
 		}
+	})
+}
+
+// One transaction returns one refund's money: a refund is never recorded
+// sent in a transaction that already settles another refund, or money an
+// operator recorded refunded by hand.
+func TestATransactionSettlesOneRefund(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		first := failedOrder(t, st, a.ID, "crt_first", &toSender)
+		second := failedOrder(t, st, a.ID, "crt_second", &toSender)
+		legacy := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
+		require.NoError(t, st.MarkOrderRefunded(ctx, legacy.Number, "legacy-hash", t0))
+
+		var ids []string
+		for _, o := range []models.Order{first, second} {
+			rs, err := st.CreateOwedRefunds(ctx, o.ID, t0)
+			require.NoError(t, err)
+			require.Len(t, rs, 1)
+			ids = append(ids, rs[0].ID)
+		}
+		markSent := func(hash string) func(models.Refund) (models.Refund, error) {
+			return func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, hash, t0) }
+		}
+		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
+		require.NoError(t, err)
+		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
+		require.NoError(t, err, "the same refund marked again with its own hash: a retried write")
+
+		_, err = st.UpdateRefund(ctx, ids[1], t0, markSent(payoutTx))
+		require.Error(t, err)
+		assert.Equal(t, models.CodeInvalidRequest, models.CodeOf(err), "%v", err)
+		assert.ErrorContains(t, err, ids[0])
+		r, err := st.Refund(ctx, ids[1])
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundAwaitingApproval, r.Status, "nothing written")
+
+		legacyHash := strings.Repeat("0b", 32)
+		require.NoError(t, st.Exec(ctx, `UPDATE orders SET refund_tx = ? WHERE id = ?`, legacyHash, legacy.ID))
+		_, err = st.UpdateRefund(ctx, ids[1], t0, markSent(legacyHash))
+		assert.ErrorContains(t, err, legacy.Number, "an order refunded by hand in that transaction")
 	})
 }

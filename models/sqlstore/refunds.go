@@ -628,6 +628,11 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 	if !refundChanged(before, out) {
 		return before, nil
 	}
+	if out.Status == models.RefundSent && before.Status != models.RefundSent {
+		if err := hashUnclaimed(tx, out); err != nil {
+			return models.Refund{}, err
+		}
+	}
 	row, err := newRefundRow(out)
 	if err != nil {
 		return models.Refund{}, err
@@ -675,6 +680,36 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 		return models.Refund{}, err
 	}
 	return stored, nil
+}
+
+// hashUnclaimed refuses to record refund r sent in a transaction that
+// already settles money owed back: another sent refund's, or a payment or
+// an order an operator recorded refunded by hand. One transaction pays
+// one refund, so an operator's mark-sent with a hash already used (a
+// copy-paste slip, or a claim that one payment covers two debts) would
+// mark money returned that never left.
+func hashUnclaimed(tx *gorm.DB, r models.Refund) error {
+	var ids []string
+	if err := tx.Model(&refundRow{}).Where("transaction_hash = ? AND status = ? AND id <> ?", r.TransactionHash, string(models.RefundSent), r.ID).
+		Limit(1).Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("looking the transaction up among refunds: %w", err)
+	}
+	if len(ids) == 0 {
+		if err := tx.Model(&paymentRow{}).Where("refund_tx = ? AND status = ?", r.TransactionHash, PaymentRefunded).
+			Not(paymentRefundExists()).Limit(1).Pluck("id", &ids).Error; err != nil {
+			return fmt.Errorf("looking the transaction up among payments: %w", err)
+		}
+	}
+	if len(ids) == 0 {
+		if err := tx.Model(&orderRow{}).Where("refund_tx = ?", r.TransactionHash).Limit(1).Pluck("number", &ids).Error; err != nil {
+			return fmt.Errorf("looking the transaction up among orders: %w", err)
+		}
+	}
+	if len(ids) > 0 {
+		return models.FieldError(models.CodeInvalidRequest, "transaction_hash",
+			"Transaction %s already settles %s: one transaction returns one refund's money", r.TransactionHash, ids[0])
+	}
+	return nil
 }
 
 // markPaymentSettled marks the one payment that refund r returns whole

@@ -15,3 +15,9 @@ WHERE status IN ('late', 'refund_due')
 -- orders.amount_refunded now counts refunds of the order's own money only
 -- (models.RefundsSettledIn); it is recomputed by this migration's Go step
 -- (refundLedgerStep), since SQLite keeps amounts as text.
+
+-- One transaction returns one refund's money: a refund recorded sent is
+-- checked against every other record of a transaction sent back.
+CREATE INDEX refunds_transaction_idx ON refunds (transaction_hash) WHERE transaction_hash <> '';
+CREATE INDEX payments_refund_tx_idx ON payments (refund_tx) WHERE refund_tx <> '';
+CREATE INDEX orders_refund_tx_idx ON orders (refund_tx) WHERE refund_tx <> '';
