@@ -813,8 +813,8 @@ const refundApprovalLockID = 0x6d63726566756e64 // "mcrefund"
 // ApproveRefundWithinDailyMax approves refund id at now
 // (models.ApproveRefund) if its value fits under max together with the
 // values of the refunds of its mode approved at or after since that are
-// being sent or were sent (a failed or cancelled one's money did not leave): their sum
-// plus its value at most max. It reports whether the refund is approved.
+// being sent or were sent (a failed or cancelled one's money did not
+// leave): their sum plus its value at most max. It reports whether the refund is approved.
 // A refund of unknown value is never approved here, nor anything when max
 // is not positive: they wait for an operator (false, no error). A refund
 // already being sent is reported approved without a write (a retried
