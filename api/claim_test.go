@@ -145,13 +145,21 @@ type claimMoves struct {
 	checkout.PayoutWorkflows
 	mu  sync.Mutex
 	got []workflows.RefundDestinationRequest
+	// before, when set, runs once before the next move is passed on: a
+	// move that reached the refund's workflow first.
+	before func()
 }
 
 func (m *claimMoves) MoveRefund(ctx context.Context, id, update string, req any) (models.Refund, error) {
+	m.mu.Lock()
+	before := m.before
+	m.before = nil
 	if d, ok := req.(workflows.RefundDestinationRequest); ok {
-		m.mu.Lock()
 		m.got = append(m.got, d)
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if before != nil {
+		before()
 	}
 	return m.PayoutWorkflows.MoveRefund(ctx, id, update, req)
 }
@@ -350,9 +358,11 @@ func TestClaimSubmit(t *testing.T) {
 		assert.Nil(t, r.ClaimURL, "used")
 		got := moves.requests()
 		require.Len(t, got, 2)
+		hash, _ := models.RefundClaimHash(c.token)
 		assert.Equal(t, workflows.RefundDestinationRequest{
 			Destination: models.RefundDestination{Address: refundAccount, MemoType: "text", Memo: "exchange 7"}, By: "claim",
-		}, got[1], "set through the refund's workflow, by the claim")
+			Claim: hash,
+		}, got[1], "set through the refund's workflow, by the claim, named by its hash: the token is a credential")
 		assert.Nil(t, decodeOrderView(t, e.get(t, "/v1/orders/"+c.orderID, key)).RefundDestination, "the order's destination is the client's")
 
 		// Once: a second submission, or another look, finds nothing.
@@ -361,6 +371,45 @@ func TestClaimSubmit(t *testing.T) {
 		requireClaimPage(t, e.get(t, "/claim/"+c.token, ""), http.StatusNotFound)
 		assert.Equal(t, refundAccount, *e.readRefund(t, key, c.refundID).Destination.Address, "the first destination stands")
 		assert.Len(t, moves.requests(), 2)
+	})
+}
+
+// A submission held up past the link's lease (a worker's backlog) lets a
+// second one take the link; whichever write reaches the refund second is
+// refused, and its payer told the link no longer works, not a failure:
+// the first destination stands.
+func TestClaimSubmitRefusedOnceTheLinkIsUsed(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		moves := &claimMoves{}
+		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		c := e.newClaimRefund(t, key)
+		hash, _ := models.RefundClaimHash(c.token)
+
+		// The first submission takes the link; its write is held up.
+		now := e.clock.Now()
+		_, taken, err := e.st.TakeRefundClaim(t.Context(), c.token, now, now.Add(checkout.RefundClaimLease))
+		require.NoError(t, err)
+		require.True(t, taken)
+		e.clock.Advance(checkout.RefundClaimLease + time.Second)
+		// It reaches the refund's workflow just before the second one's.
+		moves.before = func() {
+			_, err := e.st.UpdateRefundByClaim(context.Background(), c.refundID, hash, e.clock.Now(), func(r models.Refund) (models.Refund, error) {
+				return models.SetRefundDestination(r, models.RefundDestination{Address: refundAccount})
+			})
+			require.NoError(t, err)
+		}
+
+		body := requireClaimPage(t, e.postClaim(t, c.token, url.Values{"address": {refundAccount2}}), http.StatusNotFound, refundAccount)
+		assert.Contains(t, body, "<h1>This link does not work</h1>")
+		assert.Contains(t, body, "If you already entered your address, nothing more is needed.")
+		require.Len(t, moves.requests(), 1, "the second submission reached the workflow")
+
+		r := e.readRefund(t, key, c.refundID)
+		assert.Equal(t, "awaiting_approval", r.Status)
+		require.NotNil(t, r.Destination)
+		assert.Equal(t, refundAccount, *r.Destination.Address, "the first destination stands")
+		assert.Nil(t, r.ClaimURL, "used")
 	})
 }
 

@@ -64,6 +64,12 @@ func RefundClaimHash(token string) (hash string, ok bool) {
 	return hex.EncodeToString(sum[:]), true
 }
 
+// ErrRefundClaimGone refuses a move asked through a claim link that no
+// longer works by the time it is written: used, replaced by a newer one,
+// expired, or of a refund that no longer waits for a destination. It is a
+// not-found, as every answer about a link that does not work.
+var ErrRefundClaimGone = Errorf(CodeRefundNotFound, "This claim link no longer works: it was used, replaced or has expired")
+
 // RefundClaimable reports whether the payer may say where r goes through
 // a claim: r waits for a destination (awaiting_destination, or failed:
 // its payout was refused and a new destination is wanted), in an asset

@@ -407,3 +407,86 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 		})
 	}
 }
+
+// Two submissions through one link both pass its lease (the first held
+// up past it, as a worker's backlog would): the writes they ask for race,
+// and only one sets the destination; the other is refused, the link
+// being used. The winner's retried write answers the refund as it is; an
+// expired link sets nothing.
+func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		now := t0.Add(time.Hour)
+		o := failedOrder(t, st, a.ID, "crt_use", nil)
+		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
+		require.NoError(t, err)
+		id, token := rs[0].ID, claimOf(t, rs[0], now)
+		hash, ok := models.RefundClaimHash(token)
+		require.True(t, ok)
+
+		_, taken, err := st.TakeRefundClaim(ctx, token, now, now.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, taken)
+		later := now.Add(2 * time.Minute)
+		_, taken, err = st.TakeRefundClaim(ctx, token, later, later.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, taken, "the first submission's lease lapsed")
+
+		other := models.RefundDestination{Address: payoutAccount, MemoType: "text", Memo: "someone else"}
+		dests := []models.RefundDestination{toAccount, other}
+		got := make([]models.Refund, len(dests))
+		errs := make([]error, len(dests))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, d := range dests {
+			wg.Go(func() {
+				<-start
+				got[i], errs[i] = st.UpdateRefundByClaim(ctx, id, hash, later, func(r models.Refund) (models.Refund, error) {
+					return models.SetRefundDestination(r, d)
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := -1
+		for i := range dests {
+			if errs[i] == nil {
+				require.Equal(t, -1, won, "only one write through the link sets a destination")
+				won = i
+				continue
+			}
+			assert.ErrorIs(t, errs[i], models.ErrRefundNotFound)
+			assert.Equal(t, models.ErrRefundClaimGone.Message, errs[i].(*models.Error).Message)
+		}
+		require.NotEqual(t, -1, won, "one write sets it: %v", errs)
+		stored, err := st.Refund(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundAwaitingApproval, stored.Status)
+		assert.Equal(t, dests[won], *stored.Destination, "the winner's destination stands")
+		assert.Equal(t, got[won], stored)
+		_, err = st.RefundByClaim(ctx, token, later)
+		assert.ErrorIs(t, err, models.ErrRefundNotFound, "used")
+
+		again, err := st.UpdateRefundByClaim(ctx, id, hash, later, func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, dests[won])
+		})
+		require.NoError(t, err, "a retried write that changes nothing answers the refund")
+		assert.Equal(t, stored, again)
+
+		// An expired link sets nothing.
+		o2 := failedOrder(t, st, a.ID, "crt_use2", nil)
+		rs, err = st.CreateOwedRefunds(ctx, o2.ID, now)
+		require.NoError(t, err)
+		hash2, _ := models.RefundClaimHash(claimOf(t, rs[0], now))
+		_, err = st.UpdateRefundByClaim(ctx, rs[0].ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, toAccount)
+		})
+		assert.ErrorIs(t, err, models.ErrRefundClaimGone)
+		stored, err = st.Refund(ctx, rs[0].ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundAwaitingDestination, stored.Status)
+		assert.Nil(t, stored.Destination)
+	})
+}
