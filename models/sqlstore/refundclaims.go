@@ -177,6 +177,19 @@ func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (
 	if !ok {
 		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
 	}
+	row, r, err := s.liveClaimByHash(db, hash, now, lock)
+	if err != nil {
+		return refundClaimRow{}, models.Refund{}, err
+	}
+	// The token hashes to the row: it is the claim's, and needs no
+	// opening (nor the key).
+	r.Claim = &models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	return row, r, nil
+}
+
+// liveClaimByHash is liveClaim for the claim whose token hashes to hash,
+// its refund returned without the claim.
+func (s *Store) liveClaimByHash(db *gorm.DB, hash string, now time.Time, lock bool) (refundClaimRow, models.Refund, error) {
 	var row refundClaimRow
 	q := db
 	if lock {
@@ -197,14 +210,30 @@ func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (
 	if err != nil {
 		return refundClaimRow{}, models.Refund{}, err
 	}
-	// The token hashes to the row: it is the claim's, and needs no
-	// opening (nor the key).
-	c := models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	c := models.RefundClaim{ExpiresAt: utc(row.ExpiresAt)}
 	if !c.Live(now) || !models.RefundClaimable(r) {
 		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
 	}
-	r.Claim = &c
 	return row, r, nil
+}
+
+// claimLink returns the token of the claim whose token hashes to hash, if
+// the claim works at now (liveClaim) and its refund is of the account and
+// mode given: what a delivery of an event of theirs renders a claim
+// reference to (models.ResolveRefundClaimRefs). ok is false otherwise: a
+// claim used, replaced or expired, or another account's, renders null.
+func (s *Store) claimLink(db *gorm.DB, hash, accountID string, mode models.Mode, now time.Time) (token string, ok bool, err error) {
+	row, r, err := s.liveClaimByHash(db, hash, now, false)
+	if errors.Is(err, models.ErrRefundNotFound) || err == nil && (r.AccountID != accountID || r.Mode != mode) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if token, err = s.openSecret(row.RefundID, row.Token); err != nil {
+		return "", false, fmt.Errorf("opening the claim of refund %s: %w", row.RefundID, err)
+	}
+	return token, true, nil
 }
 
 // RefundByClaim returns the refund whose claim token is token, with its

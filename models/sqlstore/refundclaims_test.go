@@ -282,6 +282,8 @@ type claimRenderer struct {
 	tokens map[models.EventType][]string
 }
 
+func (r *claimRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
 func (r *claimRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -488,5 +490,116 @@ func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, models.RefundAwaitingDestination, stored.Status)
 		assert.Nil(t, stored.Destination)
+	})
+}
+
+// refRenderer renders a refund event's claim as the API's renderer does:
+// claim_url holds the claim's reference (models.RefundClaimRef) while the
+// claim works at the event's time, null otherwise; leak renders the
+// token itself instead.
+type refRenderer struct{ leak bool }
+
+func (r refRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
+func (r refRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
+	var claim any
+	if rf := s.Refund; rf != nil && rf.Claim.Live(ev.CreatedAt) {
+		claim = models.RefundClaimRef(rf.Claim.Token)
+		if r.leak {
+			claim = r.ClaimURL(rf.Claim.Token)
+		}
+	}
+	return json.Marshal(map[string]any{"id": ev.ID, "type": ev.Type, "claim_url": claim})
+}
+
+// A refund event's stored body names its claim, never the token; each
+// delivery renders the link while that claim works: null once it is
+// used, replaced or expired, never the refund's newer claim. A body that
+// holds a token is not recorded.
+func TestRefundEventsStoreClaimReferences(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		st.SetEventRenderer(refRenderer{})
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
+		now := t0.Add(time.Hour)
+		o := failedOrder(t, st, a.ID, "crt_ref", nil)
+		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
+		require.NoError(t, err)
+		id, first := rs[0].ID, claimOf(t, rs[0], now)
+		eventOf := func(typ models.EventType) string {
+			t.Helper()
+			pending, err := st.PendingOrderWebhookEvents(ctx, o.ID)
+			require.NoError(t, err)
+			for _, p := range pending {
+				if p.Type == typ {
+					return p.ID
+				}
+			}
+			require.Failf(t, "no event", "%s", typ)
+			return ""
+		}
+		delivered := func(evID string, at time.Time) any {
+			t.Helper()
+			ev, _, err := st.WebhookDelivery(ctx, evID, ep.ID, at)
+			require.NoError(t, err)
+			return payload(t, ev)["claim_url"]
+		}
+		created := eventOf(models.EventRefundCreated)
+		stored, err := st.WebhookEvent(ctx, created)
+		require.NoError(t, err)
+		assert.NotContains(t, string(stored.Payload), first, "the stored body holds no token")
+		assert.Contains(t, string(stored.Payload), models.RefundClaimRef(first))
+		assert.Equal(t, "https://pay.example/claim/"+first, delivered(created, now), "delivered with the working link")
+
+		// Used: the link is gone from every delivery.
+		hash, _ := models.RefundClaimHash(first)
+		_, err = st.UpdateRefundByClaim(ctx, id, hash, now, func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, toAccount)
+		})
+		require.NoError(t, err)
+		assert.Nil(t, delivered(created, now), "used")
+
+		// Failed: refund.failed carries the new link; refund.created does
+		// not take it up.
+		_, err = st.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
+		require.NoError(t, err)
+		_, err = st.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) {
+			return models.FailRefund(r, "No such account", now)
+		})
+		require.NoError(t, err)
+		r, err := st.Refund(ctx, id)
+		require.NoError(t, err)
+		second := claimOf(t, r, now)
+		failed := eventOf(models.EventRefundFailed)
+		assert.Equal(t, "https://pay.example/claim/"+second, delivered(failed, now))
+		assert.Nil(t, delivered(created, now), "the older event's claim was replaced")
+		assert.Equal(t, "https://pay.example/claim/"+second, delivered(failed, now.Add(models.RefundClaimTTL-time.Second)))
+		assert.Nil(t, delivered(failed, now.Add(models.RefundClaimTTL)), "expired")
+
+		// Another account's event naming this claim renders nothing.
+		b, err := st.EnsureAccount(ctx, "b", t0)
+		require.NoError(t, err)
+		other := newEndpoint(t, st, b.ID, models.ModeTest, models.EventAll)
+		ob := failedOrder(t, st, b.ID, "crt_ref_b", &toAccount)
+		_, err = st.CreateOwedRefunds(ctx, ob.ID, now)
+		require.NoError(t, err)
+		pending, err := st.PendingOrderWebhookEvents(ctx, ob.ID)
+		require.NoError(t, err)
+		require.NotEmpty(t, pending)
+		require.NoError(t, st.SetStoredWebhookEventPayload(ctx, pending[0].ID, `{"claim_url":"`+models.RefundClaimRef(second)+`"}`))
+		ev, _, err := st.WebhookDelivery(ctx, pending[0].ID, other.ID, now)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"claim_url":null}`, string(ev.Payload), "another account's claim")
+
+		// A renderer that writes the token is refused: nothing recorded.
+		st.SetEventRenderer(refRenderer{leak: true})
+		leaky := failedOrder(t, st, a.ID, "crt_leak", nil)
+		_, err = st.CreateOwedRefunds(ctx, leaky.ID, now)
+		require.ErrorContains(t, err, "claim token")
+		got, err := st.RefundsForOrder(ctx, leaky.ID)
+		require.NoError(t, err)
+		assert.Empty(t, got, "the refunds' transaction was rolled back")
 	})
 }
