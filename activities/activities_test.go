@@ -774,7 +774,7 @@ func (s holdingWebhookStore) WebhookTargets(ctx context.Context, _ string) ([]mo
 	return nil, s.wait(ctx)
 }
 
-func (s holdingWebhookStore) WebhookDelivery(ctx context.Context, _, _ string) (models.Event, models.WebhookEndpoint, error) {
+func (s holdingWebhookStore) WebhookDelivery(ctx context.Context, _, _ string, _ time.Time) (models.Event, models.WebhookEndpoint, error) {
 	return models.Event{}, models.WebhookEndpoint{}, s.wait(ctx)
 }
 

@@ -18,10 +18,11 @@ import (
 type WebhookStore interface {
 	// WebhookTargets returns the endpoints an event goes to.
 	WebhookTargets(ctx context.Context, eventID string) ([]models.WebhookEndpoint, error)
-	// WebhookDelivery returns the event with its body and the endpoint
+	// WebhookDelivery returns the event with its body as delivered at now
+	// (a refund's claim link rendered while it works) and the endpoint
 	// with its secret; models.ErrWebhookEndpointNotFound or
 	// CodeWebhookEndpointDisabled when nothing may be delivered.
-	WebhookDelivery(ctx context.Context, eventID, endpointID string) (models.Event, models.WebhookEndpoint, error)
+	WebhookDelivery(ctx context.Context, eventID, endpointID string, now time.Time) (models.Event, models.WebhookEndpoint, error)
 	// RecordWebhookAttempt stores an attempt, once per delivery and
 	// attempt number.
 	RecordWebhookAttempt(ctx context.Context, a models.WebhookAttempt, dispatch string) error
@@ -136,32 +137,35 @@ type WebhookDeliveryError struct {
 
 func (e *WebhookDeliveryError) Error() string { return e.Reason }
 
-// Attempt makes attempt number n of a delivery: the event's body, signed
-// with the endpoint's secret over the attempt's time, to the endpoint's
-// URL. It records the attempt (once per delivery and attempt number, so a
-// repeated write changes nothing). It returns nil when the endpoint
-// answered 2xx; a *WebhookDeliveryError when it did not (recorded); the
-// store's models.ErrWebhookEndpointNotFound, CodeWebhookEndpointDisabled
-// or ErrEventNotFound when nothing may be delivered; any other error when
-// the attempt could not be made or recorded.
+// Attempt makes attempt number n of a delivery: the event's body as
+// delivered at the attempt's time (WebhookStore.WebhookDelivery), signed
+// with the endpoint's secret over that time and exactly those bytes, to
+// the endpoint's URL. It records the attempt (once per delivery and
+// attempt number, so a repeated write changes nothing). It returns nil
+// when the endpoint answered 2xx; a *WebhookDeliveryError when it did not
+// (recorded); the store's models.ErrWebhookEndpointNotFound,
+// CodeWebhookEndpointDisabled or ErrEventNotFound when nothing may be
+// delivered; any other error when the attempt could not be made or
+// recorded.
 func (w WebhookAttempter) Attempt(ctx context.Context, in DeliverWebhookInput, n int) error {
-	ev, ep, err := w.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID)
-	if err != nil {
-		return err
-	}
 	clock := w.Now
 	if clock == nil {
 		clock = time.Now
 	}
 	now := clock().UTC()
+	ev, ep, err := w.Webhooks.WebhookDelivery(ctx, in.EventID, in.EndpointID, now)
+	if err != nil {
+		return err
+	}
 	h := http.Header{}
 	h.Set(models.WebhookSignatureHeader, models.SignWebhook(ep.Secret, now, ev.Payload))
 	h.Set(models.WebhookEventIDHeader, ev.ID)
 	h.Set(models.WebhookEventTypeHeader, string(ev.Type))
+	start := clock()
 	status, sendErr := w.Sender.Send(ctx, ep.Mode, ep.URL, h, ev.Payload)
 	rec := models.WebhookAttempt{
 		DeliveryID: models.DeliveryID(in.Dispatch, ep.ID), EventID: ev.ID, EndpointID: ep.ID, Attempt: n,
-		Resend: in.Resend, At: now, ResponseStatus: status, Duration: clock().UTC().Sub(now),
+		Resend: in.Resend, At: now, ResponseStatus: status, Duration: clock().Sub(start),
 		Succeeded: sendErr == nil && status >= 200 && status < 300,
 	}
 	var failure string

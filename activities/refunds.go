@@ -24,6 +24,11 @@ type RefundStore interface {
 	// nothing is written. A settled refund of an order updates the
 	// order's payment status.
 	UpdateRefund(ctx context.Context, id string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error)
+	// UpdateRefundByClaim is UpdateRefund for a move asked through the
+	// refund's claim link, named by its hash: the same transaction uses
+	// the claim up, and a claim that no longer works refuses the move
+	// (models.ErrRefundClaimGone).
+	UpdateRefundByClaim(ctx context.Context, id, claim string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error)
 	// ApproveRefundWithinDailyMax approves the refund if its value fits
 	// under max with the values approved since; false otherwise.
 	ApproveRefundWithinDailyMax(ctx context.Context, id string, now, since time.Time, max decimal.Decimal) (models.Refund, bool, error)
@@ -100,6 +105,10 @@ type RefundMove struct {
 	Destination *models.RefundDestination `json:",omitempty"`
 	TxHash      string                    `json:",omitempty"`
 	By          string                    `json:",omitempty"`
+	// Claim names the claim link a destination was given through (By
+	// "claim"): the hash of its token (models.RefundClaimHash), never the
+	// token, which is a credential and would sit in the history.
+	Claim string `json:",omitempty"`
 }
 
 // CreateRefundsInput names the order whose owed refunds are created.
@@ -335,7 +344,7 @@ func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (mo
 		}
 	}
 	logger(ctx).Info("Refund destination set", "By", m.By, "ToSender", m.Destination.ToSender)
-	return a.moveRefund(ctx, m.RefundID, func(r models.Refund, _ time.Time) (models.Refund, error) {
+	return a.moveRefundBy(ctx, m.RefundID, m.Claim, func(r models.Refund, _ time.Time) (models.Refund, error) {
 		return models.SetRefundDestination(r, *m.Destination)
 	})
 }
@@ -367,12 +376,24 @@ func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.R
 // moveRefund writes one move at the activity's clock, and dispatches the
 // event it recorded, if any (an operator's mark-sent: refund.sent).
 func (a *Activities) moveRefund(ctx context.Context, id string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
+	return a.moveRefundBy(ctx, id, "", move)
+}
+
+// moveRefundBy is moveRefund through the claim link whose hash is claim,
+// when it is not empty: the write uses the claim up, or is refused.
+func (a *Activities) moveRefundBy(ctx context.Context, id, claim string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
 	p, err := a.payouts()
 	if err != nil {
 		return models.Refund{}, err
 	}
 	now := a.clock()
-	r, err := p.Store.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return move(r, now) })
+	at := func(r models.Refund) (models.Refund, error) { return move(r, now) }
+	var r models.Refund
+	if claim != "" {
+		r, err = p.Store.UpdateRefundByClaim(ctx, id, claim, now, at)
+	} else {
+		r, err = p.Store.UpdateRefund(ctx, id, now, at)
+	}
 	if err != nil {
 		return r, temporalError(err)
 	}

@@ -22,6 +22,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
@@ -145,13 +146,21 @@ type claimMoves struct {
 	checkout.PayoutWorkflows
 	mu  sync.Mutex
 	got []workflows.RefundDestinationRequest
+	// before, when set, runs once before the next move is passed on: a
+	// move that reached the refund's workflow first.
+	before func()
 }
 
 func (m *claimMoves) MoveRefund(ctx context.Context, id, update string, req any) (models.Refund, error) {
+	m.mu.Lock()
+	before := m.before
+	m.before = nil
 	if d, ok := req.(workflows.RefundDestinationRequest); ok {
-		m.mu.Lock()
 		m.got = append(m.got, d)
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if before != nil {
+		before()
 	}
 	return m.PayoutWorkflows.MoveRefund(ctx, id, update, req)
 }
@@ -350,9 +359,11 @@ func TestClaimSubmit(t *testing.T) {
 		assert.Nil(t, r.ClaimURL, "used")
 		got := moves.requests()
 		require.Len(t, got, 2)
+		hash, _ := models.RefundClaimHash(c.token)
 		assert.Equal(t, workflows.RefundDestinationRequest{
 			Destination: models.RefundDestination{Address: refundAccount, MemoType: "text", Memo: "exchange 7"}, By: "claim",
-		}, got[1], "set through the refund's workflow, by the claim")
+			Claim: hash,
+		}, got[1], "set through the refund's workflow, by the claim, named by its hash: the token is a credential")
 		assert.Nil(t, decodeOrderView(t, e.get(t, "/v1/orders/"+c.orderID, key)).RefundDestination, "the order's destination is the client's")
 
 		// Once: a second submission, or another look, finds nothing.
@@ -361,6 +372,45 @@ func TestClaimSubmit(t *testing.T) {
 		requireClaimPage(t, e.get(t, "/claim/"+c.token, ""), http.StatusNotFound)
 		assert.Equal(t, refundAccount, *e.readRefund(t, key, c.refundID).Destination.Address, "the first destination stands")
 		assert.Len(t, moves.requests(), 2)
+	})
+}
+
+// A submission held up past the link's lease (a worker's backlog) lets a
+// second one take the link; whichever write reaches the refund second is
+// refused, and its payer told the link no longer works, not a failure:
+// the first destination stands.
+func TestClaimSubmitRefusedOnceTheLinkIsUsed(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		moves := &claimMoves{}
+		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		c := e.newClaimRefund(t, key)
+		hash, _ := models.RefundClaimHash(c.token)
+
+		// The first submission takes the link; its write is held up.
+		now := e.clock.Now()
+		_, taken, err := e.st.TakeRefundClaim(t.Context(), c.token, now, now.Add(checkout.RefundClaimLease))
+		require.NoError(t, err)
+		require.True(t, taken)
+		e.clock.Advance(checkout.RefundClaimLease + time.Second)
+		// It reaches the refund's workflow just before the second one's.
+		moves.before = func() {
+			_, err := e.st.UpdateRefundByClaim(context.Background(), c.refundID, hash, e.clock.Now(), func(r models.Refund) (models.Refund, error) {
+				return models.SetRefundDestination(r, models.RefundDestination{Address: refundAccount})
+			})
+			require.NoError(t, err)
+		}
+
+		body := requireClaimPage(t, e.postClaim(t, c.token, url.Values{"address": {refundAccount2}}), http.StatusNotFound, refundAccount)
+		assert.Contains(t, body, "<h1>This link does not work</h1>")
+		assert.Contains(t, body, "If you already entered your address, nothing more is needed.")
+		require.Len(t, moves.requests(), 1, "the second submission reached the workflow")
+
+		r := e.readRefund(t, key, c.refundID)
+		assert.Equal(t, "awaiting_approval", r.Status)
+		require.NotNil(t, r.Destination)
+		assert.Equal(t, refundAccount, *r.Destination.Address, "the first destination stands")
+		assert.Nil(t, r.ClaimURL, "used")
 	})
 }
 
@@ -505,45 +555,84 @@ func TestClaimFormMatchesOpenAPI(t *testing.T) {
 	}
 }
 
-// refund.created and refund.failed carry the claim_url GET shows then:
-// the API client can forward the link from the event alone.
+// capturingSender answers 200 to every delivery and keeps the last one.
+type capturingSender struct {
+	header http.Header
+	body   []byte
+}
+
+func (s *capturingSender) Send(_ context.Context, _ models.Mode, _ string, h http.Header, body []byte) (int, error) {
+	s.header, s.body = h, append([]byte(nil), body...)
+	return http.StatusOK, nil
+}
+
+// refund.created and refund.failed deliver the claim_url GET shows then,
+// so the API client can forward the link from the event alone, signed
+// over the very bytes delivered. The stored event holds no token: the
+// link is rendered at each delivery while its claim works, and a
+// delivery after the link was used, replaced or expired carries null.
 func TestClaimURLInRefundEvents(t *testing.T) {
 	e, _ := newWebhookEnv(t, sqlstore.DialectSQLite)
 	ctx := t.Context()
 	key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-	_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "refund.created", "refund.failed"))
+	ep, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "refund.created", "refund.failed"))
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	c := e.newClaimRefund(t, key)
-	claimURLOf := func(typ models.EventType) []string {
+	sender := &capturingSender{}
+	attempter := activities.WebhookAttempter{Webhooks: e.st, Sender: sender, Now: e.clock.Now}
+	eventOf := func(typ models.EventType) string {
 		t.Helper()
 		pending, err := e.st.PendingOrderWebhookEvents(ctx, c.orderID)
 		require.NoError(t, err)
-		var out []string
 		for _, p := range pending {
-			if p.Type != typ {
-				continue
+			if p.Type == typ {
+				return p.ID
 			}
-			ev, err := e.st.WebhookEventForAccount(ctx, accountID, models.ModeTest, p.ID)
-			require.NoError(t, err)
-			var body struct {
-				Data struct {
-					Refund struct {
-						ClaimURL *string `json:"claim_url"`
-					} `json:"refund"`
-				} `json:"data"`
-			}
-			require.NoError(t, json.Unmarshal(ev.Payload, &body))
-			require.NotNil(t, body.Data.Refund.ClaimURL, "%s carries a claim_url: %s", typ, ev.Payload)
-			out = append(out, *body.Data.Refund.ClaimURL)
 		}
-		return out
+		require.Failf(t, "no event", "%s", typ)
+		return ""
 	}
-	assert.Equal(t, []string{claimPrefix + c.token}, claimURLOf(models.EventRefundCreated))
+	deliver := func(evID string) *string {
+		t.Helper()
+		require.NoError(t, attempter.Attempt(ctx, activities.DeliverWebhookInput{EventID: evID, EndpointID: ep.ID, Dispatch: "test/" + evID}, 1))
+		require.NoError(t, models.VerifyWebhookSignature(*ep.Secret, sender.header.Get(models.WebhookSignatureHeader), sender.body, e.clock.Now(), time.Minute),
+			"signed over the bytes delivered")
+		var body struct {
+			Data struct {
+				Refund struct {
+					ClaimURL *string `json:"claim_url"`
+				} `json:"refund"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(sender.body, &body))
+		return body.Data.Refund.ClaimURL
+	}
+	stored := func(evID string) string {
+		t.Helper()
+		ev, err := e.st.WebhookEventForAccount(ctx, accountID, models.ModeTest, evID)
+		require.NoError(t, err)
+		return string(ev.Payload)
+	}
+
+	created := eventOf(models.EventRefundCreated)
+	assert.NotContains(t, stored(created), c.token, "the stored event holds no link")
+	link := deliver(created)
+	require.NotNil(t, link, "refund.created carries the claim_url: %s", sender.body)
+	assert.Equal(t, claimPrefix+c.token, *link)
+	requireClaimPage(t, e.get(t, "/claim/"+c.token, ""), http.StatusOK)
 
 	e.moveRefund(t, c.refundID, func(r models.Refund, _ time.Time) (models.Refund, error) {
 		return models.SetRefundDestination(r, models.RefundDestination{Address: refundAccount})
 	})
+	assert.Nil(t, deliver(created), "a link no longer working is not delivered")
 	e.failRefund(t, c.refundID, "No such account on the network.")
 	second := claimTokenOf(t, e.readRefund(t, key, c.refundID))
-	assert.Equal(t, []string{claimPrefix + second}, claimURLOf(models.EventRefundFailed))
+	failed := eventOf(models.EventRefundFailed)
+	assert.NotContains(t, stored(failed), second)
+	link = deliver(failed)
+	require.NotNil(t, link, "refund.failed carries the new claim_url: %s", sender.body)
+	assert.Equal(t, claimPrefix+second, *link)
+	assert.Nil(t, deliver(created), "an older event does not take up the newer link")
+	e.clock.Advance(models.RefundClaimTTL)
+	assert.Nil(t, deliver(failed), "expired")
 }

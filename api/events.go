@@ -52,7 +52,9 @@ type eventPaymentJSON struct {
 
 // RenderEvent returns the body of ev about its subject (the order, and
 // the payment of a payment event or the refund of a refund event): JSON
-// as the API writes it (no HTML escaping), no trailing newline.
+// as the API writes it (no HTML escaping), no trailing newline, as
+// stored: a refund's claim_url holds a reference to its claim, never its
+// token, which each delivery renders (sqlstore's WebhookDelivery).
 func (r *EventRenderer) RenderEvent(ev models.Event, subject models.EventSubject) ([]byte, error) {
 	body := eventJSON{
 		ID: ev.ID, Type: ev.Type, CreatedAt: timestamp(ev.CreatedAt), Mode: ev.Mode,
@@ -66,6 +68,12 @@ func (r *EventRenderer) RenderEvent(ev models.Event, subject models.EventSubject
 	}
 	if rf := subject.Refund; rf != nil {
 		js := r.s.newRefundJSON(*rf, ev.CreatedAt)
+		if js.ClaimURL != nil {
+			// The stored body names the claim; each delivery renders its
+			// link while it works (models.RefundClaimRef).
+			ref := models.RefundClaimRef(rf.Claim.Token)
+			js.ClaimURL = &ref
+		}
 		body.Data.Refund = &js
 	}
 	var buf bytes.Buffer
@@ -76,6 +84,10 @@ func (r *EventRenderer) RenderEvent(ev models.Event, subject models.EventSubject
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// ClaimURL returns the claim page of a claim token: what a delivery
+// renders a stored body's claim reference to.
+func (r *EventRenderer) ClaimURL(token string) string { return r.s.claimURL(token) }
 
 // EventRenderer returns the renderer of this server's configuration.
 func (s *Server) EventRenderer() *EventRenderer { return &EventRenderer{s: s} }

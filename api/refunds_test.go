@@ -36,11 +36,15 @@ func (w *recordingWorkflows) MoveRefund(ctx context.Context, id, update string, 
 	var move func(models.Refund) (models.Refund, error)
 	switch update {
 	case workflows.UpdateSetRefundDestination:
-		d := req.(workflows.RefundDestinationRequest).Destination
+		dr := req.(workflows.RefundDestinationRequest)
+		d := dr.Destination
 		if w.refuseDestinations[d.Address] {
 			return models.Refund{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
 		}
 		move = func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, d) }
+		if dr.Claim != "" {
+			return w.store.UpdateRefundByClaim(ctx, id, dr.Claim, now, move)
+		}
 	case workflows.UpdateCancelRefund:
 		move = func(r models.Refund) (models.Refund, error) { return models.CancelRefund(r, now) }
 	default:

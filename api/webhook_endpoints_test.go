@@ -496,13 +496,13 @@ func TestWebhookEventTypesAreTheDocuments(t *testing.T) {
 // GET /v1/orders/{id} answers it then, without its refunds, and the
 // refund exactly as GET /v1/refunds/{id} answers it then (destination
 // included; the transaction hash once sent), and is a WebhookEvent as the
-// OpenAPI document describes it.
+// OpenAPI document describes it, as delivered.
 func TestRefundEventBodies(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e, _ := newWebhookEnv(t, dialect)
 		ctx := t.Context()
-		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		ep, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 		cartID, _ := e.newCart(t, key)
 		orderID := e.failedWithRefund(t, key, orderBody(cartID))
@@ -530,7 +530,8 @@ func TestRefundEventBodies(t *testing.T) {
 			}
 			require.NotEmptyf(t, ev.ID, "no new %s event", typ)
 			seen[ev.ID] = true
-			stored, err := e.st.WebhookEventForAccount(ctx, accountID, models.ModeTest, ev.ID)
+			// As delivered now: the claim link is written in at delivery.
+			stored, _, err := e.st.WebhookDelivery(ctx, ev.ID, ep.ID, e.clock.Now())
 			require.NoError(t, err)
 			var body struct {
 				ID        string `json:"id"`

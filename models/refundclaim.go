@@ -1,11 +1,14 @@
 package models
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 )
 
@@ -64,6 +67,12 @@ func RefundClaimHash(token string) (hash string, ok bool) {
 	return hex.EncodeToString(sum[:]), true
 }
 
+// ErrRefundClaimGone refuses a move asked through a claim link that no
+// longer works by the time it is written: used, replaced by a newer one,
+// expired, or of a refund that no longer waits for a destination. It is a
+// not-found, as every answer about a link that does not work.
+var ErrRefundClaimGone = Errorf(CodeRefundNotFound, "This claim link no longer works: it was used, replaced or has expired")
+
 // RefundClaimable reports whether the payer may say where r goes through
 // a claim: r waits for a destination (awaiting_destination, or failed:
 // its payout was refused and a new destination is wanted), in an asset
@@ -75,4 +84,62 @@ func RefundClaimable(r Refund) bool {
 	}
 	_, err := LookupAsset(r.Asset)
 	return err == nil
+}
+
+// A stored webhook event body names a refund's claim link by reference,
+// never by its token: where the body delivered carries claim_url, the
+// stored one holds RefundClaimRef of the claim, a JSON string naming the
+// claim by its hash. Each delivery renders it (ResolveRefundClaimRefs) to
+// the link if that claim still works then, else null: the database holds
+// no usable link, and a body delivered late (a retry, a resend) never
+// carries a link used, replaced or expired meanwhile, nor a newer claim
+// than the one the event was about.
+
+// refundClaimRefPrefix starts a claim reference.
+const refundClaimRefPrefix = "memocart-refund-claim:"
+
+// refundClaimRefRE matches a claim reference as a whole JSON string: a
+// string inside another (a metadata value quoting one) has its quotes
+// escaped, and does not match.
+var refundClaimRefRE = regexp.MustCompile(`"` + refundClaimRefPrefix + `([0-9a-f]{64})"`)
+
+// RefundClaimRef returns the reference to the claim of token that a
+// stored event body holds in place of its claim_url.
+func RefundClaimRef(token string) string {
+	hash, _ := RefundClaimHash(token)
+	return refundClaimRefPrefix + hash
+}
+
+// ResolveRefundClaimRefs returns body with each claim reference
+// (RefundClaimRef, a JSON string) replaced by the JSON of what link says
+// of the claim of that hash: its URL, or null when ok is false (the claim
+// no longer works). The rest of body is kept byte for byte.
+func ResolveRefundClaimRefs(body []byte, link func(hash string) (url string, ok bool, err error)) ([]byte, error) {
+	var failed error
+	out := refundClaimRefRE.ReplaceAllFunc(body, func(ref []byte) []byte {
+		if failed != nil {
+			return ref
+		}
+		hash := string(refundClaimRefRE.FindSubmatch(ref)[1])
+		url, ok, err := link(hash)
+		if err != nil {
+			failed = err
+			return ref
+		}
+		if !ok {
+			return []byte("null")
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // as the API writes JSON
+		if err := enc.Encode(url); err != nil {
+			failed = err
+			return ref
+		}
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	})
+	if failed != nil {
+		return nil, failed
+	}
+	return out, nil
 }

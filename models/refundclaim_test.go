@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,25 @@ func TestRefundClaimNotInJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "the-secret-token")
 	assert.NotContains(t, string(b), "Claim")
+}
+
+// A stored body's claim references render to the link or null; the rest
+// is kept byte for byte, and a reference quoted inside another string (a
+// metadata value) is not one.
+func TestResolveRefundClaimRefs(t *testing.T) {
+	token := strings.Repeat("A", 43)
+	ref := RefundClaimRef(token)
+	hash, _ := RefundClaimHash(token)
+	body := []byte(`{"a":"x\"` + ref + `\"","b": "<&>","claim_url":"` + ref + `","n":1.50}`)
+	out, err := ResolveRefundClaimRefs(body, func(h string) (string, bool, error) {
+		require.Equal(t, hash, h)
+		return "https://pay.example/claim/" + token + "?a=<&>", true, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"x\"`+ref+`\"","b": "<&>","claim_url":"https://pay.example/claim/`+token+`?a=<&>","n":1.50}`, string(out))
+	out, err = ResolveRefundClaimRefs(body, func(string) (string, bool, error) { return "", false, nil })
+	require.NoError(t, err)
+	assert.Equal(t, `{"a":"x\"`+ref+`\"","b": "<&>","claim_url":null,"n":1.50}`, string(out))
+	_, err = ResolveRefundClaimRefs(body, func(string) (string, bool, error) { return "", false, errors.New("db down") })
+	assert.EqualError(t, err, "db down")
 }

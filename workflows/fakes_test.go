@@ -212,6 +212,10 @@ func (orderRefunds) UpdateRefund(context.Context, string, time.Time, func(models
 	return models.Refund{}, errors.New("fake store: the order's run moves no refund")
 }
 
+func (orderRefunds) UpdateRefundByClaim(context.Context, string, string, time.Time, func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	return models.Refund{}, errors.New("fake store: the order's run moves no refund")
+}
+
 func (orderRefunds) ApproveRefundWithinDailyMax(context.Context, string, time.Time, time.Time, decimal.Decimal) (models.Refund, bool, error) {
 	return models.Refund{}, false, errors.New("fake store: the order's run approves no refund")
 }

@@ -68,6 +68,11 @@ type RefundOutcome struct {
 type RefundDestinationRequest struct {
 	Destination models.RefundDestination
 	By          string `json:",omitempty"` // who set it: "api", "claim", an operator
+	// Claim, for By "claim", names the claim link used: the hash of its
+	// token (models.RefundClaimHash), never the token (a credential, and
+	// histories are kept). The write uses the claim up, and is refused
+	// (refund_not_found) once the claim no longer works.
+	Claim string `json:",omitempty"`
 }
 
 // RefundOperatorRequest is the input of an operator's update: approve,
@@ -268,7 +273,7 @@ func (run *refundRun) register(ctx workflow.Context) error {
 				return updateError(err)
 			},
 			func(ctx workflow.Context, req RefundDestinationRequest) (models.Refund, error) {
-				return run.operatorMove(ctx, "Set the destination", a.SetRefundDestination, activities.RefundMove{Destination: &req.Destination, By: req.By}, func() error {
+				return run.operatorMove(ctx, "Set the destination", a.SetRefundDestination, activities.RefundMove{Destination: &req.Destination, By: req.By, Claim: req.Claim}, func() error {
 					_, err := models.SetRefundDestination(run.r, req.Destination)
 					return err
 				})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,6 +79,20 @@ func (s *fakeRefunds) UpdateRefund(_ context.Context, id string, _ time.Time, mo
 	}
 	s.r = next
 	return next, nil
+}
+
+// UpdateRefundByClaim moves as UpdateRefund does through a claim, named
+// by its hash, written "claim:<hash>" before the move's own write; a
+// claim is used once, as the real store uses it.
+func (s *fakeRefunds) UpdateRefundByClaim(ctx context.Context, id, claim string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	s.mu.Lock()
+	if slices.Contains(s.writes, "claim:"+claim) {
+		s.mu.Unlock()
+		return models.Refund{}, models.ErrRefundClaimGone
+	}
+	s.writes = append(s.writes, "claim:"+claim)
+	s.mu.Unlock()
+	return s.UpdateRefund(ctx, id, now, move)
 }
 
 func (s *fakeRefunds) ApproveRefundWithinDailyMax(ctx context.Context, id string, now, _ time.Time, max decimal.Decimal) (models.Refund, bool, error) {
@@ -324,6 +339,31 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Equal(t, models.RefundSent, res.Status)
 		_, writes := h.store.snapshot()
 		assert.Equal(t, "destination", writes[0], "the refused destination wrote nothing")
+	})
+
+	t.Run("a destination through a claim link names the claim to the write, which refuses it once used", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, nil))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("20")}
+		hash := strings.Repeat("ab", 32)
+		first := h.updateAt(time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: *dest, By: "claim", Claim: hash})
+		late := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}, By: "claim", Claim: hash})
+		approve := h.updateAt(3*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, first.err)
+		require.True(t, late.completed, "%+v", late)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, late.err, &appErr)
+		assert.Equal(t, string(models.CodeRefundNotFound), appErr.Type())
+		require.NoError(t, approve.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		r, writes := h.store.snapshot()
+		assert.Equal(t, []string{"claim:" + hash, "destination"}, writes[:2], "the claim is named to the write that sets the destination")
+		assert.Equal(t, refundDest, r.Destination.Address, "the late submission changed nothing")
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
 	})
 
 	t.Run("live over the limit waits for an operator", func(t *testing.T) {

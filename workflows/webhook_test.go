@@ -66,7 +66,7 @@ func (s *fakeWebhookStore) WebhookTargets(_ context.Context, eventID string) ([]
 	return out, nil
 }
 
-func (s *fakeWebhookStore) WebhookDelivery(_ context.Context, eventID, endpointID string) (models.Event, models.WebhookEndpoint, error) {
+func (s *fakeWebhookStore) WebhookDelivery(_ context.Context, eventID, endpointID string, _ time.Time) (models.Event, models.WebhookEndpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if eventID != s.event.ID {

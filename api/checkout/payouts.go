@@ -279,18 +279,20 @@ type ClaimRefundRequest struct {
 // ClaimRefund sets the destination of the refund whose claim link
 // carries req.Token, through the refund's workflow (By "claim"), which
 // checks it on the network first, and answers the refund as written. The
-// link is used by that write, so it works once.
+// link is used by that write (the request names it by its hash), so it
+// works once: a write that finds it used, replaced or expired is refused
+// (models.ErrRefundClaimGone, a not-found).
 //
 // The destination is checked first (models.ValidateRefundDestination:
 // invalid_refund_destination). The link is then held for
-// RefundClaimLease, so that two submissions at once set one destination:
-// the second is ErrRefundClaimInUse. A link that does not work is
-// models.ErrRefundNotFound. When the workflow refuses (the network says
-// the account cannot receive the asset: invalid_refund_destination; the
-// refund moved meanwhile) the link is given back for another try; when
+// RefundClaimLease, so that two submissions at once are not both checked
+// on the network: the second is ErrRefundClaimInUse. A link that does not
+// work is models.ErrRefundNotFound. When the workflow refuses (the network
+// says the account cannot receive the asset: invalid_refund_destination;
+// the refund moved meanwhile) the link is given back for another try; when
 // the outcome is unknown (a timeout) it stays held until the lease runs
-// out, by which time the destination is either set (and the link used)
-// or not.
+// out. A submission held up past the lease lets another take the link,
+// and the second write of the two is the one refused.
 func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
 	d := req.Destination
 	d.ToSender = false
@@ -305,8 +307,9 @@ func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (mode
 	if !taken {
 		return models.Refund{}, ErrRefundClaimInUse
 	}
+	hash, _ := models.RefundClaimHash(req.Token) // a token TakeRefundClaim found
 	got, err := s.moveRefund(ctx, r, "", workflows.UpdateSetRefundDestination,
-		workflows.RefundDestinationRequest{Destination: d, By: "claim"})
+		workflows.RefundDestinationRequest{Destination: d, By: "claim", Claim: hash})
 	if err != nil {
 		var refused *models.Error
 		if errors.As(err, &refused) {

@@ -124,3 +124,8 @@ func (s *Store) RefundClaimCount(ctx context.Context) (int64, error) {
 	err := s.db.WithContext(ctx).Model(&refundClaimRow{}).Count(&n).Error
 	return n, err
 }
+
+// SetStoredWebhookEventPayload overwrites an event's stored body.
+func (s *Store) SetStoredWebhookEventPayload(ctx context.Context, id, payload string) error {
+	return s.db.WithContext(ctx).Model(&webhookEventRow{}).Where("id = ?", id).Update("payload", payload).Error
+}

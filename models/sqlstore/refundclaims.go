@@ -23,9 +23,10 @@ import (
 // (CreateOwedRefunds, CreateRefund); one whose payout failed gets a new
 // one, which replaces the old (UpdateRefund); any move that makes the
 // refund stop waiting for a destination (one is set, through the link or
-// by the API client; an operator settles it) deletes it. That last rule
-// is what makes a claim single-use: the destination set through it and
-// the claim's end are one write.
+// by the API client; an operator settles it) deletes it. A destination
+// set through the link is written with the claim's check and end in one
+// transaction (UpdateRefundByClaim): that, not the lease a submission
+// holds (TakeRefundClaim), is what makes a claim single-use.
 
 // refundClaimRow is a stored claim.
 type refundClaimRow struct {
@@ -91,6 +92,34 @@ func (s *Store) claimAfterMove(tx *gorm.DB, from models.RefundStatus, r models.R
 	return s.withClaim(tx, r)
 }
 
+// useRefundClaim uses up, in tx, the claim of refund cur (locked in tx)
+// whose token hashes to hash, for the move that makes next of cur: a
+// claim works once, and the write it asks for is the one that ends it.
+// The lease of a submission (TakeRefundClaim) only keeps two submissions
+// from being checked at once; it lapses, and a submission held up past it
+// (a worker's backlog) must not change a destination set since. A claim
+// that does not work at now (used, replaced, expired, or its refund no
+// longer waits for a destination) is refused (models.ErrRefundClaimGone),
+// unless the move changes nothing: a retried write whose first attempt
+// used the claim answers the refund as it is.
+func (s *Store) useRefundClaim(tx *gorm.DB, cur, next models.Refund, hash string, now time.Time) (refusal, err error) {
+	var row refundClaimRow
+	if models.RefundClaimable(cur) {
+		err = s.forUpdate(tx).Where("refund_id = ? AND token_hash = ?", cur.ID, hash).Take(&row).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, fmt.Errorf("reading the claim of refund %s: %w", cur.ID, err)
+		}
+	}
+	c := models.RefundClaim{ExpiresAt: utc(row.ExpiresAt)}
+	if row.RefundID == "" || !c.Live(now) {
+		if refundChanged(cur, moved(cur, next)) {
+			return models.ErrRefundClaimGone, nil
+		}
+		return nil, nil
+	}
+	return nil, dropRefundClaim(tx, cur.ID)
+}
+
 // withClaim returns r with its claim (attachClaims).
 func (s *Store) withClaim(db *gorm.DB, r models.Refund) (models.Refund, error) {
 	rs := []models.Refund{r}
@@ -148,6 +177,19 @@ func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (
 	if !ok {
 		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
 	}
+	row, r, err := s.liveClaimByHash(db, hash, now, lock)
+	if err != nil {
+		return refundClaimRow{}, models.Refund{}, err
+	}
+	// The token hashes to the row: it is the claim's, and needs no
+	// opening (nor the key).
+	r.Claim = &models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	return row, r, nil
+}
+
+// liveClaimByHash is liveClaim for the claim whose token hashes to hash,
+// its refund returned without the claim.
+func (s *Store) liveClaimByHash(db *gorm.DB, hash string, now time.Time, lock bool) (refundClaimRow, models.Refund, error) {
 	var row refundClaimRow
 	q := db
 	if lock {
@@ -168,14 +210,30 @@ func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (
 	if err != nil {
 		return refundClaimRow{}, models.Refund{}, err
 	}
-	// The token hashes to the row: it is the claim's, and needs no
-	// opening (nor the key).
-	c := models.RefundClaim{Token: token, ExpiresAt: utc(row.ExpiresAt)}
+	c := models.RefundClaim{ExpiresAt: utc(row.ExpiresAt)}
 	if !c.Live(now) || !models.RefundClaimable(r) {
 		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
 	}
-	r.Claim = &c
 	return row, r, nil
+}
+
+// claimLink returns the token of the claim whose token hashes to hash, if
+// the claim works at now (liveClaim) and its refund is of the account and
+// mode given: what a delivery of an event of theirs renders a claim
+// reference to (models.ResolveRefundClaimRefs). ok is false otherwise: a
+// claim used, replaced or expired, or another account's, renders null.
+func (s *Store) claimLink(db *gorm.DB, hash, accountID string, mode models.Mode, now time.Time) (token string, ok bool, err error) {
+	row, r, err := s.liveClaimByHash(db, hash, now, false)
+	if errors.Is(err, models.ErrRefundNotFound) || err == nil && (r.AccountID != accountID || r.Mode != mode) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if token, err = s.openSecret(row.RefundID, row.Token); err != nil {
+		return "", false, fmt.Errorf("opening the claim of refund %s: %w", row.RefundID, err)
+	}
+	return token, true, nil
 }
 
 // RefundByClaim returns the refund whose claim token is token, with its

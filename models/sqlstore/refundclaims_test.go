@@ -283,6 +283,8 @@ type claimRenderer struct {
 	tokens map[models.EventType][]string
 }
 
+func (r *claimRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
 func (r *claimRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -407,4 +409,198 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 			assert.Equal(t, other.ID, found.ID)
 		})
 	}
+}
+
+// Two submissions through one link both pass its lease (the first held
+// up past it, as a worker's backlog would): the writes they ask for race,
+// and only one sets the destination; the other is refused, the link
+// being used. The winner's retried write answers the refund as it is; an
+// expired link sets nothing.
+func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		now := t0.Add(time.Hour)
+		o := failedOrder(t, st, a.ID, "crt_use", nil)
+		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
+		require.NoError(t, err)
+		id, token := rs[0].ID, claimOf(t, rs[0], now)
+		hash, ok := models.RefundClaimHash(token)
+		require.True(t, ok)
+
+		_, taken, err := st.TakeRefundClaim(ctx, token, now, now.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, taken)
+		later := now.Add(2 * time.Minute)
+		_, taken, err = st.TakeRefundClaim(ctx, token, later, later.Add(time.Minute))
+		require.NoError(t, err)
+		require.True(t, taken, "the first submission's lease lapsed")
+
+		other := models.RefundDestination{Address: payoutAccount, MemoType: "text", Memo: "someone else"}
+		dests := []models.RefundDestination{toAccount, other}
+		got := make([]models.Refund, len(dests))
+		errs := make([]error, len(dests))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, d := range dests {
+			wg.Go(func() {
+				<-start
+				got[i], errs[i] = st.UpdateRefundByClaim(ctx, id, hash, later, func(r models.Refund) (models.Refund, error) {
+					return models.SetRefundDestination(r, d)
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		won := -1
+		for i := range dests {
+			if errs[i] == nil {
+				require.Equal(t, -1, won, "only one write through the link sets a destination")
+				won = i
+				continue
+			}
+			assert.ErrorIs(t, errs[i], models.ErrRefundNotFound)
+			assert.Equal(t, models.ErrRefundClaimGone.Message, errs[i].(*models.Error).Message)
+		}
+		require.NotEqual(t, -1, won, "one write sets it: %v", errs)
+		stored, err := st.Refund(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundAwaitingApproval, stored.Status)
+		assert.Equal(t, dests[won], *stored.Destination, "the winner's destination stands")
+		assert.Equal(t, got[won], stored)
+		_, err = st.RefundByClaim(ctx, token, later)
+		assert.ErrorIs(t, err, models.ErrRefundNotFound, "used")
+
+		again, err := st.UpdateRefundByClaim(ctx, id, hash, later, func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, dests[won])
+		})
+		require.NoError(t, err, "a retried write that changes nothing answers the refund")
+		assert.Equal(t, stored, again)
+
+		// An expired link sets nothing.
+		o2 := failedOrder(t, st, a.ID, "crt_use2", nil)
+		rs, err = st.CreateOwedRefunds(ctx, o2.ID, now)
+		require.NoError(t, err)
+		hash2, _ := models.RefundClaimHash(claimOf(t, rs[0], now))
+		_, err = st.UpdateRefundByClaim(ctx, rs[0].ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, toAccount)
+		})
+		assert.ErrorIs(t, err, models.ErrRefundClaimGone)
+		stored, err = st.Refund(ctx, rs[0].ID)
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundAwaitingDestination, stored.Status)
+		assert.Nil(t, stored.Destination)
+	})
+}
+
+// refRenderer renders a refund event's claim as the API's renderer does:
+// claim_url holds the claim's reference (models.RefundClaimRef) while the
+// claim works at the event's time, null otherwise; leak renders the
+// token itself instead.
+type refRenderer struct{ leak bool }
+
+func (r refRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
+func (r refRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
+	var claim any
+	if rf := s.Refund; rf != nil && rf.Claim.Live(ev.CreatedAt) {
+		claim = models.RefundClaimRef(rf.Claim.Token)
+		if r.leak {
+			claim = r.ClaimURL(rf.Claim.Token)
+		}
+	}
+	return json.Marshal(map[string]any{"id": ev.ID, "type": ev.Type, "claim_url": claim})
+}
+
+// A refund event's stored body names its claim, never the token; each
+// delivery renders the link while that claim works: null once it is
+// used, replaced or expired, never the refund's newer claim. A body that
+// holds a token is not recorded.
+func TestRefundEventsStoreClaimReferences(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		st.SetEventRenderer(refRenderer{})
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
+		now := t0.Add(time.Hour)
+		o := failedOrder(t, st, a.ID, "crt_ref", nil)
+		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
+		require.NoError(t, err)
+		id, first := rs[0].ID, claimOf(t, rs[0], now)
+		eventOf := func(typ models.EventType) string {
+			t.Helper()
+			pending, err := st.PendingOrderWebhookEvents(ctx, o.ID)
+			require.NoError(t, err)
+			for _, p := range pending {
+				if p.Type == typ {
+					return p.ID
+				}
+			}
+			require.Failf(t, "no event", "%s", typ)
+			return ""
+		}
+		delivered := func(evID string, at time.Time) any {
+			t.Helper()
+			ev, _, err := st.WebhookDelivery(ctx, evID, ep.ID, at)
+			require.NoError(t, err)
+			return payload(t, ev)["claim_url"]
+		}
+		created := eventOf(models.EventRefundCreated)
+		stored, err := st.WebhookEvent(ctx, created)
+		require.NoError(t, err)
+		assert.NotContains(t, string(stored.Payload), first, "the stored body holds no token")
+		assert.Contains(t, string(stored.Payload), models.RefundClaimRef(first))
+		assert.Equal(t, "https://pay.example/claim/"+first, delivered(created, now), "delivered with the working link")
+
+		// Used: the link is gone from every delivery.
+		hash, _ := models.RefundClaimHash(first)
+		_, err = st.UpdateRefundByClaim(ctx, id, hash, now, func(r models.Refund) (models.Refund, error) {
+			return models.SetRefundDestination(r, toAccount)
+		})
+		require.NoError(t, err)
+		assert.Nil(t, delivered(created, now), "used")
+
+		// Failed: refund.failed carries the new link; refund.created does
+		// not take it up.
+		_, err = st.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
+		require.NoError(t, err)
+		_, err = st.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) {
+			return models.FailRefund(r, "No such account", now)
+		})
+		require.NoError(t, err)
+		r, err := st.Refund(ctx, id)
+		require.NoError(t, err)
+		second := claimOf(t, r, now)
+		failed := eventOf(models.EventRefundFailed)
+		assert.Equal(t, "https://pay.example/claim/"+second, delivered(failed, now))
+		assert.Nil(t, delivered(created, now), "the older event's claim was replaced")
+		assert.Equal(t, "https://pay.example/claim/"+second, delivered(failed, now.Add(models.RefundClaimTTL-time.Second)))
+		assert.Nil(t, delivered(failed, now.Add(models.RefundClaimTTL)), "expired")
+
+		// Another account's event naming this claim renders nothing.
+		b, err := st.EnsureAccount(ctx, "b", t0)
+		require.NoError(t, err)
+		other := newEndpoint(t, st, b.ID, models.ModeTest, models.EventAll)
+		ob := failedOrder(t, st, b.ID, "crt_ref_b", &toAccount)
+		_, err = st.CreateOwedRefunds(ctx, ob.ID, now)
+		require.NoError(t, err)
+		pending, err := st.PendingOrderWebhookEvents(ctx, ob.ID)
+		require.NoError(t, err)
+		require.NotEmpty(t, pending)
+		require.NoError(t, st.SetStoredWebhookEventPayload(ctx, pending[0].ID, `{"claim_url":"`+models.RefundClaimRef(second)+`"}`))
+		ev, _, err := st.WebhookDelivery(ctx, pending[0].ID, other.ID, now)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"claim_url":null}`, string(ev.Payload), "another account's claim")
+
+		// A renderer that writes the token is refused: nothing recorded.
+		st.SetEventRenderer(refRenderer{leak: true})
+		leaky := failedOrder(t, st, a.ID, "crt_leak", nil)
+		_, err = st.CreateOwedRefunds(ctx, leaky.ID, now)
+		require.ErrorContains(t, err, "claim token")
+		got, err := st.RefundsForOrder(ctx, leaky.ID)
+		require.NoError(t, err)
+		assert.Empty(t, got, "the refunds' transaction was rolled back")
+	})
 }

@@ -558,6 +558,24 @@ func (s *Store) lockRefund(tx *gorm.DB, id string) (models.Refund, error) {
 // payment status becomes models.PaymentStatusAfterRefunds of its refunds
 // as written: refunded (or confirmed) once every refund is settled.
 func (s *Store) UpdateRefund(ctx context.Context, id string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	return s.updateRefund(ctx, id, "", now, move)
+}
+
+// UpdateRefundByClaim is UpdateRefund for a move asked through the
+// refund's claim link (the payer setting the destination), claim naming
+// the link by its hash (models.RefundClaimHash): the same transaction
+// uses the claim up (useRefundClaim), and a claim that no longer works
+// refuses the move with models.ErrRefundClaimGone.
+func (s *Store) UpdateRefundByClaim(ctx context.Context, id, claim string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	if claim == "" {
+		return models.Refund{}, errors.New("updating a refund by its claim: no claim named")
+	}
+	return s.updateRefund(ctx, id, claim, now, move)
+}
+
+// updateRefund is UpdateRefund, through the claim whose hash is claim
+// when it is not empty.
+func (s *Store) updateRefund(ctx context.Context, id, claim string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
 	var (
 		out     models.Refund
 		refusal error
@@ -571,6 +589,11 @@ func (s *Store) UpdateRefund(ctx context.Context, id string, now time.Time, move
 		if err != nil {
 			refusal = err
 			return err
+		}
+		if claim != "" {
+			if refusal, err = s.useRefundClaim(tx, cur, next, claim, now); refusal != nil || err != nil {
+				return errors.Join(refusal, err)
+			}
 		}
 		out, err = s.writeRefund(tx, cur, next, now)
 		return err

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +22,14 @@ import (
 // store calls it inside the transaction that records the fact, with the
 // subject as that transaction sees it, so the body is a snapshot of the
 // moment; it must not do I/O.
+//
+// A refund's claim link is a credential, and is never stored in a body:
+// RenderEvent writes models.RefundClaimRef in its place (a body holding
+// the token is refused), and each delivery renders the reference to
+// ClaimURL of the token while the claim works (WebhookDelivery).
 type EventRenderer interface {
 	RenderEvent(ev models.Event, subject models.EventSubject) ([]byte, error)
+	ClaimURL(token string) string
 }
 
 // SetEventRenderer sets how event bodies are written. Call it before the
@@ -355,6 +362,9 @@ func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, ord
 		if err != nil {
 			return fmt.Errorf("rendering event %s: %w", sp.typ, err)
 		}
+		if rf := sp.refund; rf != nil && rf.Claim != nil && bytes.Contains(body, []byte(rf.Claim.Token)) {
+			return fmt.Errorf("rendering event %s: the body holds refund %s's claim token, not its reference (models.RefundClaimRef)", sp.typ, rf.ID)
+		}
 		row := webhookEventRow{
 			ID: ev.ID, AccountID: accountID, Mode: string(mode), Type: string(sp.typ), OrderID: &orderID,
 			PaymentID: ev.PaymentID, CreatedAt: ev.CreatedAt, RecordedAt: now, Payload: string(body),
@@ -366,7 +376,8 @@ func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, ord
 	return nil
 }
 
-// WebhookEvent returns an event with its body, or models.ErrEventNotFound.
+// WebhookEvent returns an event with its body as stored (claim links as
+// references: see EventRenderer), or models.ErrEventNotFound.
 func (s *Store) WebhookEvent(ctx context.Context, id string) (models.Event, error) {
 	var r webhookEventRow
 	err := s.db.WithContext(ctx).Where("id = ?", id).Take(&r).Error
@@ -463,13 +474,17 @@ func (s *Store) WebhookTargets(ctx context.Context, eventID string) ([]models.We
 	return out, nil
 }
 
-// WebhookDelivery returns what one delivery attempt needs: the event with
-// its body and the endpoint with its secret. An endpoint deleted since is
+// WebhookDelivery returns what one delivery attempt at now needs: the
+// event with its body as delivered then (deliveredBody) and the endpoint
+// with its secret. An endpoint deleted since is
 // models.ErrWebhookEndpointNotFound, a disabled one
 // CodeWebhookEndpointDisabled: nothing is delivered to either.
-func (s *Store) WebhookDelivery(ctx context.Context, eventID, endpointID string) (models.Event, models.WebhookEndpoint, error) {
+func (s *Store) WebhookDelivery(ctx context.Context, eventID, endpointID string, now time.Time) (models.Event, models.WebhookEndpoint, error) {
 	ev, err := s.WebhookEvent(ctx, eventID)
 	if err != nil {
+		return models.Event{}, models.WebhookEndpoint{}, err
+	}
+	if ev.Payload, err = s.deliveredBody(s.db.WithContext(ctx), ev, now); err != nil {
 		return models.Event{}, models.WebhookEndpoint{}, err
 	}
 	r, err := s.endpointRow(s.db.WithContext(ctx), endpointID)
@@ -487,6 +502,23 @@ func (s *Store) WebhookDelivery(ctx context.Context, eventID, endpointID string)
 		return models.Event{}, models.WebhookEndpoint{}, err
 	}
 	return ev, e, nil
+}
+
+// deliveredBody is the stored body of ev as delivered at now: each claim
+// reference (models.RefundClaimRef) rendered to the claim's link if the
+// claim works at now and its refund is ev's account's and mode's, else
+// null. The rest is the stored body byte for byte.
+func (s *Store) deliveredBody(db *gorm.DB, ev models.Event, now time.Time) ([]byte, error) {
+	return models.ResolveRefundClaimRefs(ev.Payload, func(hash string) (string, bool, error) {
+		token, ok, err := s.claimLink(db, hash, ev.AccountID, ev.Mode, now)
+		if err != nil || !ok {
+			return "", false, err
+		}
+		if s.events == nil {
+			return "", false, errors.New("rendering a claim link: the store has no event renderer (SetEventRenderer)")
+		}
+		return s.events.ClaimURL(token), true, nil
+	})
 }
 
 type webhookAttemptRow struct {

@@ -26,6 +26,9 @@ type fakeRenderer struct {
 	calls int
 }
 
+// ClaimURL is the claim page of token on an example host.
+func (r *fakeRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
 func (r *fakeRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
 	r.mu.Lock()
 	r.calls++
@@ -211,21 +214,21 @@ func TestWebhookSecretsAreSealed(t *testing.T) {
 			ev := eventsOf(t, keyed, o.ID)[models.EventOrderCreated]
 			require.NotEmpty(t, ev.ID)
 
-			_, e, err := keyed.WebhookDelivery(ctx, ev.ID, sealed.ID)
+			_, e, err := keyed.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			require.NoError(t, err)
 			assert.Equal(t, "whsec_"+strings.Repeat("s", 32), e.Secret)
-			_, e, err = keyed.WebhookDelivery(ctx, ev.ID, unsealed.ID)
+			_, e, err = keyed.WebhookDelivery(ctx, ev.ID, unsealed.ID, time.Now())
 			require.NoError(t, err, "a secret stored before the key was set still opens")
 			assert.Equal(t, "whsec_"+strings.Repeat("s", 32), e.Secret)
 
-			_, _, err = plain.WebhookDelivery(ctx, ev.ID, sealed.ID)
+			_, _, err = plain.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "without the key")
 			wrong := open(bytes.Repeat([]byte{8}, 32))
-			_, _, err = wrong.WebhookDelivery(ctx, ev.ID, sealed.ID)
+			_, _, err = wrong.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "with another key")
 			// A sealed secret copied to another endpoint's row does not open.
 			require.NoError(t, keyed.SetStoredWebhookSecret(ctx, other.ID, stored))
-			_, _, err = keyed.WebhookDelivery(ctx, ev.ID, other.ID)
+			_, _, err = keyed.WebhookDelivery(ctx, ev.ID, other.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded)
 		})
 	}
@@ -428,13 +431,13 @@ func TestWebhookTargetsAndAttempts(t *testing.T) {
 		_, err = st.WebhookTargets(ctx, "evt_000000000000000000000000")
 		assert.ErrorIs(t, err, models.ErrEventNotFound)
 
-		_, _, err = st.WebhookDelivery(ctx, ev.ID, gone.ID)
+		_, _, err = st.WebhookDelivery(ctx, ev.ID, gone.ID, time.Now())
 		assert.ErrorIs(t, err, models.ErrWebhookEndpointNotFound, "deleted")
-		_, _, err = st.WebhookDelivery(ctx, ev.ID, "we_000000000000000000000000")
+		_, _, err = st.WebhookDelivery(ctx, ev.ID, "we_000000000000000000000000", time.Now())
 		assert.ErrorIs(t, err, models.ErrWebhookEndpointNotFound)
-		_, _, err = st.WebhookDelivery(ctx, "evt_000000000000000000000000", all.ID)
+		_, _, err = st.WebhookDelivery(ctx, "evt_000000000000000000000000", all.ID, time.Now())
 		assert.ErrorIs(t, err, models.ErrEventNotFound)
-		got, e, err := st.WebhookDelivery(ctx, ev.ID, all.ID)
+		got, e, err := st.WebhookDelivery(ctx, ev.ID, all.ID, time.Now())
 		require.NoError(t, err)
 		assert.Equal(t, ev.Payload, got.Payload)
 		assert.Equal(t, all.URL, e.URL)
@@ -489,7 +492,7 @@ func TestWebhookTargetsAndAttempts(t *testing.T) {
 		assert.Equal(t, reason, e.DisabledReason)
 		require.NotNil(t, e.LastSuccessAt)
 		assert.Equal(t, okAt, *e.LastSuccessAt)
-		_, _, err = st.WebhookDelivery(ctx, ev.ID, all.ID)
+		_, _, err = st.WebhookDelivery(ctx, ev.ID, all.ID, time.Now())
 		assert.Equal(t, models.CodeWebhookEndpointDisabled, models.CodeOf(err))
 		targets, err = st.WebhookTargets(ctx, ev.ID)
 		require.NoError(t, err)
