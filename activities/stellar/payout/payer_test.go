@@ -470,22 +470,66 @@ func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
 	req := refund("rfd_1", dest, "XLM", "2")
 	rec, prior := priorNeverSubmitted(t, h, req)
 
-	// By the clock the old transaction has expired, but Horizon's history
-	// does not reach that far: it may yet show it.
+	// By the clock the old transaction has expired, but Horizon has not
+	// ingested a ledger that closed after its time bounds: it may yet
+	// show it.
 	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
-	h.s.LagHistory(10 * time.Minute)
+	h.s.SetInstances(1000)
 	req.Prior = prior
 	_, err := h.p.Pay(t.Context(), req, rec.record)
 	require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Empty(t, paidTo(h.s, dest))
 
-	h.s.LagHistory(0)
+	h.s.SetInstances()
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	assert.Equal(t, 2, rec.count())
 	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
 	assert.Len(t, paidTo(h.s, dest), 1)
+}
+
+// TestPayPriorAppliedIsFoundBehindALoadBalancer: a payout applied and its
+// answer lost is retried after its time bounds, while Horizon answers
+// from two instances, one of them lagBehind ledgers behind the network,
+// in turn (in both orders). However the answers fall, it is never judged
+// absent and paid again.
+func TestPayPriorAppliedIsFoundBehindALoadBalancer(t *testing.T) {
+	const lagBehind = 10 // about 50 seconds of the real network
+	for _, lags := range [][]int64{{0, lagBehind}, {lagBehind, 0}} {
+		t.Run(fmt.Sprint(lags), func(t *testing.T) {
+			dest := key("destination").Address()
+			h := newHarness(t, func(c *payout.Config) { c.Await = 200 * time.Millisecond },
+				horizontest.Account{ID: dest, XLM: "5"})
+			rec := &recorder{hook: func(n int) {
+				if n == 1 {
+					// Applied, answered 504, and looked up only on the
+					// lagging instance: the outcome stays unknown.
+					h.s.TimeoutAfterApply(1)
+					h.s.SetInstances(lagBehind)
+				}
+			}}
+			req := refund("rfd_1", dest, "XLM", "2")
+			_, err := h.p.Pay(t.Context(), req, rec.record)
+			require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+			require.Len(t, paidTo(h.s, dest), 1, "applied")
+
+			h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+			h.s.SetInstances(lags...)
+			req.Prior = rec.last()
+			var res payout.Result
+			for range 5 {
+				res, err = h.p.Pay(t.Context(), req, rec.record)
+				if !errors.Is(err, payout.ErrOutcomeUnknown) {
+					break
+				}
+			}
+			require.NoError(t, err)
+			assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res)
+			assert.Equal(t, 1, rec.count(), "nothing new built")
+			assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+		})
+	}
 }
 
 func TestPayRebuildsAfterBadSequence(t *testing.T) {
