@@ -50,7 +50,9 @@ type Payer interface {
 	// Pay sends the refund exactly once: it calls record with the
 	// transaction's hash and envelope before submitting it, and given the
 	// transaction an earlier attempt recorded it looks that one up before
-	// building another.
+	// building another. record must refuse unless the refund's recorded
+	// transaction is still the last one the call knows (the one it was
+	// given, then each it recorded): a compare-and-set.
 	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
 }
 
@@ -224,19 +226,23 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 	}
 	var res payout.Result
 	if why == "" {
-		prior := r.TransactionHash
+		last := r.TransactionHash
 		record := func(ctx context.Context, hash, envelope string) error {
 			_, err := p.Store.UpdateRefund(ctx, r.ID, a.clock(), func(r models.Refund) (models.Refund, error) {
-				// Compare-and-set on the transaction this attempt started
-				// from: an attempt Temporal gave up on may still be running
+				// Compare-and-set on the last transaction this attempt
+				// knows (the one it started from, then each it recorded):
+				// an attempt Temporal gave up on may still be running
 				// elsewhere, and if it recorded a transaction meanwhile,
 				// this one must not submit another (the retry looks that
 				// one up instead).
-				if r.TransactionHash != prior {
+				if r.TransactionHash != last {
 					return r, errPayoutRaced
 				}
 				return models.RecordRefundTransaction(r, hash, envelope)
 			})
+			if err == nil {
+				last = hash
+			}
 			return err
 		}
 		res, err = payer.Pay(ctx, payout.Request{

@@ -185,3 +185,60 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	require.Error(t, err)
 	assert.Len(t, disp.calls(), 5, "nothing is dispatched for a write that did not commit")
 }
+
+// rebuildingPayer records two transactions in one call, as Pay does when
+// the first was refused for good and proved never to apply; with
+// meddle set, another attempt records its own before this one's first.
+type rebuildingPayer struct{ meddle func() }
+
+func (rebuildingPayer) CheckDestination(context.Context, string, string) error { return nil }
+
+func (p rebuildingPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+	if p.meddle != nil {
+		p.meddle()
+	}
+	var hash string
+	for _, hash = range []string{strings.Repeat("a1", 32), strings.Repeat("b2", 32)} {
+		if err := record(ctx, hash, "envelope"); err != nil {
+			return payout.Result{}, err
+		}
+	}
+	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+}
+
+// TestSendRefundRecordsEachTransactionItBuilds: the record function
+// compares and sets on the last transaction the attempt knows, so an
+// attempt may record a second transaction after its first, while an
+// attempt another one overtook records nothing.
+func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_1": {ID: "rfd_1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+			Status: models.RefundSending, Destination: &dest},
+	}}
+	payers := map[models.Mode]Payer{models.ModeTest: rebuildingPayer{}}
+	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}
+	env := newEnv(t, a)
+	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	require.NoError(t, err)
+	var r models.Refund
+	require.NoError(t, v.Get(&r))
+	assert.Equal(t, models.RefundSent, r.Status)
+	assert.Equal(t, strings.Repeat("b2", 32), r.TransactionHash)
+
+	store.mu.Lock()
+	store.refunds["rfd_2"] = models.Refund{ID: "rfd_2", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+		Status: models.RefundSending, Destination: &dest}
+	store.mu.Unlock()
+	payers[models.ModeTest] = rebuildingPayer{meddle: func() {
+		_, err := store.UpdateRefund(t.Context(), "rfd_2", time.Now(), func(r models.Refund) (models.Refund, error) {
+			return models.RecordRefundTransaction(r, strings.Repeat("cc", 32), "envelope")
+		})
+		require.NoError(t, err)
+	}}
+	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_2"})
+	require.ErrorContains(t, err, errPayoutRaced.Error())
+	got, err := store.Refund(t.Context(), "rfd_2")
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("cc", 32), got.TransactionHash, "the other attempt's stays recorded")
+}

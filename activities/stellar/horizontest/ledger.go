@@ -1,6 +1,8 @@
 package horizontest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/stellar/go-stellar-sdk/amount"
 	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
 // The network's fee and reserve, in stroops, as on pubnet and testnet:
@@ -35,6 +38,30 @@ type ledgerAccount struct {
 	lines    map[string]int64 // credit asset ("CODE:ISSUER") → balance
 	modified int64            // ledger of the last change
 	modTime  time.Time
+	created  int64       // ledger that created it
+	seqs     []seqChange // every sequence number it had, oldest first
+}
+
+// seqChange is a sequence number an account took in a ledger.
+type seqChange struct{ ledger, seq int64 }
+
+// setSeq gives the account sequence number seq from ledger on.
+func (a *ledgerAccount) setSeq(ledger, seq int64) {
+	a.seq = seq
+	a.seqs = append(a.seqs, seqChange{ledger, seq})
+}
+
+// seqAt is the account's sequence number as of ledger (0 before it
+// existed).
+func (a *ledgerAccount) seqAt(ledger int64) int64 {
+	var seq int64
+	for _, c := range a.seqs {
+		if c.ledger > ledger {
+			break
+		}
+		seq = c.seq
+	}
+	return seq
 }
 
 // minBalance is the native amount the account cannot spend.
@@ -47,6 +74,7 @@ func (a *ledgerAccount) spendable() int64 { return a.native - a.minBalance() }
 
 func (a *ledgerAccount) clone() *ledgerAccount {
 	c := *a
+	c.seqs = append([]seqChange(nil), a.seqs...)
 	c.lines = make(map[string]int64, len(a.lines))
 	for k, v := range a.lines {
 		c.lines[k] = v
@@ -103,14 +131,15 @@ func (s *Server) SetAccount(a Account) error {
 	}
 	// Each change closes a ledger, so last_modified_ledger moves like on
 	// the network and a new account's sequence is unique.
-	s.ledger++
+	ledger := s.closeLedgerLocked()
 	acc, ok := s.accounts[a.ID]
 	if !ok {
-		acc = &ledgerAccount{id: a.ID, seq: s.ledger << 32, lines: map[string]int64{}}
+		acc = &ledgerAccount{id: a.ID, created: ledger, lines: map[string]int64{}}
+		acc.setSeq(ledger, ledger<<32)
 		s.accounts[a.ID] = acc
 	}
 	if a.Sequence != 0 {
-		acc.seq = a.Sequence
+		acc.setSeq(ledger, a.Sequence)
 	}
 	acc.native = native
 	if s.usdcIssuer != "" {
@@ -143,8 +172,9 @@ func (s *Server) Account(id string) (Account, bool) {
 }
 
 // StealSequence consumes the account's next sequence number, as another
-// process submitting from the same account would: a transaction built
-// before the call is then refused with tx_bad_seq.
+// process submitting from the same account would: a transaction of no
+// operations takes it, and is in the account's history. A transaction
+// built before the call is then refused with tx_bad_seq.
 func (s *Server) StealSequence(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -152,9 +182,22 @@ func (s *Server) StealSequence(id string) error {
 	if !ok {
 		return fmt.Errorf("horizontest: no account %s", id)
 	}
-	s.ledger++
-	acc.seq++
-	acc.modified, acc.modTime = s.ledger, s.now().UTC()
+	ledger := s.closeLedgerLocked()
+	acc.setSeq(ledger, acc.seq+1)
+	acc.modified, acc.modTime = ledger, s.closedAt[ledger]
+	sum := sha256.Sum256([]byte("horizontest stolen sequence " + strconv.FormatInt(ledger, 10)))
+	hash := hex.EncodeToString(sum[:])
+	token := strconv.FormatInt(txTOID(ledger), 10)
+	e := &txEntry{ledger: ledger, successful: true, accounts: []string{id}, resource: mustJSON(txResourceBody{
+		Links: txLinks{Self: tlink{Href: s.URL + "/transactions/" + hash}},
+		ID:    hash, PagingToken: token, Successful: true, Hash: hash, Ledger: ledger,
+		CreatedAt:     s.closedAt[ledger].Format(time.RFC3339),
+		SourceAccount: id, SourceAccountSequence: strconv.FormatInt(acc.seq, 10), FeeAccount: id,
+		FeeCharged: "0", MaxFee: strconv.Itoa(baseFee), ResultXDR: resultXDR(xdr.TransactionResultCodeTxSuccess, 0, nil),
+		MemoType: "none", Signatures: []string{},
+	})}
+	s.txs[hash] = e
+	s.txList = append(s.txList, e)
 	return nil
 }
 
@@ -235,7 +278,10 @@ func (s *Server) controlAccount(w http.ResponseWriter, r *http.Request) {
 				"a USDC trustline needs the server's USDC issuer")
 		return
 	}
-	s.getAccount(w, req.ID)
+	s.mu.Lock()
+	tip := s.ledger
+	s.mu.Unlock()
+	s.getAccount(w, req.ID, tip)
 }
 
 // accountResource is Horizon's account resource, fields in its order.
@@ -278,7 +324,11 @@ type signerResource struct {
 	Type   string `json:"type"`
 }
 
-func (s *Server) getAccount(w http.ResponseWriter, id string) {
+// getAccount is GET /accounts/{id}, answered by an instance that has
+// ingested the ledgers up to view: it says so in the Latest-Ledger header,
+// as Horizon does on the endpoints that serve the ledger's current state,
+// and serves the sequence number the account had then.
+func (s *Server) getAccount(w http.ResponseWriter, id string, view int64) {
 	if _, err := keypair.ParseAddress(id); err != nil || id[0] != 'G' {
 		// Horizon answers a malformed id with 400, not 404.
 		writeProblemExtras(w, http.StatusBadRequest, "bad_request", "Bad Request",
@@ -288,11 +338,15 @@ func (s *Server) getAccount(w http.ResponseWriter, id string) {
 	}
 	s.mu.Lock()
 	acc, ok := s.accounts[id]
+	ok = ok && acc.created <= view
 	var body []byte
 	if ok {
-		body = mustJSON(s.accountResourceLocked(acc))
+		res := s.accountResourceLocked(acc)
+		res.Sequence = strconv.FormatInt(acc.seqAt(view), 10)
+		body = mustJSON(res)
 	}
 	s.mu.Unlock()
+	w.Header().Set("Latest-Ledger", strconv.FormatInt(view, 10))
 	if !ok {
 		writeNotFound(w)
 		return

@@ -40,9 +40,14 @@ func (s *Server) LagHistory(d time.Duration) {
 
 // root is GET /. The fake network closes a ledger whenever something
 // happens, but a real one closes one every few seconds whatever happens,
-// so the latest ledger is reported as closed now (less LagHistory).
-func (s *Server) root(w http.ResponseWriter) {
+// so the latest ledger is reported as closed now (less LagHistory); an
+// instance that trails the network (SetInstances) reports its own.
+func (s *Server) root(w http.ResponseWriter, view int64) {
 	s.mu.Lock()
+	closedAt := s.now().Add(-s.historyLag)
+	if view < s.ledger {
+		closedAt = s.closedAt[view]
+	}
 	body := rootResource{
 		Links: map[string]tlink{
 			"self":         {Href: s.URL + "/"},
@@ -52,9 +57,9 @@ func (s *Server) root(w http.ResponseWriter) {
 		},
 		HorizonVersion:               "horizontest",
 		CoreVersion:                  "horizontest",
-		IngestLatestLedger:           s.ledger,
-		HistoryLatestLedger:          s.ledger,
-		HistoryLatestLedgerClosedAt:  s.now().Add(-s.historyLag).UTC().Format(time.RFC3339),
+		IngestLatestLedger:           view,
+		HistoryLatestLedger:          view,
+		HistoryLatestLedgerClosedAt:  closedAt.UTC().Format(time.RFC3339),
 		HistoryElderLedger:           firstLedger + 1,
 		CoreLatestLedger:             s.ledger,
 		NetworkPassphrase:            s.passphrase,

@@ -11,11 +11,16 @@
 // trustlines, sequence numbers) and takes transactions: POST /transactions
 // decodes and checks the real XDR envelope like stellar-core would, applies
 // its payments, and answers with Horizon's success or transaction_failed
-// bodies; GET /transactions/{hash} and GET /accounts/{id} read the result,
-// GET / says how far the history reaches, and LedgerPayments lists every
-// payment the ledger took. Submissions can be delayed, answered 504 after
-// being applied, and have their sequence number stolen; the history can
-// be made to trail the clock (see ledger.go, submit.go and root.go).
+// bodies; GET /transactions/{hash}, GET /accounts/{id} (with its
+// Latest-Ledger header), GET /accounts/{id}/transactions and GET
+// /ledgers/{sequence} read the result, GET / says how far the history
+// reaches, and LedgerPayments lists every payment the ledger took. The
+// network closes a ledger every five seconds of the server's clock.
+// Submissions can be delayed, answered 504 after being applied, and have
+// their sequence number stolen; the history can be made to trail the
+// clock, and GETs be answered in turn by instances that trail the network
+// by some ledgers, as behind a load balancer (see ledger.go, submit.go,
+// root.go and instances.go).
 //
 // Where it knowingly differs from Horizon:
 //   - operations of failed transactions are always listed (Horizon lists
@@ -146,6 +151,13 @@ type Server struct {
 	submitted  int           // submissions received (POST /transactions)
 	applied    []Payment     // payment operations of transactions in the ledger
 	historyLag time.Duration // how far the root's latest ledger trails the clock
+
+	// The network's ledgers and the Horizon instances that serve them
+	// (instances.go).
+	closedAt map[int64]time.Time // close time of each ledger
+	txList   []*txEntry          // transactions in the ledger, in order
+	lags     []int64             // how many ledgers each instance trails the network by
+	turn     int                 // the instance that answers the next GET
 }
 
 // New starts a server holding the (empty) history of account.
@@ -161,6 +173,7 @@ func New(account string) *Server {
 		now:        time.Now,
 		accounts:   make(map[string]*ledgerAccount),
 		txs:        make(map[string]*txEntry),
+		closedAt:   map[int64]time.Time{firstLedger: time.Now().UTC().Truncate(time.Second)},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -207,7 +220,7 @@ func (s *Server) AddPayment(p Payment) string {
 	if p.TxHash != "" && p.TxHash == s.lastTxHash {
 		s.lastOp++
 	} else {
-		s.ledger++
+		s.closeLedgerLocked()
 		s.lastOp = 1
 	}
 	if p.TxHash == "" {
@@ -632,22 +645,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "/transactions":
 		s.submit(w, r)
 		return
-	case "/":
-		if r.Method == http.MethodGet {
-			s.root(w)
-			return
-		}
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-	if r.Method == http.MethodGet && len(parts) == 2 {
-		switch parts[0] {
-		case "transactions":
-			s.getTransaction(w, parts[1])
-			return
-		case "accounts":
-			s.getAccount(w, parts[1])
-			return
+	if r.Method == http.MethodGet && s.servesFromLedger(parts) {
+		view := s.view()
+		switch {
+		case len(parts) == 1 && parts[0] == "":
+			s.root(w, view)
+		case parts[0] == "transactions":
+			s.getTransaction(w, parts[1], view)
+		case parts[0] == "ledgers":
+			s.getLedger(w, parts[1], view)
+		case len(parts) == 2:
+			s.getAccount(w, parts[1], view)
+		default:
+			s.accountTransactions(w, r, parts[1], view)
 		}
+		return
 	}
 	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" || parts[1] != s.account {
 		writeProblem(w, http.StatusNotFound, "not_found", "Resource Missing",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,8 +20,11 @@ import (
 // what GET /transactions/{hash} serves and what a resubmission of the
 // same envelope is answered with.
 type txEntry struct {
-	resource []byte // Horizon's transaction resource
-	failure  []byte // the transaction_failed problem, for a failed one
+	resource   []byte // Horizon's transaction resource
+	failure    []byte // the transaction_failed problem, for a failed one
+	ledger     int64
+	successful bool
+	accounts   []string // the accounts it involves: its source, then its payments' destinations
 }
 
 // answer is the submission answer Horizon gives for a transaction in its
@@ -139,12 +143,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, contentType, body)
 }
 
-// getTransaction is GET /transactions/{hash}.
-func (s *Server) getTransaction(w http.ResponseWriter, hash string) {
+// getTransaction is GET /transactions/{hash}, answered by an instance
+// that has ingested the ledgers up to view.
+func (s *Server) getTransaction(w http.ResponseWriter, hash string, view int64) {
 	s.mu.Lock()
 	e, ok := s.txs[hash]
 	s.mu.Unlock()
-	if !ok {
+	if !ok || e.ledger > view {
 		writeNotFound(w)
 		return
 	}
@@ -264,11 +269,10 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 
 	// Into a ledger: the fee and the sequence number are spent whatever
 	// the operations do.
-	s.ledger++
-	ledger := s.ledger
-	closed := now.UTC().Truncate(time.Second)
+	ledger := s.closeLedgerLocked()
+	closed := s.closedAt[ledger]
 	acc.native -= minFee
-	acc.seq = env.SeqNum()
+	acc.setSeq(ledger, env.SeqNum())
 	acc.modified, acc.modTime = ledger, closed
 
 	// Operations apply to copies of the accounts they touch, kept only if
@@ -305,11 +309,18 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	}
 	resultXDR := resultXDR(code, minFee, results)
 	resource := s.txResource(env, raw, hash, ledger, closed, successful, minFee, resultXDR)
-	e := &txEntry{resource: resource}
+	e := &txEntry{resource: resource, ledger: ledger, successful: successful, accounts: []string{src}}
 	if !successful {
 		e.failure = failureProblem(raw, code, results, resultXDR)
 	}
+	for _, op := range ops {
+		destID := op.Body.PaymentOp.Destination.ToAccountId()
+		if d := destID.Address(); !slices.Contains(e.accounts, d) {
+			e.accounts = append(e.accounts, d)
+		}
+	}
 	s.txs[hash] = e
+	s.txList = append(s.txList, e)
 
 	// The watched account's history shows the operations it takes part
 	// in, with the transaction (and its memo) embedded.

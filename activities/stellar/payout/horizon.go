@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,36 +97,36 @@ func transportError(err error) error {
 }
 
 // getJSON GETs path from Horizon and decodes a 200 answer into out, within
-// the per-request timeout. A 404 is errNotFound; another answer is a
-// *HorizonError.
-func (p *Payer) getJSON(ctx context.Context, path string, out any) error {
+// the per-request timeout, and returns the answer's header. A 404 is
+// errNotFound; another answer is a *HorizonError.
+func (p *Payer) getJSON(ctx context.Context, path string, out any) (http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.requestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
 	if err != nil {
-		return fmt.Errorf("payout: building a horizon request: %w", err)
+		return nil, fmt.Errorf("payout: building a horizon request: %w", err)
 	}
 	req.Header.Set("Accept", "application/hal+json, application/json")
 	resp, err := p.hc.Do(req)
 	if err != nil {
-		return transportError(err)
+		return nil, transportError(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return transportError(err)
+		return nil, transportError(err)
 	}
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
-		return errNotFound
+		return resp.Header, errNotFound
 	default:
-		return horizonError(resp.StatusCode, resp.Header, body, p.now())
+		return resp.Header, horizonError(resp.StatusCode, resp.Header, body, p.now())
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("payout: decoding a horizon answer: %w", err)
+		return resp.Header, fmt.Errorf("payout: decoding a horizon answer: %w", err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // post submits a base64 envelope (POST /transactions, form tx=...) within
@@ -168,35 +169,97 @@ type balanceBody struct {
 
 // account GETs the account resource of id (a G… account).
 func (p *Payer) account(ctx context.Context, id string) (accountBody, error) {
-	var acc accountBody
-	err := p.getJSON(ctx, "/accounts/"+url.PathEscape(id), &acc)
+	acc, _, err := p.accountAt(ctx, id)
 	return acc, err
 }
 
-// txBody is what Payer reads of Horizon's transaction resource, which is
-// also the body of a successful submission.
-type txBody struct {
-	Hash       string `json:"hash"`
-	Successful bool   `json:"successful"`
-	ResultXDR  string `json:"result_xdr"`
+// accountAt GETs the account resource of id and the ledger it is as of:
+// Horizon's Latest-Ledger header, 0 if the answer has none.
+func (p *Payer) accountAt(ctx context.Context, id string) (accountBody, int64, error) {
+	var acc accountBody
+	header, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(id), &acc)
+	if err != nil {
+		return acc, 0, err
+	}
+	latest, perr := strconv.ParseInt(header.Get("Latest-Ledger"), 10, 64)
+	if perr != nil || latest <= 0 {
+		latest = 0
+	}
+	return acc, latest, nil
 }
 
-// historyReaches returns the close time of the latest ledger in Horizon's
-// history (its root resource): a transaction valid only before then and
-// not found is in no ledger, and never will be.
-func (p *Payer) historyReaches(ctx context.Context) (time.Time, error) {
-	var root struct {
-		ClosedAt   time.Time `json:"history_latest_ledger_closed_at"`
-		Passphrase string    `json:"network_passphrase"`
+// txBody is what Payer reads of Horizon's transaction resource, which is
+// also the body of a successful submission and a record of an account's
+// transactions.
+type txBody struct {
+	Hash           string `json:"hash"`
+	Successful     bool   `json:"successful"`
+	ResultXDR      string `json:"result_xdr"`
+	PagingToken    string `json:"paging_token"`
+	SourceAccount  string `json:"source_account"`
+	SourceSequence string `json:"source_account_sequence"`
+}
+
+// ledgerClosedAt GETs ledger seq's close time.
+func (p *Payer) ledgerClosedAt(ctx context.Context, seq int64) (time.Time, error) {
+	var l struct {
+		ClosedAt time.Time `json:"closed_at"`
 	}
-	if err := p.getJSON(ctx, "/", &root); err != nil {
-		if errors.Is(err, errNotFound) {
-			return time.Time{}, errors.New("payout: horizon serves no root resource")
+	_, err := p.getJSON(ctx, "/ledgers/"+strconv.FormatInt(seq, 10), &l)
+	if err == nil && l.ClosedAt.IsZero() {
+		err = errors.New("payout: horizon sent a ledger without its close time")
+	}
+	return l.ClosedAt, err
+}
+
+// maxHistoryPages bounds the pages of the payout account's transactions
+// read to find which one used a sequence number: a payout is settled
+// within minutes, long before a thousand more transactions.
+const maxHistoryPages = 5
+
+// sequenceUser finds, in the payout account's history (failed
+// transactions included), its transaction with sequence number seq. found
+// is false when that history, as the instances that answered know it,
+// shows none: the number may be unused yet, or used in a ledger they have
+// not ingested.
+func (p *Payer) sequenceUser(ctx context.Context, seq int64) (tx txBody, found bool, err error) {
+	cursor := ""
+	for range maxHistoryPages {
+		var page struct {
+			Embedded struct {
+				Records []txBody `json:"records"`
+			} `json:"_embedded"`
 		}
-		return time.Time{}, err
+		q := url.Values{"order": {"desc"}, "limit": {"200"}, "include_failed": {"true"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if _, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(p.source)+"/transactions?"+q.Encode(), &page); err != nil {
+			if errors.Is(err, errNotFound) {
+				return txBody{}, false, nil
+			}
+			return txBody{}, false, err
+		}
+		for _, r := range page.Embedded.Records {
+			if r.SourceAccount != p.source {
+				continue
+			}
+			n, err := strconv.ParseInt(r.SourceSequence, 10, 64)
+			if err != nil {
+				return txBody{}, false, errors.New("payout: horizon listed a transaction without a valid sequence number")
+			}
+			if n == seq {
+				return r, true, nil
+			}
+			if n < seq {
+				return txBody{}, false, nil
+			}
+		}
+		recs := page.Embedded.Records
+		if len(recs) == 0 {
+			return txBody{}, false, nil
+		}
+		cursor = recs[len(recs)-1].PagingToken
 	}
-	if root.Passphrase != "" && root.Passphrase != p.passphrase {
-		return time.Time{}, errors.New("payout: horizon serves another network than the payout's passphrase")
-	}
-	return root.ClosedAt, nil
+	return txBody{}, false, nil
 }

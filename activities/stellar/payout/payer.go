@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/network"
@@ -31,9 +30,9 @@ const (
 	// built: long enough for a ledger or two, short enough that an
 	// attempt that lost track of it soon knows it never will.
 	DefaultWindow = 60 * time.Second
-	// DefaultMargin is how far past a transaction's time bounds the
-	// payer's clock must be before Horizon is asked whether its history
-	// reaches beyond them: the clocks' skew.
+	// DefaultMargin is how far past a recorded transaction's time bounds
+	// the payer's clock must be before it stops submitting the envelope
+	// again and asks whether it never applied: the clocks' skew.
 	DefaultMargin = 10 * time.Second
 	// DefaultRequestTimeout caps each Horizon GET.
 	DefaultRequestTimeout = 10 * time.Second
@@ -67,6 +66,11 @@ type Config struct {
 	USDCIssuer string
 	// Signer holds the payout account's key.
 	Signer Signer
+	// Lock serialises payouts from the account across Payers: every
+	// process paying from it must share one (the workers of one
+	// database). nil leaves this Payer alone with the account, as a
+	// single process on SQLite is.
+	Lock AccountLock
 
 	// Now is the clock that sets and judges time bounds; nil is
 	// time.Now.
@@ -82,9 +86,22 @@ type Config struct {
 	Window, Margin, RequestTimeout, SubmitTimeout, Await time.Duration
 }
 
+// AccountLock is a lock shared by every process that pays from an
+// account, since the account has one sequence number: LockAccount waits,
+// within ctx, until the caller holds key's lock, and returns the function
+// that releases it. The lock of a holder that dies must be released (a
+// Postgres session advisory lock is, with its connection). Pay holds it
+// for a bounded time: every Horizon request it makes has a timeout, and it
+// builds a bounded number of transactions.
+type AccountLock interface {
+	LockAccount(ctx context.Context, key string) (unlock func(), err error)
+}
+
 // Payer pays refunds from the payout account, exactly once each (see Pay).
 // It is safe for concurrent use.
 type Payer struct {
+	turn       chan struct{} // one Pay at a time: a one-slot semaphore
+	lock       AccountLock   // nil: this Payer alone pays from the account
 	base       string
 	hc         *http.Client
 	passphrase string
@@ -150,6 +167,8 @@ func NewPayer(cfg Config) (*Payer, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Payer{
+		turn:           make(chan struct{}, 1),
+		lock:           cfg.Lock,
 		base:           strings.TrimRight(cfg.HorizonURL, "/"),
 		hc:             cfg.HTTPClient,
 		passphrase:     cfg.NetworkPassphrase,
@@ -219,24 +238,28 @@ func (p *Payer) CheckDestination(ctx context.Context, address, asset string) err
 type signedTx struct {
 	hash     string
 	envelope string // base64 TransactionEnvelope
+	seq      int64  // its sequence number
 	maxTime  int64  // Unix seconds; 0 if unbounded
 }
 
 // Pay pays req exactly once, however often it is called for the same
 // refund, provided each call passes as Prior what the calls before it
-// recorded:
+// recorded, and record refuses (with an error) to record a transaction
+// unless the refund's recorded one is still the last one this call knows
+// of: req.Prior's, then each one this call recorded. That compare-and-set
+// keeps an attempt its caller gave up on, still running, from recording
+// and submitting a second payment beside a newer attempt's.
 //
-//   - A Prior transaction is looked up first. In the ledger, it decides
-//     (sent, or refused); a failed one that only lacked funds is final
-//     and a new one is built. Not found while it may still apply, the
-//     same envelope is submitted again (Horizon answers a known one with
-//     its result; the network takes a hash once). Not found once
-//     Horizon's history reaches past its time bounds, it never will
-//     apply, and a new one is built.
+//   - A recorded transaction (Prior, or one this call submitted that was
+//     refused for its sequence number or time bounds) is looked up first.
+//     In the ledger, it decides (sent, or refused); a failed one that only
+//     lacked funds is final and a new one is built. Not found while it
+//     may still apply, the same envelope is submitted again (the network
+//     takes a hash once). Otherwise another is built only once it
+//     provably never applies (see fate); until then Pay returns
+//     ErrOutcomeUnknown.
 //   - A new transaction is signed with short time bounds and passed to
-//     record; only if record succeeds is it submitted. tx_bad_seq and
-//     tx_too_late mean it can never apply: another is built (a few
-//     times at most).
+//     record; only if record succeeds is it submitted.
 //   - A lost answer (504, a broken connection) is resolved by looking
 //     the hash up for a while; if it is still unknown, Pay returns
 //     ErrOutcomeUnknown and the next call, with Prior, carries on.
@@ -247,9 +270,9 @@ type signedTx struct {
 // submitted), and retryable ones: ErrOutcomeUnknown, *HorizonError (429
 // with RetryAfter, 5xx) and transport failures.
 //
-// Pays from one account are serialised within the process, since the
-// account has one sequence number; other processes are caught by
-// tx_bad_seq.
+// Pays from one account are serialised, since the account has one
+// sequence number: those of one Payer by the Payer, those of every Payer
+// (and process) paying from it by Config.Lock.
 func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result, error) {
 	if err := req.Validate(); err != nil {
 		return Result{}, err
@@ -258,22 +281,31 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	unlock, err := lockAccount(ctx, p.passphrase+"\x00"+p.source)
+	unlock, err := p.lockAccount(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("payout: waiting for the payout account: %w", err)
+		return Result{}, err
 	}
 	defer unlock()
 	log := p.log.With("refund_id", req.RefundID)
 
+	var tx signedTx
 	if req.Prior.Hash != "" || req.Prior.Envelope != "" {
-		res, done, err := p.resolvePrior(ctx, req, log)
-		if done {
-			return res, err
+		if tx, err = p.parsePrior(req.Prior); err != nil {
+			return Result{}, err
 		}
 	}
-	for range maxBuilds {
-		tx, err := p.build(ctx, op, m)
-		if err != nil {
+	refused := false
+	for builds := 0; ; builds++ {
+		if tx.hash != "" {
+			res, done, err := p.settle(ctx, req, tx, refused, log)
+			if done {
+				return res, err
+			}
+		}
+		if builds == maxBuilds {
+			return Result{}, fmt.Errorf("payout: %d transactions in a row were refused for their sequence number or time bounds; retry later", maxBuilds)
+		}
+		if tx, err = p.build(ctx, op, m); err != nil {
 			return Result{}, err
 		}
 		if err := record(ctx, tx.hash, tx.envelope); err != nil {
@@ -283,77 +315,128 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 		if err != nil {
 			return Result{}, err
 		}
-		if o.act == actRebuild {
-			// Refused in answer to its only submission: it never applied.
-			log.Info("payout transaction refused for good, building another", "hash", tx.hash, "code", o.code)
-			continue
+		if o.act != actRebuild {
+			return p.conclude(req, o, log)
 		}
-		return p.conclude(req, o, log)
+		// Refused now; but another attempt may have submitted the
+		// recorded envelope first, so it is settled like a Prior.
+		log.Info("payout transaction refused for its sequence number or time bounds", "hash", tx.hash, "code", o.code)
+		refused = true
 	}
-	return Result{}, fmt.Errorf("payout: %d transactions in a row were refused for their sequence number or time bounds; retry later", maxBuilds)
 }
 
-// resolvePrior settles the transaction an earlier attempt recorded. done
-// is false when a new transaction must be built.
-func (p *Payer) resolvePrior(ctx context.Context, req Request, log *slog.Logger) (res Result, done bool, err error) {
-	hash := strings.ToLower(req.Prior.Hash)
-	var tx signedTx
-	if req.Prior.Envelope != "" {
-		if tx, err = p.parsePrior(req.Prior); err != nil {
-			return Result{}, true, err
-		}
-		hash = tx.hash
-	}
-
-	// Whether Horizon's history reaches past the time bounds is asked
-	// before the hash is looked up, so that a miss covers every ledger
-	// the transaction could be in. The clock only spares the question
-	// while the answer must be no.
-	covered := false
-	if tx.maxTime != 0 && p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin)) {
-		reach, err := p.historyReaches(ctx)
-		if err != nil {
-			return Result{}, true, err
-		}
-		covered = reach.Unix() > tx.maxTime
-	}
-	found, o, err := p.lookup(ctx, hash)
+// settle settles a recorded transaction; refused says it was just
+// submitted and refused for good. done is false when a new transaction
+// must be built.
+func (p *Payer) settle(ctx context.Context, req Request, tx signedTx, refused bool, log *slog.Logger) (res Result, done bool, err error) {
+	found, o, err := p.lookup(ctx, tx.hash)
 	switch {
 	case err != nil:
 		return Result{}, true, err
 	case found && o.act == actUnderfunded:
 		// Failed in a ledger, so final; the account may have been topped
 		// up since.
-		log.Info("recorded payout transaction failed for lack of funds, building another", "hash", hash, "code", o.code)
+		log.Info("recorded payout transaction failed for lack of funds, building another", "hash", tx.hash, "code", o.code)
 		return Result{}, false, nil
 	case found:
 		res, err := p.conclude(req, o, log)
 		return res, true, err
-	case covered:
-		log.Info("recorded payout transaction expired unapplied, building another", "hash", hash)
-		return Result{}, false, nil
 	case tx.envelope == "":
-		return Result{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", hash)
+		return Result{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", tx.hash)
 	}
-
-	o, err = p.submit(ctx, tx, log)
-	if err != nil {
+	if !refused && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
+		o, err = p.submit(ctx, tx, log)
+		if err != nil {
+			return Result{}, true, err
+		}
+		if o.act != actRebuild {
+			res, err = p.conclude(req, o, log)
+			return res, true, err
+		}
+	}
+	f, o, err := p.fate(ctx, tx)
+	switch {
+	case err != nil:
 		return Result{}, true, err
+	case f == fateNever:
+		log.Info("recorded payout transaction never applied and never will, building another", "hash", tx.hash)
+		return Result{}, false, nil
+	case f == fateApplied && o.act == actUnderfunded:
+		log.Info("recorded payout transaction failed for lack of funds, building another", "hash", tx.hash, "code", o.code)
+		return Result{}, false, nil
+	case f == fateApplied:
+		res, err = p.conclude(req, o, log)
+		return res, true, err
 	}
-	if o.act == actRebuild {
-		// Refused now, but an earlier attempt may have applied it and
-		// Horizon's history not show it yet: only the history reaching
-		// past its time bounds proves otherwise.
-		return Result{}, true, fmt.Errorf("%w: transaction %s is refused now (%s) but not yet provably absent from the ledger; retry after its time bounds",
-			ErrOutcomeUnknown, hash, o.code)
+	return Result{}, true, fmt.Errorf("%w: transaction %s is not in Horizon's history, and not yet provably never to apply; retry later",
+		ErrOutcomeUnknown, tx.hash)
+}
+
+// fates of a recorded transaction.
+const (
+	fateUnknown = iota // it may yet be found in the ledger
+	fateApplied        // it is in the ledger
+	fateNever          // it is in no ledger and never will be
+)
+
+// fate decides whether tx applied or never will, from facts that no
+// Horizon instance can show wrongly, however far behind the network it
+// is: each is one answer about ledgers it has ingested.
+//
+//   - The account's transaction that used tx's sequence number, found in
+//     its history: tx itself (applied), or another (tx never will: a
+//     number is used once).
+//   - The account's sequence number below tx's as of a ledger (the
+//     account answer's Latest-Ledger) that closed after tx's time bounds:
+//     nothing used the number up to that ledger, and no later ledger can
+//     take tx.
+//
+// A transaction not found proves nothing alone: behind a load balancer,
+// the instance that answered may not have ingested the ledger it is in.
+func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
+	acc, latest, err := p.accountAt(ctx, p.source)
+	if errors.Is(err, errNotFound) {
+		return fateUnknown, outcome{}, nil
 	}
-	res, err = p.conclude(req, o, log)
-	return res, true, err
+	if err != nil {
+		return fateUnknown, outcome{}, err
+	}
+	seq, err := strconv.ParseInt(acc.Sequence, 10, 64)
+	if err != nil {
+		return fateUnknown, outcome{}, errors.New("payout: horizon sent the payout account without a valid sequence number")
+	}
+	if seq < tx.seq {
+		if tx.maxTime == 0 || latest == 0 {
+			return fateUnknown, outcome{}, nil
+		}
+		closed, err := p.ledgerClosedAt(ctx, latest)
+		switch {
+		case errors.Is(err, errNotFound):
+			return fateUnknown, outcome{}, nil
+		case err != nil:
+			return fateUnknown, outcome{}, err
+		case closed.Unix() > tx.maxTime:
+			return fateNever, outcome{}, nil
+		}
+		return fateUnknown, outcome{}, nil
+	}
+	user, found, err := p.sequenceUser(ctx, tx.seq)
+	switch {
+	case err != nil || !found:
+		return fateUnknown, outcome{}, err
+	case !strings.EqualFold(user.Hash, tx.hash):
+		return fateNever, outcome{}, nil
+	}
+	o, err := txOutcome(user)
+	return fateApplied, o, err
 }
 
 // parsePrior decodes a recorded envelope and checks that it is the
 // recorded hash's and the payout account's.
 func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
+	if prior.Envelope == "" {
+		return signedTx{hash: strings.ToLower(prior.Hash)}, nil
+	}
 	var env xdr.TransactionEnvelope
 	if err := xdr.SafeUnmarshalBase64(prior.Envelope, &env); err != nil {
 		return signedTx{}, fmt.Errorf("payout: the recorded envelope does not decode: %w", err)
@@ -370,7 +453,7 @@ func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 	if src.Address() != p.source {
 		return signedTx{}, fmt.Errorf("payout: recorded transaction %s is not from the payout account", hash)
 	}
-	tx := signedTx{hash: hash, envelope: prior.Envelope}
+	tx := signedTx{hash: hash, envelope: prior.Envelope, seq: env.SeqNum()}
 	if tb := env.TimeBounds(); tb != nil {
 		tx.maxTime = int64(tb.MaxTime)
 	}
@@ -432,7 +515,7 @@ func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo
 	if err != nil {
 		return signedTx{}, fmt.Errorf("payout: encoding the transaction: %w", err)
 	}
-	return signedTx{hash: hash, envelope: envelope, maxTime: maxTime}, nil
+	return signedTx{hash: hash, envelope: envelope, seq: seq + 1, maxTime: maxTime}, nil
 }
 
 // submit submits tx and reads the answer. An answer lost on the way (504,
@@ -492,23 +575,31 @@ func (p *Payer) awaitLedger(ctx context.Context, hash string, cause error, log *
 // lookup GETs the transaction hash. Not found is (false, nil).
 func (p *Payer) lookup(ctx context.Context, hash string) (bool, outcome, error) {
 	var b txBody
-	err := p.getJSON(ctx, "/transactions/"+url.PathEscape(hash), &b)
+	_, err := p.getJSON(ctx, "/transactions/"+url.PathEscape(hash), &b)
 	if errors.Is(err, errNotFound) {
 		return false, outcome{}, nil
 	}
 	if err != nil {
 		return false, outcome{}, err
 	}
+	b.Hash = hash
+	o, err := txOutcome(b)
+	return err == nil, o, err
+}
+
+// txOutcome is the outcome of a transaction in the ledger.
+func txOutcome(b txBody) (outcome, error) {
+	hash := strings.ToLower(b.Hash)
 	if b.Successful {
-		return true, outcome{act: actSent, hash: hash}, nil
+		return outcome{act: actSent, hash: hash}, nil
 	}
 	txCode, ops, err := resultCodes(b.ResultXDR)
 	if err != nil {
-		return false, outcome{}, err
+		return outcome{}, err
 	}
 	o := classify(txCode, ops)
 	o.hash = hash
-	return true, o, nil
+	return o, nil
 }
 
 // conclude turns an outcome into Pay's answer.
@@ -528,19 +619,24 @@ func (p *Payer) conclude(req Request, o outcome, log *slog.Logger) (Result, erro
 	return Result{}, fmt.Errorf("payout: transaction %s was refused (%s); retry later", o.hash, o.code)
 }
 
-// accountLocks holds a one-slot channel per payout account (and network):
-// one process submits from an account one transaction at a time, since
-// each takes the account's next sequence number.
-var accountLocks sync.Map
-
-// lockAccount waits, within ctx, for key's turn; unlock ends it.
-func lockAccount(ctx context.Context, key string) (unlock func(), err error) {
-	v, _ := accountLocks.LoadOrStore(key, make(chan struct{}, 1))
-	slot := v.(chan struct{})
+// lockAccount waits, within ctx, for this Payer's turn, then for the
+// shared lock (Config.Lock); unlock ends both.
+func (p *Payer) lockAccount(ctx context.Context) (unlock func(), err error) {
 	select {
-	case slot <- struct{}{}:
-		return func() { <-slot }, nil
+	case p.turn <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("payout: waiting for the payout account: %w", ctx.Err())
 	}
+	if p.lock == nil {
+		return func() { <-p.turn }, nil
+	}
+	release, err := p.lock.LockAccount(ctx, p.passphrase+"\x00"+p.source)
+	if err != nil {
+		<-p.turn
+		return nil, fmt.Errorf("payout: waiting for the payout account's lock: %w", err)
+	}
+	return func() {
+		release()
+		<-p.turn
+	}, nil
 }

@@ -89,6 +89,7 @@ func (b *syncBuffer) String() string {
 type harness struct {
 	s     *horizontest.Server
 	p     *payout.Payer
+	cfg   payout.Config // p's
 	clock *clock
 	logs  *syncBuffer
 }
@@ -125,7 +126,7 @@ func newHarness(t *testing.T, edit func(*payout.Config), accounts ...horizontest
 	t.Cleanup(func() {
 		assert.NotContains(t, logs.String(), payoutKey.Seed(), "the seed is never logged")
 	})
-	return &harness{s: s, p: p, clock: clk, logs: logs}
+	return &harness{s: s, p: p, cfg: cfg, clock: clk, logs: logs}
 }
 
 // fileSigner writes kp's seed to a private file and loads it.
@@ -470,22 +471,66 @@ func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
 	req := refund("rfd_1", dest, "XLM", "2")
 	rec, prior := priorNeverSubmitted(t, h, req)
 
-	// By the clock the old transaction has expired, but Horizon's history
-	// does not reach that far: it may yet show it.
+	// By the clock the old transaction has expired, but Horizon has not
+	// ingested a ledger that closed after its time bounds: it may yet
+	// show it.
 	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
-	h.s.LagHistory(10 * time.Minute)
+	h.s.SetInstances(1000)
 	req.Prior = prior
 	_, err := h.p.Pay(t.Context(), req, rec.record)
 	require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Empty(t, paidTo(h.s, dest))
 
-	h.s.LagHistory(0)
+	h.s.SetInstances()
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	assert.Equal(t, 2, rec.count())
 	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
 	assert.Len(t, paidTo(h.s, dest), 1)
+}
+
+// TestPayPriorAppliedIsFoundBehindALoadBalancer: a payout applied and its
+// answer lost is retried after its time bounds, while Horizon answers
+// from two instances, one of them lagBehind ledgers behind the network,
+// in turn (in both orders). However the answers fall, it is never judged
+// absent and paid again.
+func TestPayPriorAppliedIsFoundBehindALoadBalancer(t *testing.T) {
+	const lagBehind = 10 // about 50 seconds of the real network
+	for _, lags := range [][]int64{{0, lagBehind}, {lagBehind, 0}} {
+		t.Run(fmt.Sprint(lags), func(t *testing.T) {
+			dest := key("destination").Address()
+			h := newHarness(t, func(c *payout.Config) { c.Await = 200 * time.Millisecond },
+				horizontest.Account{ID: dest, XLM: "5"})
+			rec := &recorder{hook: func(n int) {
+				if n == 1 {
+					// Applied, answered 504, and looked up only on the
+					// lagging instance: the outcome stays unknown.
+					h.s.TimeoutAfterApply(1)
+					h.s.SetInstances(lagBehind)
+				}
+			}}
+			req := refund("rfd_1", dest, "XLM", "2")
+			_, err := h.p.Pay(t.Context(), req, rec.record)
+			require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+			require.Len(t, paidTo(h.s, dest), 1, "applied")
+
+			h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+			h.s.SetInstances(lags...)
+			req.Prior = rec.last()
+			var res payout.Result
+			for range 5 {
+				res, err = h.p.Pay(t.Context(), req, rec.record)
+				if !errors.Is(err, payout.ErrOutcomeUnknown) {
+					break
+				}
+			}
+			require.NoError(t, err)
+			assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res)
+			assert.Equal(t, 1, rec.count(), "nothing new built")
+			assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+		})
+	}
 }
 
 func TestPayRebuildsAfterBadSequence(t *testing.T) {
@@ -731,6 +776,104 @@ func TestPayConcurrentRefundsAreSerialised(t *testing.T) {
 	}
 	assert.Len(t, hashes, n)
 	assert.Equal(t, n, h.s.Submissions(), "one submission each: no sequence number was contended")
+	assert.Equal(t, int64(payoutSequence+n), mustAccount(t, h.s, payoutKey.Address()).Sequence)
+}
+
+// sharedLock is the lock the worker processes paying from one account
+// share (the database's, in production): here a one-slot channel that
+// counts its holders.
+type sharedLock struct {
+	slot      chan struct{}
+	mu        sync.Mutex
+	held, max int
+}
+
+func (l *sharedLock) LockAccount(ctx context.Context, _ string) (func(), error) {
+	select {
+	case l.slot <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	l.mu.Lock()
+	l.held++
+	l.max = max(l.max, l.held)
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		l.held--
+		l.mu.Unlock()
+		<-l.slot
+	}, nil
+}
+
+// refundRecords is the refunds' recorded transactions, written as
+// SendRefund does: a compare-and-set on the last one the attempt knows.
+type refundRecords struct {
+	mu       sync.Mutex
+	recorded map[string]string // refund id → hash
+	records  int
+}
+
+func (r *refundRecords) recordFor(id, prior string) payout.RecordFunc {
+	last := prior
+	return func(_ context.Context, hash, _ string) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.recorded[id] != last {
+			return errors.New("another attempt recorded a payout transaction meanwhile")
+		}
+		r.recorded[id], last = hash, hash
+		r.records++
+		return nil
+	}
+}
+
+// TestPayTwoWorkersShareTheAccount: two Payers (two worker processes,
+// each with its own turns) pay 20 refunds at once from one account. With
+// the lock they share, each refund is built, recorded and submitted once:
+// no submission meets another's sequence number (tx_bad_seq).
+func TestPayTwoWorkersShareTheAccount(t *testing.T) {
+	const n = 20
+	var accounts []horizontest.Account
+	var dests []string
+	for i := range n {
+		d := key(fmt.Sprintf("destination %d", i)).Address()
+		dests = append(dests, d)
+		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5"})
+	}
+	h := newHarness(t, nil, accounts...)
+	lock := &sharedLock{slot: make(chan struct{}, 1)}
+	var workers [2]*payout.Payer
+	for w := range workers {
+		cfg := h.cfg
+		cfg.Lock = lock
+		p, err := payout.NewPayer(cfg)
+		require.NoError(t, err)
+		workers[w] = p
+	}
+	// Every submission waits for its ledger, as on the network, so that
+	// the workers' payouts overlap.
+	h.s.DelaySubmissions(n, 20*time.Millisecond)
+	records := &refundRecords{recorded: map[string]string{}}
+	results := make([]payout.Result, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		id := fmt.Sprintf("rfd_%d", i)
+		wg.Go(func() {
+			results[i], errs[i] = workers[i%2].Pay(t.Context(), refund(id, dests[i], "XLM", "1"), records.recordFor(id, ""))
+		})
+	}
+	wg.Wait()
+
+	for i := range n {
+		require.NoError(t, errs[i], "refund %d", i)
+		assert.Equal(t, payout.Sent, results[i].Outcome)
+		assert.Len(t, paidTo(h.s, dests[i]), 1, "refund %d paid once", i)
+	}
+	assert.Equal(t, n, records.records, "one transaction built and recorded each")
+	assert.Equal(t, n, h.s.Submissions(), "one submission each: no sequence number was contended")
+	assert.Equal(t, 1, lock.max, "one payout at a time from the account")
 	assert.Equal(t, int64(payoutSequence+n), mustAccount(t, h.s, payoutKey.Address()).Sequence)
 }
 

@@ -125,6 +125,8 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 			HorizonURL: e.Cfg.StellarHorizonURL, HTTPClient: &http.Client{},
 			NetworkPassphrase: e.Cfg.StellarNetwork.Passphrase(), USDCIssuer: e.Cfg.USDCIssuer,
 			Signer: signer, Logger: e.Log.With(slog.String("component", "stellar-payout")),
+			// Every worker on the database pays from this account.
+			Lock: payoutLock{st},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("configuring the Stellar payout: %w", err)
@@ -139,6 +141,14 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 		Start:  wf.StartRefund,
 		Alerts: storeAlerter{st: st, log: e.Log},
 	}, nil
+}
+
+// payoutLock is the database's lock of a payout account, shared by the
+// workers (payout.AccountLock).
+type payoutLock struct{ st *sqlstore.Store }
+
+func (l payoutLock) LockAccount(ctx context.Context, key string) (func(), error) {
+	return l.st.LockPayoutAccount(ctx, key)
 }
 
 // newOutbox is the dispatcher of webhook events: it makes each delivery's
