@@ -73,7 +73,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 			return func(r models.Refund, now time.Time) (models.Refund, error) { return models.FailRefund(r, reason, now) }
 		}
 		sent := func(r models.Refund, now time.Time) (models.Refund, error) {
-			return models.MarkRefundSent(r, payoutTx, now)
+			return models.MarkRefundSent(r, txOf(r.ID), now)
 		}
 
 		// Subscribed to other types only: the refund's facts record nothing.
@@ -174,7 +174,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		assert.Equal(t, at(9), sentEv.CreatedAt)
 		body = payload(t, sentEv)
 		assert.Equal(t, "sent", body["refund_status"])
-		assert.Equal(t, payoutTx, body["transaction_hash"])
+		assert.Equal(t, txOf(own.ID), body["transaction_hash"])
 		assert.Equal(t, "refunded", body["payment_status"], "the order as the write left it")
 
 		// An operator marking sent from awaiting its destination: sent too.
@@ -237,7 +237,7 @@ func TestRefundMoveAndItsEventCommitTogether(t *testing.T) {
 		require.NoError(t, err)
 
 		st.SetEventRenderer(nil)
-		_, err = st.UpdateRefund(ctx, rs[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) })
+		_, err = st.UpdateRefund(ctx, rs[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) })
 		require.Error(t, err, "a subscribed fact is not written without its event")
 		got, err := st.Refund(ctx, rs[0].ID)
 		require.NoError(t, err)

@@ -2,6 +2,8 @@ package sqlstore_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,6 +27,13 @@ var (
 	toSender  = models.RefundDestination{ToSender: true}
 	toAccount = models.RefundDestination{Address: payoutAccount, MemoType: "id", Memo: "42"}
 )
+
+// txOf is a transaction hash of its own for refund id: one transaction
+// settles one refund.
+func txOf(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
 
 // newOrder creates a test-mode order of the account (12.50 USD, paid in
 // 12.50 USDC) from a new cart, with dest as its refund destination.
@@ -385,7 +394,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		_, err = st.UpdateRefund(ctx, own.ID, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentRefundDue, paymentStatusOf(t, st, o.ID), "approved is not sent")
-		_, err = st.UpdateRefund(ctx, own.ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) })
+		_, err = st.UpdateRefund(ctx, own.ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentRefundDue, paymentStatusOf(t, st, o.ID), "the wrong-asset payment is still owed")
 		assert.Equal(t, "0", dueBack(o.ID), "the order's own money went back; the XLM is in another asset")
@@ -405,7 +414,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentOverpaid, paymentStatusOf(t, st, p.ID))
 		assert.Equal(t, "1", dueBack(p.ID))
-		_, err = st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) })
+		_, err = st.UpdateRefund(ctx, refunds[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) })
 		require.NoError(t, err)
 		assert.Equal(t, models.PaymentConfirmed, paymentStatusOf(t, st, p.ID))
 		assert.Equal(t, "0", dueBack(p.ID), "the excess went back")
@@ -431,7 +440,7 @@ func TestConcurrentSettlementsSettleTheOrder(t *testing.T) {
 			require.NoError(t, err)
 
 			moves := map[string]func(models.Refund) (models.Refund, error){
-				own.ID: func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, now) },
+				own.ID: func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) },
 				xlm.ID: func(r models.Refund) (models.Refund, error) { return models.CancelRefund(r, now) },
 			}
 			var wg sync.WaitGroup
