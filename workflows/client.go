@@ -164,8 +164,10 @@ func (c *Client) RecordRefund(ctx context.Context, orderID string, r RefundReque
 	return res, err
 }
 
-// StartRefund starts the refund's workflow, or does nothing if it exists,
-// running or finished. orderNumber is shown to operators; empty for an
+// StartRefund starts the refund's workflow, or does nothing if a run of it
+// is open or one completed (the refund settled); a run that closed
+// otherwise (terminated, cancelled) is followed by a new one, from r
+// (RefundStartOptions). orderNumber is shown to operators; empty for an
 // unmatched payment's refund.
 func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber string) error {
 	in := RefundInput{Refund: r, OrderNumber: orderNumber}
@@ -186,8 +188,8 @@ func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber s
 // It answers the refund as written. A move the refund's rules refuse is
 // the models error of the refusal (invalid_refund_state,
 // invalid_refund_destination, invalid_request), with its message and
-// field; a workflow that is closed (the refund settled) or not started is
-// models.ErrRefundClosed.
+// field; a workflow with no open run (the refund settled; the run not
+// started yet, or terminated or cancelled) is models.ErrRefundClosed.
 func (c *Client) MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error) {
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   models.RefundWorkflowID(refundID),

@@ -78,9 +78,15 @@ type RefundOperatorRequest struct {
 }
 
 // RefundStartOptions returns the options to start the Refund workflow of
-// in on taskQueue: id refund-<refund id>, refused once a run of it closed,
-// and the running one returned to a second start, so whoever starts it
-// (the order's run, a late payment, the reconciler) may start it again.
+// in on taskQueue: id refund-<refund id>; a second start while a run is
+// open returns that run, so whoever starts it (the order's run, a late
+// payment, a move, the reconciler) may start it again. A run completes
+// only once its refund is settled, so a completed run is never followed by
+// another; a run that closed otherwise (an operator terminated or
+// cancelled it in the Temporal UI; it failed or timed out) left its refund
+// unsettled, and a new run takes it on from the database
+// (ALLOW_DUPLICATE_FAILED_ONLY). No money moves twice for it: the payout
+// looks up the transaction the earlier run recorded before building one.
 func RefundStartOptions(in RefundInput, taskQueue string) client.StartWorkflowOptions {
 	r := in.Refund
 	attrs := []temporal.SearchAttributeUpdate{SearchAttrRefundStatus.ValueSet(string(r.Status))}
@@ -100,7 +106,7 @@ func RefundStartOptions(in RefundInput, taskQueue string) client.StartWorkflowOp
 	return client.StartWorkflowOptions{
 		ID:                       models.RefundWorkflowID(r.ID),
 		TaskQueue:                taskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		StaticSummary:            fmt.Sprintf("Refund %s %s of %s", r.Amount.String(), r.Asset, of),

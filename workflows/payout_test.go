@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -439,4 +440,14 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
 		assert.Empty(t, h.payer.payments())
 	})
+}
+
+// TestRefundStartOptions: a refund's run closed without settling it
+// (terminated or cancelled in the UI) is followed by a new run; one that
+// completed (the refund settled) never is.
+func TestRefundStartOptions(t *testing.T) {
+	opts := workflows.RefundStartOptions(workflows.RefundInput{Refund: testRefund(models.ModeLive, nil), OrderNumber: orderNumber}, "q")
+	assert.Equal(t, models.RefundWorkflowID(testRefund(models.ModeLive, nil).ID), opts.ID)
+	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, opts.WorkflowIDReusePolicy)
+	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
 }
