@@ -45,13 +45,22 @@ const (
 	QueryRefund = "refund"
 )
 
+// changeRefundReadsStore is the workflow.GetVersion change id of a Refund
+// run reading its refund from the database before its first decision:
+// a run started after an earlier one was terminated or cancelled may be
+// given a copy older than that run's last move (a refund it approved
+// looks unapproved, and the new run would wait for a move the refund can
+// no longer take, its payout never made). Version 1 reads it.
+const changeRefundReadsStore = "refund-reads-store"
+
 // SearchAttrRefundStatus is a Refund run's status (models.RefundStatus),
 // kept current so that operators list the refunds waiting for them.
 var SearchAttrRefundStatus = temporal.NewSearchAttributeKeyKeyword("RefundStatus")
 
 // RefundInput starts a Refund workflow: the refund as stored when its run
-// was started. The database is not read again at start, so a run costs no
-// activity before its first decision.
+// was started. A run reads the refund again before its first decision
+// (changeRefundReadsStore): its starter's copy may be older than a move
+// written by an earlier run of the refund that closed meanwhile.
 type RefundInput struct {
 	Refund      models.Refund
 	OrderNumber string `json:",omitempty"` // for operators; empty for an unmatched payment
@@ -191,6 +200,10 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 	}
 	run.showDetails()
 	var runErr error
+	if workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 1) == 1 {
+		var a *activities.Activities
+		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
+	}
 	for !run.r.Status.Settled() && runErr == nil {
 		runErr = run.step(ctx)
 	}

@@ -451,3 +451,32 @@ func TestRefundStartOptions(t *testing.T) {
 	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, opts.WorkflowIDReusePolicy)
 	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
 }
+
+// TestRefundRunTakesTheStoredRefund: a run started after an earlier run
+// of the refund was terminated mid-payout, from a copy of the refund read
+// before that run approved it, takes the refund as stored (sending, its
+// transaction recorded and applied): it looks that transaction up and
+// records the refund sent with it, paying nothing more.
+func TestRefundRunTakesTheStoredRefund(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+	stale := testRefund(models.ModeLive, nil)
+	stored, err := models.ApproveRefund(testRefund(models.ModeLive, dest), t0)
+	require.NoError(t, err)
+	tx := fmt.Sprintf("%064x", 99)
+	stored, err = models.RecordRefundTransaction(stored, tx, "envelope-"+tx)
+	require.NoError(t, err)
+
+	h := newRefundHarness(t, stored)
+	h.payer.applied = map[string]payout.Request{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
+	h.register()
+	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: stale, OrderNumber: orderNumber})
+	require.True(t, h.env.IsWorkflowCompleted(), "the run went on with the stored refund")
+	require.NoError(t, h.env.GetWorkflowError())
+	var res workflows.RefundOutcome
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
+	_, writes := h.store.snapshot()
+	assert.Equal(t, []string{"sent"}, writes, "no approval or transaction of its own")
+	assert.Len(t, h.payer.payments(), 1, "paid once")
+	assert.Equal(t, 1, h.payer.attempts, "one lookup")
+}
