@@ -150,10 +150,12 @@ func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRe
 	return s.moveRefund(ctx, r, "", update, workflows.RefundOperatorRequest{By: req.By, TxHash: req.TxHash})
 }
 
-// moveRefund asks r's workflow for a move. A workflow not running is
-// started from the stored refund (its start may not have happened yet)
-// and asked again; a settled refund's workflow has ended, and the move is
-// refused by the refund's rules, checked here on the stored refund.
+// moveRefund asks r's workflow for a move. A workflow with no open run
+// (its start may not have happened yet; an operator terminated or
+// cancelled its run) is started from the stored refund and asked again; a
+// settled refund's workflow has ended, and the move is refused by the
+// refund's rules, checked here on the stored refund, read again if it
+// settled meanwhile.
 func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, update string, req any) (models.Refund, error) {
 	if s.payoutWorkflows == nil {
 		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
@@ -162,13 +164,23 @@ func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, 
 	if !errors.Is(err, models.ErrRefundClosed) {
 		return got, err
 	}
-	if r.Status.Settled() {
-		return settledMove(r, update, req)
+	if !r.Status.Settled() {
+		if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+			return models.Refund{}, err
+		}
+		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+		if !errors.Is(err, models.ErrRefundClosed) {
+			return got, err
+		}
+		// The refund settled after it was read: its last run completed.
+		if r, err = s.payouts.Refund(ctx, r.ID); err != nil {
+			return models.Refund{}, err
+		}
+		if !r.Status.Settled() {
+			return models.Refund{}, models.Errorf(models.CodeUnavailable, "The refund's workflow did not answer; retry")
+		}
 	}
-	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
-		return models.Refund{}, err
-	}
-	return s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+	return settledMove(r, update, req)
 }
 
 // settledMove answers a move asked of a settled refund, whose workflow has
