@@ -2,6 +2,7 @@ package checkout_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
 )
 
 // fakePayouts is the refunds' store: refunds by id, each read answering
@@ -65,6 +67,11 @@ func (w *closedRuns) MoveRefund(context.Context, string, string, any) (models.Re
 	return models.Refund{}, models.ErrRefundClosed
 }
 
+func (w *closedRuns) RefundRunsClosed(_ context.Context, after, until time.Time) ([]string, error) {
+	w.windows = append(w.windows, [2]time.Time{after, until})
+	return w.ids, nil
+}
+
 func payoutRefund(id string, status models.RefundStatus) models.Refund {
 	return models.Refund{ID: id, Status: status, Amount: decimal.RequireFromString("5"), Asset: "USDC", Mode: models.ModeLive}
 }
@@ -98,4 +105,49 @@ func TestOperatorMoveOfARefundThatSettledMeanwhile(t *testing.T) {
 	assert.Equal(t, models.CodeUnavailable, me.Code, "%v", err)
 }
 
+// TestReconcileRefundsRestartsClosedRuns: a refund not settled whose run
+// an operator terminated or cancelled gets a new run; a settled one, or
+// one not in the database, does not. Each sweep asks for the runs closed
+// since the last one, up to grace ago; the first looks back
+// RefundRunsLookback; a sweep that fails is done again.
+func TestReconcileRefundsRestartsClosedRuns(t *testing.T) {
+	now := t0
+	store := &fakePayouts{refunds: map[string][]models.Refund{
+		"rfd_sending": {payoutRefund("rfd_sending", models.RefundSending)},
+		"rfd_waiting": {payoutRefund("rfd_waiting", models.RefundAwaitingDestination)},
+		"rfd_sent":    {payoutRefund("rfd_sent", models.RefundSent)},
+	}}
+	wf := &closedRuns{ids: []string{"rfd_sending", "rfd_sent", "rfd_gone", "rfd_waiting"}}
+	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: func() time.Time { return now }})
+	const grace = 30 * time.Second
+
+	n, err := s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"rfd_sending", "rfd_waiting"}, wf.starts)
+	assert.Equal(t, []string{"rfd_sending", "rfd_waiting"}, store.marked)
+	first := now.Add(-grace)
+	require.Len(t, wf.windows, 1)
+	assert.Equal(t, [2]time.Time{first.Add(-checkout.RefundRunsLookback), first}, wf.windows[0])
+
+	// The next sweep asks only for the runs closed since; one that fails
+	// is asked again.
+	now = now.Add(10 * time.Second)
+	wf.ids, store.readErr = []string{"rfd_waiting"}, errors.New("database down")
+	_, err = s.ReconcileRefunds(context.Background(), grace)
+	require.Error(t, err)
+	now = now.Add(10 * time.Second)
+	store.readErr = nil
+	n, err = s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.Len(t, wf.windows, 3)
+	assert.Equal(t, [2]time.Time{first, first.Add(10 * time.Second)}, wf.windows[1])
+	assert.Equal(t, [2]time.Time{first, first.Add(20 * time.Second)}, wf.windows[2])
+	_, err = s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Len(t, wf.windows, 3, "no time passed: nothing to ask")
+}
+
 var _ checkout.PayoutWorkflows = (*closedRuns)(nil)
+var _ checkout.RefundRuns = (*workflows.Client)(nil)
