@@ -89,7 +89,8 @@ func TestE2ERefundRunClosedNextMovePays(t *testing.T) {
 // a refund being sent: the reconciler finds the terminated run and starts
 // a new one, which looks the recorded transaction up (submitting the same
 // envelope again while it is not in the ledger) and records the refund
-// sent with it: the money moved once.
+// sent with it: the money moved once. With -record-histories it records
+// the new run for the replay test.
 func TestE2ERefundRunTerminatedMidPayoutReconcilerPaysOnce(t *testing.T) {
 	s := startLive(t, "sqlite", nil)
 	o, r := s.failedLiveOrder()
@@ -124,4 +125,7 @@ func TestE2ERefundRunTerminatedMidPayoutReconcilerPaysOnce(t *testing.T) {
 	assert.True(t, *pays[0].Successful)
 	_, b = s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
 	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
+	if *recordHistories {
+		writeWorkflowHistory(t, s.stack, models.RefundWorkflowID(id), "refund_restarted_sending.json")
+	}
 }
