@@ -162,6 +162,17 @@ func (a *Activities) startRefund(ctx context.Context, r models.Refund, orderNumb
 	return temporalError(a.Payouts.Store.MarkRefundWorkflowStarted(ctx, r.ID, a.clock()))
 }
 
+// LoadRefund answers the refund as stored.
+func (a *Activities) LoadRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+	defer a.heartbeat(ctx)()
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	r, err := p.Store.Refund(ctx, in.RefundID)
+	return r, temporalError(err)
+}
+
 // AutoApproveRefund approves a refund awaiting approval when the
 // operator's limits allow it (RefundLimits), and answers the refund as it
 // is then: sending if approved, still awaiting approval if not.

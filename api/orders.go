@@ -172,7 +172,8 @@ func (s *Server) createOrder(c *gin.Context) {
 }
 
 // ReconcileRefunds starts the workflows of refunds whose creator died
-// before starting them (checkout.Service.ReconcileRefunds).
+// before starting them, and a new run for refunds not settled whose run
+// was terminated or cancelled (checkout.Service.ReconcileRefunds).
 func (s *Server) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
 	return s.checkout.ReconcileRefunds(ctx, grace)
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -164,8 +167,10 @@ func (c *Client) RecordRefund(ctx context.Context, orderID string, r RefundReque
 	return res, err
 }
 
-// StartRefund starts the refund's workflow, or does nothing if it exists,
-// running or finished. orderNumber is shown to operators; empty for an
+// StartRefund starts the refund's workflow, or does nothing if a run of it
+// is open or one completed (the refund settled); a run that closed
+// otherwise (terminated, cancelled) is followed by a new one, from r
+// (RefundStartOptions). orderNumber is shown to operators; empty for an
 // unmatched payment's refund.
 func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber string) error {
 	in := RefundInput{Refund: r, OrderNumber: orderNumber}
@@ -186,8 +191,8 @@ func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber s
 // It answers the refund as written. A move the refund's rules refuse is
 // the models error of the refusal (invalid_refund_state,
 // invalid_refund_destination, invalid_request), with its message and
-// field; a workflow that is closed (the refund settled) or not started is
-// models.ErrRefundClosed.
+// field; a workflow with no open run (the refund settled; the run not
+// started yet, or terminated or cancelled) is models.ErrRefundClosed.
 func (c *Client) MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error) {
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   models.RefundWorkflowID(refundID),
@@ -225,4 +230,37 @@ var refundMoveCodes = map[models.Code]bool{
 	models.CodeInvalidRefundDestination: true,
 	models.CodeInvalidRequest:           true,
 	models.CodeRefundNotFound:           true,
+}
+
+// RefundRunsClosed returns the ids of the refunds a run of which closed
+// terminated, cancelled or timed out (by an operator in the Temporal UI:
+// the Refund workflow sets no timeout), with a close time in (after,
+// until]: a visibility query, one page per 100 runs. Those refunds may be
+// unsettled with no run left to move them on; whether they are is the
+// database's to say. A failed run is not listed: a Refund run fails only
+// when its refund cannot be read or its rules call the stored refund
+// impossible, which a new run would find again, on every sweep; it stays
+// in the UI for a developer, and the refund's next move starts a new run.
+func (c *Client) RefundRunsClosed(ctx context.Context, after, until time.Time) ([]string, error) {
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus IN ('Terminated', 'Canceled', 'TimedOut') AND CloseTime > '%s' AND CloseTime <= '%s'",
+		RefundWorkflowName, after.UTC().Format(time.RFC3339Nano), until.UTC().Format(time.RFC3339Nano))
+	seen := map[string]bool{}
+	var ids []string
+	var token []byte
+	for {
+		resp, err := c.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: 100, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("listing closed refund runs: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			id, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), models.RefundWorkflowID(""))
+			if ok && id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return ids, nil
+		}
+	}
 }

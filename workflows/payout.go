@@ -45,13 +45,22 @@ const (
 	QueryRefund = "refund"
 )
 
+// changeRefundReadsStore is the workflow.GetVersion change id of a Refund
+// run reading its refund from the database before its first decision:
+// a run started after an earlier one was terminated or cancelled may be
+// given a copy older than that run's last move (a refund it approved
+// looks unapproved, and the new run would wait for a move the refund can
+// no longer take, its payout never made). Version 1 reads it.
+const changeRefundReadsStore = "refund-reads-store"
+
 // SearchAttrRefundStatus is a Refund run's status (models.RefundStatus),
 // kept current so that operators list the refunds waiting for them.
 var SearchAttrRefundStatus = temporal.NewSearchAttributeKeyKeyword("RefundStatus")
 
 // RefundInput starts a Refund workflow: the refund as stored when its run
-// was started. The database is not read again at start, so a run costs no
-// activity before its first decision.
+// was started. A run reads the refund again before its first decision
+// (changeRefundReadsStore): its starter's copy may be older than a move
+// written by an earlier run of the refund that closed meanwhile.
 type RefundInput struct {
 	Refund      models.Refund
 	OrderNumber string `json:",omitempty"` // for operators; empty for an unmatched payment
@@ -83,9 +92,15 @@ type RefundOperatorRequest struct {
 }
 
 // RefundStartOptions returns the options to start the Refund workflow of
-// in on taskQueue: id refund-<refund id>, refused once a run of it closed,
-// and the running one returned to a second start, so whoever starts it
-// (the order's run, a late payment, the reconciler) may start it again.
+// in on taskQueue: id refund-<refund id>; a second start while a run is
+// open returns that run, so whoever starts it (the order's run, a late
+// payment, a move, the reconciler) may start it again. A run completes
+// only once its refund is settled, so a completed run is never followed by
+// another; a run that closed otherwise (an operator terminated or
+// cancelled it in the Temporal UI; it failed or timed out) left its refund
+// unsettled, and a new run takes it on from the database
+// (ALLOW_DUPLICATE_FAILED_ONLY). No money moves twice for it: the payout
+// looks up the transaction the earlier run recorded before building one.
 func RefundStartOptions(in RefundInput, taskQueue string) client.StartWorkflowOptions {
 	r := in.Refund
 	attrs := []temporal.SearchAttributeUpdate{SearchAttrRefundStatus.ValueSet(string(r.Status))}
@@ -105,7 +120,7 @@ func RefundStartOptions(in RefundInput, taskQueue string) client.StartWorkflowOp
 	return client.StartWorkflowOptions{
 		ID:                       models.RefundWorkflowID(r.ID),
 		TaskQueue:                taskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 		StaticSummary:            fmt.Sprintf("Refund %s %s of %s", r.Amount.String(), r.Asset, of),
@@ -190,6 +205,10 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 	}
 	run.showDetails()
 	var runErr error
+	if workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 1) == 1 {
+		var a *activities.Activities
+		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
+	}
 	for !run.r.Status.Settled() && runErr == nil {
 		runErr = run.step(ctx)
 	}

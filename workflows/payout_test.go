@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -479,4 +480,43 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
 		assert.Empty(t, h.payer.payments())
 	})
+}
+
+// TestRefundStartOptions: a refund's run closed without settling it
+// (terminated or cancelled in the UI) is followed by a new run; one that
+// completed (the refund settled) never is.
+func TestRefundStartOptions(t *testing.T) {
+	opts := workflows.RefundStartOptions(workflows.RefundInput{Refund: testRefund(models.ModeLive, nil), OrderNumber: orderNumber}, "q")
+	assert.Equal(t, models.RefundWorkflowID(testRefund(models.ModeLive, nil).ID), opts.ID)
+	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, opts.WorkflowIDReusePolicy)
+	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
+}
+
+// TestRefundRunTakesTheStoredRefund: a run started after an earlier run
+// of the refund was terminated mid-payout, from a copy of the refund read
+// before that run approved it, takes the refund as stored (sending, its
+// transaction recorded and applied): it looks that transaction up and
+// records the refund sent with it, paying nothing more.
+func TestRefundRunTakesTheStoredRefund(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+	stale := testRefund(models.ModeLive, nil)
+	stored, err := models.ApproveRefund(testRefund(models.ModeLive, dest), t0)
+	require.NoError(t, err)
+	tx := fmt.Sprintf("%064x", 99)
+	stored, err = models.RecordRefundTransaction(stored, tx, "envelope-"+tx)
+	require.NoError(t, err)
+
+	h := newRefundHarness(t, stored)
+	h.payer.applied = map[string]payout.Request{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
+	h.register()
+	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: stale, OrderNumber: orderNumber})
+	require.True(t, h.env.IsWorkflowCompleted(), "the run went on with the stored refund")
+	require.NoError(t, h.env.GetWorkflowError())
+	var res workflows.RefundOutcome
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
+	_, writes := h.store.snapshot()
+	assert.Equal(t, []string{"sent"}, writes, "no approval or transaction of its own")
+	assert.Len(t, h.payer.payments(), 1, "paid once")
+	assert.Equal(t, 1, h.payer.attempts, "one lookup")
 }

@@ -18,6 +18,7 @@ package checkout
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/memocart/memocart/models"
@@ -37,6 +38,12 @@ type Service struct {
 	payments        Payments
 	now             func() time.Time
 	log             *slog.Logger
+
+	// refundRuns is payoutWorkflows's RefundRuns, if it has it;
+	// runsSwept is up to when its last sweep looked (runsMu).
+	refundRuns RefundRuns
+	runsMu     sync.Mutex
+	runsSwept  time.Time
 
 	// marks batches new orders' started marks (Config.StartMarkDelay).
 	marks *startMarks
@@ -110,6 +117,7 @@ func New(cfg Config, deps Deps) *Service {
 		payouts: deps.Payouts, payoutWorkflows: deps.PayoutWorkflows,
 		payments: deps.Payments, now: deps.Now, log: deps.Logger,
 	}
+	s.refundRuns, _ = deps.PayoutWorkflows.(RefundRuns)
 	if cfg.StartMarkDelay > 0 {
 		s.marks = &startMarks{delay: cfg.StartMarkDelay, write: deps.Orders.MarkWorkflowsStarted, now: deps.Now, log: deps.Logger}
 	}

@@ -150,10 +150,12 @@ func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRe
 	return s.moveRefund(ctx, r, "", update, workflows.RefundOperatorRequest{By: req.By, TxHash: req.TxHash})
 }
 
-// moveRefund asks r's workflow for a move. A workflow not running is
-// started from the stored refund (its start may not have happened yet)
-// and asked again; a settled refund's workflow has ended, and the move is
-// refused by the refund's rules, checked here on the stored refund.
+// moveRefund asks r's workflow for a move. A workflow with no open run
+// (its start may not have happened yet; an operator terminated or
+// cancelled its run) is started from the stored refund and asked again; a
+// settled refund's workflow has ended, and the move is refused by the
+// refund's rules, checked here on the stored refund, read again if it
+// settled meanwhile.
 func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, update string, req any) (models.Refund, error) {
 	if s.payoutWorkflows == nil {
 		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
@@ -162,13 +164,23 @@ func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, 
 	if !errors.Is(err, models.ErrRefundClosed) {
 		return got, err
 	}
-	if r.Status.Settled() {
-		return settledMove(r, update, req)
+	if !r.Status.Settled() {
+		if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+			return models.Refund{}, err
+		}
+		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+		if !errors.Is(err, models.ErrRefundClosed) {
+			return got, err
+		}
+		// The refund settled after it was read: its last run completed.
+		if r, err = s.payouts.Refund(ctx, r.ID); err != nil {
+			return models.Refund{}, err
+		}
+		if !r.Status.Settled() {
+			return models.Refund{}, models.Errorf(models.CodeUnavailable, "The refund's workflow did not answer; retry")
+		}
 	}
-	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
-		return models.Refund{}, err
-	}
-	return s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+	return settledMove(r, update, req)
 }
 
 // settledMove answers a move asked of a settled refund, whose workflow has
@@ -223,9 +235,24 @@ func (s *Service) startRefund(ctx context.Context, r models.Refund, orderNumber 
 	return s.payouts.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
 }
 
+// RefundRuns finds the refunds whose run closed without settling them
+// (workflows.Client.RefundRunsClosed). A PayoutWorkflows that has it lets
+// ReconcileRefunds start them again.
+type RefundRuns interface {
+	// RefundRunsClosed returns the ids of refunds a run of which an
+	// operator terminated or cancelled, closed in (after, until].
+	RefundRunsClosed(ctx context.Context, after, until time.Time) ([]string, error)
+}
+
+// RefundRunsLookback is how far back a process's first sweep looks for
+// refund runs closed without settling: a run closed while no API process
+// ran for longer is not found, and its refund waits for its next move.
+const RefundRunsLookback = 7 * 24 * time.Hour
+
 // ReconcileRefunds starts the workflows of refunds created more than
 // grace ago without one known to exist (their creator died between the
-// two), and answers how many it started.
+// two), and of refunds not settled whose run an operator terminated or
+// cancelled (restartClosedRefunds), and answers how many it started.
 func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
 	if s.payoutWorkflows == nil {
 		return 0, nil
@@ -241,6 +268,56 @@ func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (in
 		}
 		n++
 	}
+	m, err := s.restartClosedRefunds(ctx, grace)
+	return n + m, err
+}
+
+// restartClosedRefunds starts a new run for each refund not settled whose
+// run closed terminated or cancelled since the last sweep, up to grace
+// ago (visibility records a closed run within it): a refund being sent
+// has no next move from anyone, and must still be paid. Each sweep reads
+// only the runs closed since the one before, so a closed run costs one
+// database read and one start, once per process; a sweep that fails is
+// done again whole by the next. The new run reads the refund and, if it
+// is being sent, looks up the transaction the closed run recorded before
+// building one: it is paid at most once.
+func (s *Service) restartClosedRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	if s.refundRuns == nil {
+		return 0, nil
+	}
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	until := s.now().Add(-grace)
+	after := s.runsSwept
+	if after.IsZero() {
+		after = until.Add(-RefundRunsLookback)
+	}
+	if !until.After(after) {
+		return 0, nil
+	}
+	ids, err := s.refundRuns.RefundRunsClosed(ctx, after, until)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := s.payouts.Refund(ctx, id)
+		if errors.Is(err, models.ErrRefundNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if r.Status.Settled() {
+			continue
+		}
+		if err := s.startRefund(ctx, r, ""); err != nil {
+			return n, err
+		}
+		s.log.Info("Started a new run of a refund whose run was closed unsettled", "refund_id", r.ID, "status", string(r.Status))
+		n++
+	}
+	s.runsSwept = until
 	return n, nil
 }
 

@@ -377,7 +377,8 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 // reconcile periodically re-drives the hand-offs a crash can interrupt: an
 // order (or a refund) committed but its workflow not started, a payment matched but not
 // yet handed to its workflow, and a webhook event recorded but its delivery
-// workflow not started. All are idempotent, so every replica may run this.
+// workflow not started; and a refund not settled whose run an operator
+// terminated or cancelled gets a new one. All are idempotent, so every replica may run this.
 // It also purges a bounded batch of expired Idempotency-Key records.
 func (s *APIStack) reconcile(ctx context.Context, e Env) {
 	// A hand-off younger than grace may still be in flight.

@@ -1,0 +1,153 @@
+package checkout_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/api/checkout"
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+// fakePayouts is the refunds' store: refunds by id, each read answering
+// the next of its versions (the last one for good), and the refunds whose
+// workflow was marked started.
+type fakePayouts struct {
+	checkout.Payouts // the rest: not used
+	refunds          map[string][]models.Refund
+	readErr          error
+	marked           []string
+}
+
+func (f *fakePayouts) Refund(_ context.Context, id string) (models.Refund, error) {
+	if f.readErr != nil {
+		return models.Refund{}, f.readErr
+	}
+	vs := f.refunds[id]
+	if len(vs) == 0 {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	r := vs[0]
+	if len(vs) > 1 {
+		f.refunds[id] = vs[1:]
+	}
+	return r, nil
+}
+
+func (f *fakePayouts) RefundWorkflowsToStart(context.Context, time.Time, int) ([]models.Refund, error) {
+	return nil, nil
+}
+
+func (f *fakePayouts) MarkRefundWorkflowStarted(_ context.Context, id string, _ time.Time) error {
+	f.marked = append(f.marked, id)
+	return nil
+}
+
+// closedRuns is the refunds' workflows with no run open: every move is
+// refused as closed; it records starts and the windows it was asked for
+// closed runs, and answers those with ids.
+type closedRuns struct {
+	starts  []string
+	windows [][2]time.Time
+	ids     []string
+}
+
+func (w *closedRuns) StartRefund(_ context.Context, r models.Refund, _ string) error {
+	w.starts = append(w.starts, r.ID)
+	return nil
+}
+
+func (w *closedRuns) MoveRefund(context.Context, string, string, any) (models.Refund, error) {
+	return models.Refund{}, models.ErrRefundClosed
+}
+
+func (w *closedRuns) RefundRunsClosed(_ context.Context, after, until time.Time) ([]string, error) {
+	w.windows = append(w.windows, [2]time.Time{after, until})
+	return w.ids, nil
+}
+
+func payoutRefund(id string, status models.RefundStatus) models.Refund {
+	return models.Refund{ID: id, Status: status, Amount: decimal.RequireFromString("5"), Asset: "USDC", Mode: models.ModeLive}
+}
+
+// TestOperatorMoveOfARefundThatSettledMeanwhile: the refund's run closed
+// between the read and the move, because the refund settled; the move is
+// answered by the refund's rules on the refund read again, not by a
+// server error.
+func TestOperatorMoveOfARefundThatSettledMeanwhile(t *testing.T) {
+	cancelled := payoutRefund("rfd_1", models.RefundCancelled)
+	store := &fakePayouts{refunds: map[string][]models.Refund{"rfd_1": {payoutRefund("rfd_1", models.RefundAwaitingDestination), cancelled}}}
+	wf := &closedRuns{}
+	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: clock})
+
+	got, err := s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundCancel})
+	require.NoError(t, err, "cancelling a cancelled refund is answered as it is")
+	assert.Equal(t, models.RefundCancelled, got.Status)
+	assert.Equal(t, []string{"rfd_1"}, wf.starts, "a new run was asked for once")
+
+	store.refunds["rfd_1"] = []models.Refund{payoutRefund("rfd_1", models.RefundAwaitingDestination), cancelled}
+	_, err = s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundApprove})
+	var me *models.Error
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, models.CodeInvalidRefundState, me.Code, "the rules refuse it: %v", err)
+
+	// Not settled, and still no run answers: the service is unavailable,
+	// and the client retries.
+	store.refunds["rfd_1"] = []models.Refund{payoutRefund("rfd_1", models.RefundAwaitingDestination)}
+	_, err = s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundCancel})
+	require.ErrorAs(t, err, &me)
+	assert.Equal(t, models.CodeUnavailable, me.Code, "%v", err)
+}
+
+// TestReconcileRefundsRestartsClosedRuns: a refund not settled whose run
+// an operator terminated or cancelled gets a new run; a settled one, or
+// one not in the database, does not. Each sweep asks for the runs closed
+// since the last one, up to grace ago; the first looks back
+// RefundRunsLookback; a sweep that fails is done again.
+func TestReconcileRefundsRestartsClosedRuns(t *testing.T) {
+	now := t0
+	store := &fakePayouts{refunds: map[string][]models.Refund{
+		"rfd_sending": {payoutRefund("rfd_sending", models.RefundSending)},
+		"rfd_waiting": {payoutRefund("rfd_waiting", models.RefundAwaitingDestination)},
+		"rfd_sent":    {payoutRefund("rfd_sent", models.RefundSent)},
+	}}
+	wf := &closedRuns{ids: []string{"rfd_sending", "rfd_sent", "rfd_gone", "rfd_waiting"}}
+	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: func() time.Time { return now }})
+	const grace = 30 * time.Second
+
+	n, err := s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"rfd_sending", "rfd_waiting"}, wf.starts)
+	assert.Equal(t, []string{"rfd_sending", "rfd_waiting"}, store.marked)
+	first := now.Add(-grace)
+	require.Len(t, wf.windows, 1)
+	assert.Equal(t, [2]time.Time{first.Add(-checkout.RefundRunsLookback), first}, wf.windows[0])
+
+	// The next sweep asks only for the runs closed since; one that fails
+	// is asked again.
+	now = now.Add(10 * time.Second)
+	wf.ids, store.readErr = []string{"rfd_waiting"}, errors.New("database down")
+	_, err = s.ReconcileRefunds(context.Background(), grace)
+	require.Error(t, err)
+	now = now.Add(10 * time.Second)
+	store.readErr = nil
+	n, err = s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.Len(t, wf.windows, 3)
+	assert.Equal(t, [2]time.Time{first, first.Add(10 * time.Second)}, wf.windows[1])
+	assert.Equal(t, [2]time.Time{first, first.Add(20 * time.Second)}, wf.windows[2])
+	_, err = s.ReconcileRefunds(context.Background(), grace)
+	require.NoError(t, err)
+	assert.Len(t, wf.windows, 3, "no time passed: nothing to ask")
+}
+
+var _ checkout.PayoutWorkflows = (*closedRuns)(nil)
+var _ checkout.RefundRuns = (*workflows.Client)(nil)
