@@ -79,7 +79,7 @@ func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, erro
 		slices.Sort(ids)
 		for batch := range slices.Chunk(ids, booksPage) {
 			var rows []orderRow
-			err := tx.Select("id, number, mode, status, payment_status, status_reason, cancellation_reason, " +
+			err := tx.Select("id, number, mode, status, payment_status, status_reason, cancellation_reason, "+
 				"payment_asset, payment_amount, amount_received, refunded_at, refund_tx").
 				Where("id IN ?", batch).Order("id").Find(&rows).Error
 			if err != nil {
