@@ -1,0 +1,63 @@
+package app
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/sqlstore"
+)
+
+// TestReconcileCommand: balanced books print their table and exit zero; a
+// payment whose row no longer says where it is exits non-zero, naming it.
+func TestReconcileCommand(t *testing.T) {
+	dir := t.TempDir()
+	c := cli{t: t, vars: map[string]string{"MEMOCART_DATA_DIR": dir}}
+	c.ok("migrate")
+	db := filepath.Join(dir, "memocart.db")
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+db, nil)
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "p-stray", Mode: models.ModeLive, Asset: "USDC",
+		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: at}, ""))
+	require.NoError(t, st.Close())
+
+	out := c.ok("reconcile")
+	assert.Contains(t, out, "BOOKS live USDC")
+	assert.Regexp(t, `unmatched\s+3.5`, out)
+	assert.Contains(t, out, "the books balance")
+	assert.Contains(t, c.ok("reconcile", "--mode", "test"), "no payments")
+
+	raw, err := sql.Open("sqlite", db)
+	require.NoError(t, err)
+	_, err = raw.Exec("UPDATE payments SET status = 'late' WHERE id = 'p-stray'")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	out, _, err = c.run("reconcile", "--mode", "live")
+	require.ErrorIs(t, err, errBooksUnbalanced)
+	assert.Contains(t, err.Error(), "1 discrepancies")
+	assert.Regexp(t, `payment_unrefunded\s+live\s+USDC\s+-\s+p-stray`, out)
+
+	out, _, err = c.run("reconcile", "--json")
+	require.True(t, errors.Is(err, errBooksUnbalanced), "%v", err)
+	var got reconcileOut
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got.Discrepancies, 1)
+	assert.Equal(t, "payment_unrefunded", got.Discrepancies[0].Kind)
+	assert.Equal(t, []string{"p-stray"}, got.Discrepancies[0].PaymentIDs)
+	require.Len(t, got.Ledgers, 1)
+	assert.Equal(t, "3.5", got.Ledgers[0].OwedByHand)
+
+	_, _, err = c.run("reconcile", "--mode", "prod")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, errBooksUnbalanced)
+}
