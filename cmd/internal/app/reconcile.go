@@ -5,8 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -165,4 +169,76 @@ func nonNil(ids []string) []string {
 		return []string{}
 	}
 	return ids
+}
+
+// booksEvery is how often each api process reconciles the books for its
+// metrics: every run reads every payment, refund and order they reached
+// (sqlstore.Books), so it is minutes, not seconds.
+const booksEvery = 15 * time.Minute
+
+// booksReader reads the books (sqlstore.Store).
+type booksReader interface {
+	Books(ctx context.Context, mode models.Mode) (models.Books, error)
+}
+
+// booksMetrics are what the api process reports of the books.
+type booksMetrics struct {
+	discrepancies *prometheus.GaugeVec
+	lastRun       prometheus.Gauge
+}
+
+func newBooksMetrics(reg prometheus.Registerer) *booksMetrics {
+	m := &booksMetrics{
+		discrepancies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "memocart_reconcile_discrepancies",
+			Help: "Discrepancies memocart reconcile finds in the database's books, per mode, as of the last run (every 15 minutes).",
+		}, []string{"mode"}),
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "memocart_reconcile_last_run_timestamp_seconds",
+			Help: "Unix time the api process last reconciled the books.",
+		}),
+	}
+	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+		m.discrepancies.WithLabelValues(string(mode))
+	}
+	reg.MustRegister(m.discrepancies, m.lastRun)
+	return m
+}
+
+// observe reconciles the books once and sets the gauges; on an error it
+// leaves them as they were (lastRun then ages, which its alert watches).
+func (m *booksMetrics) observe(ctx context.Context, st booksReader) error {
+	b, err := st.Books(ctx, "")
+	if err != nil {
+		return err
+	}
+	_, found := models.Reconcile(b)
+	counts := map[models.Mode]int{}
+	for _, d := range found {
+		counts[d.Mode]++
+	}
+	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+		m.discrepancies.WithLabelValues(string(mode)).Set(float64(counts[mode]))
+	}
+	m.lastRun.SetToCurrentTime()
+	return nil
+}
+
+// watchBooks reconciles the books every booksEvery until ctx ends, for
+// the metrics; nothing without telemetry.
+func (t *Telemetry) watchBooks(ctx context.Context, st booksReader, log *slog.Logger) {
+	if t == nil {
+		return
+	}
+	m := newBooksMetrics(t.registry)
+	for {
+		if err := m.observe(ctx, st); err != nil && ctx.Err() == nil {
+			log.Warn("reconciling the books", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(booksEvery):
+		}
+	}
 }

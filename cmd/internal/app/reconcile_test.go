@@ -1,13 +1,16 @@
 package app
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -60,4 +63,61 @@ func TestReconcileCommand(t *testing.T) {
 	_, _, err = c.run("reconcile", "--mode", "prod")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, errBooksUnbalanced)
+}
+
+// booksFunc is a booksReader.
+type booksFunc func() (models.Books, error)
+
+func (f booksFunc) Books(context.Context, models.Mode) (models.Books, error) { return f() }
+
+// gauge is the value of the gauge name (of mode, when given) in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name, mode string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "mode" {
+					got = l.GetValue()
+				}
+			}
+			if got == mode {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no gauge %s{mode=%q}", name, mode)
+	return 0
+}
+
+// TestBooksMetrics: the api process reports the discrepancies of each
+// mode; a failed read leaves the last count and the time of the last run.
+func TestBooksMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newBooksMetrics(reg)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	late := models.Books{Payments: []models.BookPayment{
+		{ID: "p1", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("2"), State: models.PaymentStateLate, OrderID: "o1"},
+		{ID: "p2", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateLate, OrderID: "o1"},
+		{ID: "p3", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateRefunded,
+			RefundedAt: &at, RefundTx: strings.Repeat("a", 64)},
+	}}
+	require.NoError(t, m.observe(t.Context(), booksFunc(func() (models.Books, error) { return late, nil })))
+	assert.Equal(t, 2.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"))
+	assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "test"))
+	ran := gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", "")
+	assert.Greater(t, ran, 1e9)
+
+	err := m.observe(t.Context(), booksFunc(func() (models.Books, error) { return models.Books{}, errors.New("db down") }))
+	require.Error(t, err)
+	assert.Equal(t, 2.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"), "the last count stays")
+	assert.Equal(t, ran, gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", ""))
+
+	require.NoError(t, m.observe(t.Context(), booksFunc(func() (models.Books, error) { return models.Books{}, nil })))
+	assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"), "balanced again")
 }
