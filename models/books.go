@@ -76,7 +76,9 @@ const (
 	// An order's credited payments do not add up to its amount_received.
 	DiscrepancyCreditMismatch DiscrepancyKind = "credit_mismatch"
 	// An order's refunds of its own money do not add up to what it owes
-	// back (models.RefundsOwed), and it was not recorded refunded by hand.
+	// back (models.RefundsOwed), and it was not recorded refunded by hand;
+	// or they are refunds of an order that waits for payment or is not
+	// stored.
 	DiscrepancyOrderRefundsMismatch DiscrepancyKind = "order_refunds_mismatch"
 	// An order recorded refunded by hand also has refunds of that money.
 	DiscrepancyRefundedTwice DiscrepancyKind = "refunded_twice"
@@ -212,6 +214,11 @@ func Reconcile(b Books) ([]Ledger, []Discrepancy) {
 	for _, o := range b.Orders {
 		rc.order(o, credited[o.ID], ownRefunds[o.ID], &hashes)
 		delete(credited, o.ID)
+		delete(ownRefunds, o.ID)
+	}
+	for orderID, rs := range ownRefunds {
+		rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: rs[0].Mode, Asset: rs[0].Asset, OrderID: orderID,
+			RefundIDs: idsOf(rs), Detail: "refunds of the money of an order that is not stored"})
 	}
 	for orderID, ps := range credited {
 		for _, p := range ps {

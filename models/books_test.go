@@ -1,6 +1,7 @@
 package models
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,16 @@ func TestReconcileFindsEachDiscrepancy(t *testing.T) {
 		{"payment refunded by a refund not settled", func(b *Books) {
 			refund(b, PaymentRefundKey("p9")).Status = RefundSending
 		}, Discrepancy{Kind: DiscrepancyPaymentRefundState, OrderID: "o1", PaymentIDs: []string{"p9"}, RefundIDs: []string{RefundID(PaymentRefundKey("p9"))}}},
+		{"refunds of an order not stored", func(b *Books) {
+			b.Orders = b.Orders[1:] // o1: its payments and its refunds have no order
+			b.Payments = slices.DeleteFunc(b.Payments, func(p BookPayment) bool { return p.OrderID == "o1" })
+			b.Refunds = slices.DeleteFunc(b.Refunds, func(r Refund) bool { return r.Key != "order:o1:1" && r.OrderID == "o1" })
+		}, Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, OrderID: "o1", RefundIDs: []string{RefundID("order:o1:1")}}},
+		{"payment credited to an order not stored", func(b *Books) {
+			b.Orders = b.Orders[1:]
+			b.Payments = slices.DeleteFunc(b.Payments, func(p BookPayment) bool { return p.OrderID == "o1" && p.ID != "p1" })
+			b.Refunds = slices.DeleteFunc(b.Refunds, func(r Refund) bool { return r.OrderID == "o1" })
+		}, Discrepancy{Kind: DiscrepancyPaymentUnplaced, OrderID: "o1", PaymentIDs: []string{"p1"}}},
 		{"payment in an unknown state", func(b *Books) {
 			payment(b, "p7").State = "lost"
 		}, Discrepancy{Kind: DiscrepancyPaymentUnplaced, PaymentIDs: []string{"p7"}}},
