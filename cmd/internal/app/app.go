@@ -72,6 +72,7 @@ func Commands() []Command {
 		{Name: "webhooks", Summary: "create, list and delete webhook endpoints; list their delivery attempts (webhooks --help)", Run: runWebhooks, LogFormat: "text"},
 		{Name: "payments", Summary: "unmatched payments, refunds due and alerts; attach a payment, record a refund (payments --help)", Run: runPayments, LogFormat: "text"},
 		{Name: "refunds", Summary: "list refunds; approve, cancel or mark one sent; refund an unmatched payment (refunds --help)", Run: runRefunds, LogFormat: "text"},
+		{Name: "reconcile", Summary: "check that every unit received is accounted for, per mode and asset; non-zero exit if not (reconcile --help)", Run: runReconcile, LogFormat: "text"},
 		{Name: "healthcheck", Summary: "exit 0 if a URL answers 200 (container healthchecks without curl)", Run: runHealthcheck, LogFormat: "text"},
 	}
 }

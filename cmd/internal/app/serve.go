@@ -208,6 +208,9 @@ func runAPI(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	booksCtx, stopBooks := context.WithCancel(ctx) // ends before the store closes
+	defer stopBooks()
+	go e.Tel.watchBooks(booksCtx, p.store, e.Log)
 	return stack.Run(ctx, e, ready)
 }
 

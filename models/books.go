@@ -1,0 +1,388 @@
+package models
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// BookPayment is one stored payment as the books read it: where it
+// stands (State) and, for a matched one, whether its order's workflow was
+// handed it (Signaled: it is credited, or about to be).
+type BookPayment struct {
+	ID         string
+	Mode       Mode
+	Asset      string
+	Amount     decimal.Decimal
+	State      PaymentState
+	Signaled   bool
+	OrderID    string // empty while unmatched
+	RefundedAt *time.Time
+	RefundTx   string
+}
+
+// Books is what reconciling reads: every payment, every order a payment
+// or a refund reached (its Payments need not be loaded), and every refund.
+type Books struct {
+	Payments []BookPayment
+	Orders   []Order
+	Refunds  []Refund
+}
+
+// Ledger is where the money received in one mode and asset went. Every
+// unit received is in exactly one of the other amounts; Difference is what
+// is not, zero when the books balance there.
+type Ledger struct {
+	Mode  Mode
+	Asset string
+	// Received is every payment stored, whatever became of it.
+	Received decimal.Decimal
+	// Kept is what orders credited and kept: the amount due of a paid
+	// order, nothing of a failed or cancelled one.
+	Kept decimal.Decimal
+	// Sent is what refunds sent back on the chain; SentByHand what an
+	// operator recorded sending (payments mark-refunded) with no refund.
+	Sent       decimal.Decimal
+	SentByHand decimal.Decimal
+	// Cancelled is what refunds an operator cancelled settled another way.
+	Cancelled decimal.Decimal
+	// Owed is what open refunds (not sent, not cancelled) still owe;
+	// OwedByHand what is owed back with no refund and no record of it
+	// being sent: an order still waiting for mark-refunded, from before
+	// the service paid refunds out.
+	Owed       decimal.Decimal
+	OwedByHand decimal.Decimal
+	// Unmatched is what named no order and waits for an operator.
+	Unmatched decimal.Decimal
+	// Pending is what is not through the books yet: stored and not
+	// matched, matched and being credited by its order's workflow, or
+	// credited to an order still waiting for payment.
+	Pending decimal.Decimal
+	// Difference is Received less every amount above: non-zero only
+	// where a discrepancy is listed.
+	Difference decimal.Decimal
+}
+
+// DiscrepancyKind names one way the books can fail to balance.
+type DiscrepancyKind string
+
+// Discrepancy kinds. docs/operators.md ("Reconciling the books") says
+// what each means and what to do.
+const (
+	// An order's credited payments do not add up to its amount_received.
+	DiscrepancyCreditMismatch DiscrepancyKind = "credit_mismatch"
+	// An order's refunds of its own money do not add up to what it owes
+	// back (models.RefundsOwed), and it was not recorded refunded by hand;
+	// or they are refunds of an order that waits for payment or is not
+	// stored.
+	DiscrepancyOrderRefundsMismatch DiscrepancyKind = "order_refunds_mismatch"
+	// An order recorded refunded by hand also has refunds of that money.
+	DiscrepancyRefundedTwice DiscrepancyKind = "refunded_twice"
+	// A refund of one payment whole differs from its payment in amount or
+	// asset, or names a payment that is not stored.
+	DiscrepancyRefundPaymentMismatch DiscrepancyKind = "refund_payment_mismatch"
+	// A payment due back whole (late, another asset) has neither a refund
+	// nor a record of it being sent by hand.
+	DiscrepancyPaymentUnrefunded DiscrepancyKind = "payment_unrefunded"
+	// Two refunds, or a refund and a record by hand, name the same
+	// transaction: one payout counted as two.
+	DiscrepancyTransactionReused DiscrepancyKind = "transaction_reused"
+	// A refund is sent with no transaction hash.
+	DiscrepancySentWithoutTransaction DiscrepancyKind = "sent_without_transaction"
+	// A payment is marked refunded while its refund is not settled, or its
+	// refund settled and the payment is not marked refunded, or it is
+	// unmatched while a refund returns it.
+	DiscrepancyPaymentRefundState DiscrepancyKind = "payment_refund_state"
+	// A payment is in no place the books know: an unknown state, or
+	// credited to an order that is not stored.
+	DiscrepancyPaymentUnplaced DiscrepancyKind = "payment_unplaced"
+)
+
+// Discrepancy is one place the books do not balance, with the ids an
+// operator looks at.
+type Discrepancy struct {
+	Kind       DiscrepancyKind
+	Mode       Mode
+	Asset      string
+	OrderID    string
+	PaymentIDs []string
+	RefundIDs  []string
+	Detail     string
+}
+
+type ledgerKey struct {
+	mode  Mode
+	asset string
+}
+
+// Reconcile computes the books: per mode and asset, where the money
+// received went (Ledger, sorted by mode then asset), and every
+// discrepancy found (sorted by kind, then ids). It reads nothing but b.
+//
+// A payment is placed by its state: credited (matched and handed to its
+// workflow) money is its order's, placed by the order; a payment due back
+// whole is placed by its refund (the refund keyed PaymentRefundKey) or,
+// without one, by its record by hand. An order's own money (its recorded
+// amount_received) is kept but for what it owes back (RefundsOwed with
+// nothing refunded yet), which its refunds of that money place, or its
+// record by hand (mark-refunded), or nothing (owed by hand: its workflow
+// waits for mark-refunded).
+func Reconcile(b Books) ([]Ledger, []Discrepancy) {
+	rc := reconciler{ledgers: map[ledgerKey]*Ledger{}}
+	refundByKey := map[string]Refund{}
+	ownRefunds := map[string][]Refund{}
+	for _, r := range b.Refunds {
+		refundByKey[r.Key] = r
+		if slices.Contains(RefundReasonsOfOrder(), r.Reason) {
+			ownRefunds[r.OrderID] = append(ownRefunds[r.OrderID], r)
+		}
+	}
+	credited := map[string][]BookPayment{}
+	payments := map[string]BookPayment{}
+	var hashes []hashClaim
+
+	for _, p := range b.Payments {
+		payments[p.ID] = p
+		l := rc.ledger(p.Mode, p.Asset)
+		l.Received = l.Received.Add(p.Amount)
+		r, hasRefund := refundByKey[PaymentRefundKey(p.ID)]
+		switch {
+		case p.State == PaymentStateReceived || (p.State == PaymentStateMatched && !p.Signaled):
+			l.Pending = l.Pending.Add(p.Amount)
+		case p.State == PaymentStateMatched:
+			credited[p.OrderID] = append(credited[p.OrderID], p)
+		case p.State == PaymentStateUnmatched:
+			l.Unmatched = l.Unmatched.Add(p.Amount)
+		case hasRefund:
+			// Placed with the refund below; its state must follow it.
+			if (p.State == PaymentStateRefunded) != r.Status.Settled() {
+				rc.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+					PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
+					Detail: fmt.Sprintf("payment is %s, its refund is %s", p.State, r.Status)})
+			}
+		case p.State == PaymentStateRefunded:
+			l.SentByHand = l.SentByHand.Add(p.Amount)
+			hashes = append(hashes, hashClaim{hash: p.RefundTx, what: "payment " + p.ID + " (by hand)", payment: p.ID, mode: p.Mode, asset: p.Asset})
+		case p.State.DueBack():
+			l.OwedByHand = l.OwedByHand.Add(p.Amount)
+			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnrefunded, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("%s %s %s is due back with no refund", p.State, p.Amount, p.Asset)})
+		default:
+			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("payment is in unknown state %q", p.State)})
+		}
+	}
+
+	for _, r := range b.Refunds {
+		if r.Status == RefundSent {
+			if r.TransactionHash == "" {
+				rc.add(Discrepancy{Kind: DiscrepancySentWithoutTransaction, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
+					PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "sent with no transaction hash"})
+			}
+			hashes = append(hashes, hashClaim{hash: r.TransactionHash, what: "refund " + r.ID, refund: r.ID, mode: r.Mode, asset: r.Asset})
+		}
+		if slices.Contains(RefundReasonsOfOrder(), r.Reason) {
+			continue // placed with its order
+		}
+		pid := strings.TrimPrefix(r.Key, PaymentRefundKey(""))
+		p, ok := payments[pid]
+		if !ok || r.Key != PaymentRefundKey(pid) {
+			rc.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
+				PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "returns a payment that is not stored"})
+			continue
+		}
+		if !p.Amount.Equal(r.Amount) || !strings.EqualFold(p.Asset, r.Asset) {
+			rc.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+				PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
+				Detail: fmt.Sprintf("refund is %s %s, its payment %s %s", r.Amount, r.Asset, p.Amount, p.Asset)})
+		}
+		switch p.State {
+		case PaymentStateUnmatched:
+			rc.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset,
+				PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID}, Detail: "payment is unmatched while a refund returns it"})
+			continue
+		case PaymentStateMatched, PaymentStateReceived:
+			continue // its order's money, or not through the books yet: placed above
+		}
+		rc.place(rc.ledger(p.Mode, p.Asset), r.Status, p.Amount)
+	}
+
+	for _, o := range b.Orders {
+		rc.order(o, credited[o.ID], ownRefunds[o.ID], &hashes)
+		delete(credited, o.ID)
+		delete(ownRefunds, o.ID)
+	}
+	for orderID, rs := range ownRefunds {
+		rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: rs[0].Mode, Asset: rs[0].Asset, OrderID: orderID,
+			RefundIDs: idsOf(rs), Detail: "refunds of the money of an order that is not stored"})
+	}
+	for orderID, ps := range credited {
+		for _, p := range ps {
+			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: orderID,
+				PaymentIDs: []string{p.ID}, Detail: "payment is credited to an order that is not stored"})
+		}
+	}
+	rc.transactions(hashes)
+
+	var ledgers []Ledger
+	for _, l := range rc.ledgers {
+		l.Difference = l.Difference.Add(l.Received.Sub(l.Kept).Sub(l.Sent).Sub(l.SentByHand).Sub(l.Cancelled).
+			Sub(l.Owed).Sub(l.OwedByHand).Sub(l.Unmatched).Sub(l.Pending))
+		ledgers = append(ledgers, *l)
+	}
+	slices.SortFunc(ledgers, func(a, b Ledger) int {
+		return cmp.Or(cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Asset, b.Asset))
+	})
+	slices.SortStableFunc(rc.found, func(a, b Discrepancy) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
+			slices.Compare(a.PaymentIDs, b.PaymentIDs), slices.Compare(a.RefundIDs, b.RefundIDs))
+	})
+	return ledgers, rc.found
+}
+
+type reconciler struct {
+	ledgers map[ledgerKey]*Ledger
+	found   []Discrepancy
+}
+
+type hashClaim struct {
+	hash    string
+	what    string
+	refund  string
+	payment string
+	order   string
+	mode    Mode
+	asset   string
+}
+
+func (rc *reconciler) add(d Discrepancy) { rc.found = append(rc.found, d) }
+
+func (rc *reconciler) ledger(mode Mode, asset string) *Ledger {
+	k := ledgerKey{mode, strings.ToUpper(asset)}
+	l, ok := rc.ledgers[k]
+	if !ok {
+		l = &Ledger{Mode: mode, Asset: k.asset}
+		rc.ledgers[k] = l
+	}
+	return l
+}
+
+// place counts amount, returned by a refund at status, in l.
+func (rc *reconciler) place(l *Ledger, status RefundStatus, amount decimal.Decimal) {
+	switch status {
+	case RefundSent:
+		l.Sent = l.Sent.Add(amount)
+	case RefundCancelled:
+		l.Cancelled = l.Cancelled.Add(amount)
+	default:
+		l.Owed = l.Owed.Add(amount)
+	}
+}
+
+// order places order o's own money: what its credited payments brought
+// (checked against its amount_received), kept but for what it owes back,
+// which its refunds of that money or its record by hand place.
+func (rc *reconciler) order(o Order, credited []BookPayment, refunds []Refund, hashes *[]hashClaim) {
+	l := rc.ledger(o.Mode, o.PaymentAsset)
+	var sum decimal.Decimal
+	var ids []string
+	for _, p := range credited {
+		sum = sum.Add(p.Amount)
+		ids = append(ids, p.ID)
+	}
+	if !sum.Equal(o.AmountReceived) {
+		rc.add(Discrepancy{Kind: DiscrepancyCreditMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, PaymentIDs: ids,
+			Detail: fmt.Sprintf("order %s credited payments add up to %s, its amount_received is %s", o.Number, sum, o.AmountReceived)})
+	}
+
+	if o.Status == OrderCreated {
+		l.Pending = l.Pending.Add(o.AmountReceived)
+		if len(refunds) > 0 || o.RefundedAt != nil {
+			rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID,
+				RefundIDs: idsOf(refunds), Detail: fmt.Sprintf("order %s waits for payment and has refunds of its money", o.Number)})
+		}
+		return
+	}
+
+	// What it owes back of its own money, nothing refunded yet.
+	bare := o
+	bare.RefundedAt, bare.Payments = nil, nil
+	var owed decimal.Decimal
+	for _, r := range RefundsOwed(bare, nil, time.Time{}) {
+		owed = owed.Add(r.Amount)
+	}
+	l.Kept = l.Kept.Add(o.AmountReceived.Sub(owed))
+
+	var refunded decimal.Decimal
+	refundIDs := idsOf(refunds)
+	for _, r := range refunds {
+		refunded = refunded.Add(r.Amount)
+		rc.place(l, r.Status, r.Amount)
+	}
+	switch {
+	case o.RefundedAt != nil:
+		*hashes = append(*hashes, hashClaim{hash: o.RefundTx, what: "order " + o.Number + " (by hand)", order: o.ID, mode: o.Mode, asset: o.PaymentAsset})
+		if len(refunds) > 0 {
+			rc.add(Discrepancy{Kind: DiscrepancyRefundedTwice, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
+				Detail: fmt.Sprintf("order %s is recorded refunded by hand and has refunds of the same money", o.Number)})
+			return
+		}
+		l.SentByHand = l.SentByHand.Add(owed)
+	case len(refunds) == 0:
+		l.OwedByHand = l.OwedByHand.Add(owed)
+	case !refunded.Equal(owed):
+		rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
+			Detail: fmt.Sprintf("order %s owes back %s, its refunds add up to %s", o.Number, owed, refunded)})
+	}
+}
+
+// transactions lists each transaction hash claimed twice: a payout counts
+// for one refund (or one record by hand) only.
+func (rc *reconciler) transactions(claims []hashClaim) {
+	by := map[string][]hashClaim{}
+	var order []string
+	for _, c := range claims {
+		h := strings.ToLower(strings.TrimSpace(c.hash))
+		if h == "" {
+			continue
+		}
+		if by[h] == nil {
+			order = append(order, h)
+		}
+		by[h] = append(by[h], c)
+	}
+	for _, h := range order {
+		cs := by[h]
+		if len(cs) < 2 {
+			continue
+		}
+		d := Discrepancy{Kind: DiscrepancyTransactionReused, Mode: cs[0].mode, Asset: cs[0].asset}
+		var whats []string
+		for _, c := range cs {
+			whats = append(whats, c.what)
+			if c.refund != "" {
+				d.RefundIDs = append(d.RefundIDs, c.refund)
+			}
+			if c.payment != "" {
+				d.PaymentIDs = append(d.PaymentIDs, c.payment)
+			}
+			if c.order != "" && d.OrderID == "" {
+				d.OrderID = c.order
+			}
+		}
+		d.Detail = fmt.Sprintf("transaction %s is claimed by %s", h, strings.Join(whats, ", "))
+		rc.add(d)
+	}
+}
+
+func idsOf(refunds []Refund) []string {
+	var ids []string
+	for _, r := range refunds {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
