@@ -85,8 +85,10 @@ const (
 	// A refund of one payment whole differs from its payment in amount or
 	// asset, or names a payment that is not stored.
 	DiscrepancyRefundPaymentMismatch DiscrepancyKind = "refund_payment_mismatch"
-	// A payment due back whole (late, another asset) has neither a refund
-	// nor a record of it being sent by hand.
+	// A payment of no order is due back whole with no refund: only its
+	// refund makes an unmatched payment due back. (One of an order with
+	// neither a refund nor a record by hand is owed by hand: recorded
+	// before refunds were paid out.)
 	DiscrepancyPaymentUnrefunded DiscrepancyKind = "payment_unrefunded"
 	// Two refunds, or a refund and a record by hand, name the same
 	// transaction: one payout counted as two.
@@ -167,10 +169,15 @@ func Reconcile(b Books) ([]Ledger, []Discrepancy) {
 		case p.State == PaymentStateRefunded:
 			l.SentByHand = l.SentByHand.Add(p.Amount)
 			hashes = append(hashes, hashClaim{hash: p.RefundTx, what: "payment " + p.ID + " (by hand)", payment: p.ID, mode: p.Mode, asset: p.Asset})
-		case p.State.DueBack():
+		case p.State.DueBack() && p.OrderID != "":
+			// Recorded late or in another asset before refunds were paid
+			// out: an operator's to send (payments list, mark-refunded).
 			l.OwedByHand = l.OwedByHand.Add(p.Amount)
-			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnrefunded, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
-				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("%s %s %s is due back with no refund", p.State, p.Amount, p.Asset)})
+		case p.State.DueBack():
+			// An unmatched payment becomes due back only with its refund.
+			l.OwedByHand = l.OwedByHand.Add(p.Amount)
+			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnrefunded, Mode: p.Mode, Asset: p.Asset,
+				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("%s %s %s of no order is due back with no refund", p.State, p.Amount, p.Asset)})
 		default:
 			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
 				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("payment is in unknown state %q", p.State)})

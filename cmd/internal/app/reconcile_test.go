@@ -41,7 +41,7 @@ func TestReconcileCommand(t *testing.T) {
 
 	raw, err := sql.Open("sqlite", db)
 	require.NoError(t, err)
-	_, err = raw.Exec("UPDATE payments SET status = 'late' WHERE id = 'p-stray'")
+	_, err = raw.Exec("UPDATE payments SET status = 'refund_due' WHERE id = 'p-stray'")
 	require.NoError(t, err)
 	require.NoError(t, raw.Close())
 
@@ -102,8 +102,8 @@ func TestBooksMetrics(t *testing.T) {
 	m := newBooksMetrics(reg)
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	late := models.Books{Payments: []models.BookPayment{
-		{ID: "p1", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("2"), State: models.PaymentStateLate, OrderID: "o1"},
-		{ID: "p2", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateLate, OrderID: "o1"},
+		{ID: "p1", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("2"), State: models.PaymentStateRefundDue},
+		{ID: "p2", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateRefundDue},
 		{ID: "p3", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateRefunded,
 			RefundedAt: &at, RefundTx: strings.Repeat("a", 64)},
 	}}
