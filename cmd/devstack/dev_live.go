@@ -96,6 +96,9 @@ func startDevLive(e *app.Env) (*devLiveServers, func(), error) {
 			return nil, nil, err
 		}
 		srv.payout, c.StellarPayoutSecretFile = payout, path
+		if e.Getenv("MEMOCART_STELLAR_PAYOUT_ACCOUNT") == "" {
+			c.StellarPayoutAccount = payout
+		}
 	}
 	// Test money: live refunds up to this go out without an operator, so
 	// a walk reaches `sent` on its own (production's default waits for
