@@ -292,7 +292,8 @@ func (s *Server) routes() *gin.Engine {
 
 	// Every POST under /v1 honours Idempotency-Key (idempotency.go): a
 	// route added here gets it without doing anything.
-	v1 := r.Group("/v1", s.authenticate, s.rateLimit, s.idempotency)
+	// Every route under /v1 reads its query through strictQuery's rules.
+	v1 := r.Group("/v1", s.authenticate, s.rateLimit, strictQuery, s.idempotency)
 	// The contract's four endpoints are the basic ones: every tier has them.
 	v1.POST("/products/preview", s.previewProduct)
 	v1.POST("/carts", s.createCart)
