@@ -23,14 +23,14 @@ type Config struct {
 	HorizonURL string // e.g. https://horizon.stellar.org
 	Network    string // "pubnet" or "testnet": part of payment ids
 	Account    string // the receiving account G...
+	USDCIssuer string // the accepted USDC issuer; USDC from any other issuer is not USDC
+	PageLimit  int    // records per page, default 200 (Horizon's maximum)
 	// PayoutAccount is the account (G...) refunds are paid from, if any.
 	// A payment from it is not a payer's: it is never saved as a payment
 	// (so never matched, never refunded) but raised as
 	// AlertPaymentFromPayoutAccount. Refunding it would pay the payout
 	// account's money back to itself, or loop through a destination.
 	PayoutAccount string
-	USDCIssuer string // the accepted USDC issuer; USDC from any other issuer is not USDC
-	PageLimit  int    // records per page, default 200 (Horizon's maximum)
 	// SweepEvery is how often the stream is closed to page again over what
 	// it delivered, catching anything it skipped. Default 30s.
 	SweepEvery time.Duration
