@@ -123,7 +123,7 @@ const devPayoutFunds = "100000"
 // dataDir that only the owner may read, as a payout seed file must be.
 // It returns the account and the file's path.
 func fundDevPayout(h *horizontest.Server, dataDir string) (string, string, error) {
-	kp, err := keypair.FromRawSeed(sha256.Sum256([]byte("memocart dev live payout")))
+	kp, err := devPayoutKey()
 	if err != nil {
 		return "", "", err
 	}
@@ -160,4 +160,10 @@ Walk the live path (docs/production.md, "Walk the live path on one machine"):
   export LIVE=%[5]s
   export HORIZON=%[4]s
 `, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey, cmp.Or(s.payout, "the account of MEMOCART_STELLAR_PAYOUT_SECRET_FILE"))
+}
+
+// devPayoutKey is the dev payout account's key: derived from a fixed
+// name, as it holds test money only.
+func devPayoutKey() (*keypair.Full, error) {
+	return keypair.FromRawSeed(sha256.Sum256([]byte("memocart dev live payout")))
 }
