@@ -79,6 +79,10 @@ type RefundPayouts struct {
 	Store  RefundStore
 	Payers map[models.Mode]Payer
 	Limits RefundLimits
+	// ServiceAccounts are the service's own Stellar accounts (G…): where
+	// payers pay, where refunds are paid from. No refund is paid to one,
+	// or to a muxed form of one (models.RefuseServiceAccount).
+	ServiceAccounts []string
 	// Start starts the refund's workflow, or finds it running: whoever
 	// creates a refund starts it, and starting twice is harmless.
 	Start  func(ctx context.Context, r models.Refund, orderNumber string) error
@@ -314,7 +318,10 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 	}
 	d := *r.Destination
 	if !d.ToSender {
-		return d, "", nil
+		// A destination stored before the service's accounts were
+		// refused, or given with the order when the API did not know the
+		// payout account, is checked where every payout passes.
+		return d, refusedAccount(d.Address, a.Payouts.ServiceAccounts), nil
 	}
 	senders, err := a.Payouts.Store.PaymentSenders(ctx, r.PaymentIDs)
 	if err != nil {
@@ -332,7 +339,17 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 		return d, "No paying account is known: set the destination's address", nil
 	}
 	d.Address, d.ToSender = from, false
-	return d, "", nil
+	return d, refusedAccount(from, a.Payouts.ServiceAccounts), nil
+}
+
+// refusedAccount is the failure reason of a payout to one of the service's
+// own accounts (models.RefuseServiceAccount), "" for any other.
+func refusedAccount(address string, own []string) string {
+	var refused *models.Error
+	if errors.As(models.RefuseServiceAccount(address, own), &refused) {
+		return refused.Message
+	}
+	return ""
 }
 
 // SetRefundDestination checks a destination with the network (the
@@ -353,6 +370,9 @@ func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (mo
 		return r, temporalError(err)
 	}
 	if err := models.ValidateRefundDestination(*m.Destination); err != nil {
+		return r, temporalError(err)
+	}
+	if err := models.RefuseServiceAccount(m.Destination.Address, p.ServiceAccounts); err != nil {
 		return r, temporalError(err)
 	}
 	if payer := p.Payers[r.Mode]; payer != nil && m.Destination.Address != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
@@ -22,6 +23,7 @@ import (
 type refundsStore struct {
 	mu       sync.Mutex
 	refunds  map[string]models.Refund
+	senders  map[string]string // payment id → sender
 	err      error
 	failSent bool
 }
@@ -86,8 +88,16 @@ func (s *refundsStore) MarkRefundWorkflowStarted(context.Context, string, time.T
 	return nil
 }
 
-func (s *refundsStore) PaymentSenders(context.Context, []string) (map[string]string, error) {
-	return map[string]string{}, nil
+func (s *refundsStore) PaymentSenders(_ context.Context, ids []string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for _, id := range ids {
+		if from, ok := s.senders[id]; ok {
+			out[id] = from
+		}
+	}
+	return out, nil
 }
 
 func (s *refundsStore) fail(err error, sent bool) {
@@ -241,4 +251,87 @@ func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
 	got, err := store.Refund(t.Context(), "rfd_2")
 	require.NoError(t, err)
 	assert.Equal(t, strings.Repeat("cc", 32), got.TransactionHash, "the other attempt's stays recorded")
+}
+
+// countingPayer pays every payout, and counts them.
+type countingPayer struct {
+	mu   sync.Mutex
+	paid []string
+}
+
+func (*countingPayer) CheckDestination(context.Context, string, string) error { return nil }
+
+func (p *countingPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+	p.mu.Lock()
+	p.paid = append(p.paid, req.Destination.Address)
+	p.mu.Unlock()
+	hash := strings.Repeat("ab", 32)
+	if err := record(ctx, hash, ""); err != nil {
+		return payout.Result{}, err
+	}
+	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+}
+
+// TestNoRefundToTheServiceItself: a refund is never paid to one of the
+// service's own accounts (the receiving account, the payout account) or a
+// muxed form of one, nor to_sender when the sender is one: a refund paid
+// to the receiving account comes back as a payment whose refund goes
+// there again. Setting such a destination is refused; a payout to one
+// (a destination stored before the rule) fails with the reason, unpaid.
+func TestNoRefundToTheServiceItself(t *testing.T) {
+	const (
+		receiving = "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"
+		muxed     = "MA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVAAAAAAAAAAAAAJLK" // receiving, id 2^63
+	)
+	payoutAccount := models.StellarAccountID([32]byte{9})
+	payer := models.StellarAccountID([32]byte{7})
+	refund := func(id string, d models.RefundDestination, status models.RefundStatus) models.Refund {
+		return models.Refund{ID: id, Mode: models.ModeLive, Asset: "XLM", Amount: decimal.RequireFromString("1"),
+			Status: status, Destination: &d, PaymentIDs: []string{"pay_" + id}}
+	}
+	store := &refundsStore{refunds: map[string]models.Refund{}, senders: map[string]string{}}
+	for id, d := range map[string]models.RefundDestination{
+		"rfd_receiving": {Address: receiving},
+		"rfd_muxed":     {Address: muxed},
+		"rfd_payout":    {Address: payoutAccount},
+		"rfd_sender":    {ToSender: true},
+	} {
+		store.refunds[id] = refund(id, d, models.RefundSending)
+	}
+	store.senders["pay_rfd_sender"] = payoutAccount
+	store.refunds["rfd_payer"] = refund("rfd_payer", models.RefundDestination{ToSender: true}, models.RefundSending)
+	store.senders["pay_rfd_payer"] = payer
+	store.refunds["rfd_waiting"] = models.Refund{ID: "rfd_waiting", Mode: models.ModeLive, Asset: "XLM",
+		Amount: decimal.RequireFromString("1"), Status: models.RefundAwaitingDestination}
+	pays := &countingPayer{}
+	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
+		Store: store, Payers: map[models.Mode]Payer{models.ModeLive: pays},
+		ServiceAccounts: []string{receiving, payoutAccount},
+		Start:           func(context.Context, models.Refund, string) error { return nil },
+	}}
+	env := newEnv(t, a)
+
+	for _, id := range []string{"rfd_receiving", "rfd_muxed", "rfd_payout", "rfd_sender"} {
+		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		require.NoError(t, err, id)
+		var r models.Refund
+		require.NoError(t, v.Get(&r))
+		assert.Equal(t, models.RefundFailed, r.Status, id)
+		assert.Contains(t, r.FailureReason, "account of this service", id)
+	}
+	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_payer"})
+	require.NoError(t, err)
+	var sent models.Refund
+	require.NoError(t, v.Get(&sent))
+	assert.Equal(t, models.RefundSent, sent.Status, "a payer's own account is paid")
+	assert.Equal(t, []string{payer}, pays.paid, "nothing is paid to the service's own accounts")
+
+	for _, addr := range []string{receiving, muxed, payoutAccount} {
+		_, err := env.ExecuteActivity((&Activities{}).SetRefundDestination,
+			RefundMove{RefundID: "rfd_waiting", Destination: &models.RefundDestination{Address: addr}, By: "api"})
+		var ae *temporal.ApplicationError
+		require.ErrorAs(t, err, &ae, addr)
+		assert.Equal(t, string(models.CodeInvalidRefundDestination), ae.Type(), addr)
+	}
+	assert.Equal(t, models.RefundAwaitingDestination, store.refunds["rfd_waiting"].Status)
 }

@@ -129,7 +129,11 @@ func (s *Server) claimSubmit(c *gin.Context) {
 	v.Memo = strings.TrimSpace(form.Get("memo"))
 	d := models.RefundDestination{Address: v.Address, MemoType: v.MemoType, Memo: v.Memo}.Normalized()
 	var got models.Refund
-	if !claimMemoType(v.MemoType) {
+	if name, n := repeated(form); n > 1 {
+		// The form sends each field once; a second value is not guessed
+		// between (as JSON bodies refuse a key given twice).
+		err = models.FieldError(models.CodeInvalidRefundDestination, "refund_destination."+name, "The form sent %s %d times: enter it once", name, n)
+	} else if !claimMemoType(v.MemoType) {
 		err = models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.memo_type", "Choose a memo type from the list")
 	} else {
 		got, err = s.checkout.ClaimRefund(ctx, checkout.ClaimRefundRequest{Token: token, Destination: d})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -15,8 +16,9 @@ import (
 // request type the API reads. Properties: it never panics; a refusal is an
 // invalid_request *models.Error whose field, if any, is a path into the
 // body; an accepted body holds only valid UTF-8 without NUL in every
-// string, and decodes to the same value with plain encoding/json (the
-// strict rules only refuse, they never change a value).
+// string, no U+FFFD the body did not hold (encoding/json writes one for
+// an escaped lone surrogate), and decodes to the same value with plain
+// encoding/json (the strict rules only refuse, they never change a value).
 func FuzzDecodeRequest(f *testing.F) {
 	for _, s := range []string{
 		`{"url":"https://www.amazon.com/dp/B0ZNC00001"}`,
@@ -37,6 +39,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		``,
 		`{"amount":1e400}`,
 		`{"url":"\ud800"}`,
+		`{"url":"\udc00"}`,
+		`{"url":"\ud83d\ude00"}`,
+		`{"url":"\ud83d\u0041"}`,
+		`{"url":"\\ud800"}`,
+		`{"url":"\ufffd"}`,
+		`{"\ud800":1}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -55,6 +63,10 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			if bad, ok := findBadString(reflect.ValueOf(dst)); ok {
 				t.Fatalf("%T accepted with string %q", dst, bad)
+			}
+			if out, _ := json.Marshal(dst); bytes.ContainsRune(out, utf8.RuneError) &&
+				!bytes.ContainsRune(body, utf8.RuneError) && !bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+				t.Fatalf("%T accepted with a U+FFFD the body does not hold: %s", dst, out)
 			}
 			plain := reflect.New(reflect.TypeOf(dst).Elem()).Interface()
 			if err := json.Unmarshal(body, plain); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -551,5 +552,80 @@ func TestOrderPayments(t *testing.T) {
 		assert.Equal(t, "late", v.Payments[5].Outcome)
 		assert.Equal(t, "0", v.Payment.AmountProcessing, "nothing is pending on a closed order")
 		assert.Equal(t, "refund_due", v.PaymentStatus)
+	})
+}
+
+// TestAmbiguousInputsRefused: input that Go's parsers would read one way
+// among several, or silently repair, is refused in the envelope naming
+// the parameter or field, never guessed: a query pair holding ';' or a
+// bad %-escape (dropped by url.ParseQuery, so the list came back
+// unfiltered), a query parameter given twice (the first won), a claim
+// form field given twice, to_sender with a memo (stored beside it), and
+// a JSON string escaping half a surrogate pair (stored as U+FFFD).
+func TestAmbiguousInputsRefused(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
+		c := e.newClaimRefund(t, key)
+
+		for _, tc := range []struct{ name, path, field string }{
+			{"a ';' in the refunds' status", "/v1/refunds?status=sent;x", "status"},
+			{"a ';' in the orders' status", "/v1/orders?status=created;x", "status"},
+			{"a ';' after limit", "/v1/orders?limit=1;x", "limit"},
+			{"a ';' between parameters", "/v1/refunds?order_id=" + c.orderID + ";status=sent", "order_id"},
+			{"a bad %-escape", "/v1/refunds?status=%zz", "status"},
+			{"a bad %-escape in a name", "/v1/refunds?st%zzatus=sent", "st%zzatus"},
+			{"status twice", "/v1/refunds?status=sent&status=failed", "status"},
+			{"limit twice on deliveries", "/v1/webhook_endpoints/we_0000000000000000000000/deliveries?limit=5&limit=500", "limit"},
+			{"a ';' on a route that reads no query", "/v1/orders/" + c.orderID + "?expand=x;y", "expand"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				requireError(t, e.get(t, tc.path, key), http.StatusBadRequest, models.CodeInvalidRequest, tc.field)
+			})
+		}
+		// An escaped ';' is a value like any other (and no status).
+		requireError(t, e.get(t, "/v1/refunds?status=sent%3Bx", key), http.StatusBadRequest, models.CodeInvalidRequest, "status")
+		ok := e.get(t, "/v1/refunds?status=awaiting_destination&limit=1", key)
+		require.Equalf(t, http.StatusOK, ok.status, "body %s", ok.body)
+
+		for _, tc := range []struct {
+			name, body string
+			status     int
+			code       models.Code
+			field      string
+		}{
+			{"to_sender with a memo", `{"to_sender":true,"memo_type":"text","memo":"x"}`, 422, models.CodeInvalidRefundDestination, "refund_destination.memo_type"},
+			{"to_sender with a memo, no type", `{"to_sender":true,"memo":"x"}`, 422, models.CodeInvalidRefundDestination, "refund_destination.memo"},
+			{"a lone high surrogate in a memo", `{"address":"` + refundAccount + `","memo_type":"text","memo":"\ud800"}`, 400, models.CodeInvalidRequest, "memo"},
+			{"a lone low surrogate in a memo", `{"address":"` + refundAccount + `","memo_type":"text","memo":"a\udc00b"}`, 400, models.CodeInvalidRequest, "memo"},
+			{"a high surrogate before a non-surrogate", `{"address":"` + refundAccount + `","memo_type":"text","memo":"\ud83d\u0041"}`, 400, models.CodeInvalidRequest, "memo"},
+			{"a lone surrogate in a key", `{"address":"` + refundAccount + `","\ud800":"x"}`, 400, models.CodeInvalidRequest, ""},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				requireError(t, e.setDestination(t, key, c.orderID, tc.body), tc.status, tc.code, tc.field)
+			})
+		}
+		requireError(t, e.send(t, request{method: http.MethodPost, path: "/v1/products/preview", auth: "Bearer " + key, body: `{"url":"https://www.amazon.com/dp/B07XJ8C8F5\udfff"}`}),
+			http.StatusBadRequest, models.CodeInvalidRequest, "url")
+		assert.Nil(t, decodeOrderView(t, e.get(t, "/v1/orders/"+c.orderID, key)).RefundDestination, "nothing refused was stored")
+
+		// The claim form: a field given twice is refused, not the first
+		// taken.
+		claim := e.postClaim(t, c.token, url.Values{"address": {refundAccount, refundAccount2}})
+		assert.Equal(t, http.StatusUnprocessableEntity, claim.status)
+		assert.Contains(t, string(claim.body), "The form sent address 2 times")
+		assert.Regexp(t, `id="address"[^>]* aria-invalid="true"`, string(claim.body))
+		claim = e.postClaim(t, c.token, url.Values{"address": {refundAccount}, "memo_type": {"none", "id"}})
+		assert.Equal(t, http.StatusUnprocessableEntity, claim.status)
+		assert.Regexp(t, `id="memo_type"[^>]* aria-invalid="true"`, string(claim.body))
+		assert.Equal(t, "awaiting_destination", e.readRefund(t, key, c.refundID).Status, "nothing was set")
+
+		// A surrogate pair is a character like any other, escaped or not.
+		set := e.setDestination(t, key, c.orderID, `{"address":"`+refundAccount+`","memo_type":"text","memo":"\ud83d\ude00 \\ud800 ok"}`)
+		require.Equalf(t, http.StatusOK, set.status, "body %s", set.body)
+		v := decodeOrderView(t, set)
+		require.NotNil(t, v.RefundDestination)
+		assert.Equal(t, "\U0001F600 \\ud800 ok", *v.RefundDestination.Memo)
+
 	})
 }

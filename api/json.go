@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -35,7 +36,9 @@ const maxJSONDepth = 16
 //   - a key given twice in one object is an error (encoding/json alone
 //     would keep the last one silently);
 //   - no string, key or value, contains a NUL character (drivers refuse
-//     them, and nothing legitimate needs one);
+//     them, and nothing legitimate needs one), nor a \u escape of half a
+//     UTF-16 surrogate pair without its other half (\ud800 is valid JSON
+//     syntax but no character: encoding/json alone would store U+FFFD);
 //   - numbers go into typed fields only; a type error names the field.
 func decodeJSON(c *gin.Context, dst any) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes))
@@ -96,7 +99,7 @@ func checkJSON(raw []byte, typ reflect.Type) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	w := jsonWalker{dec: dec}
+	w := jsonWalker{dec: dec, raw: raw}
 	if err := w.value(typ, "", 0); err != nil {
 		return err
 	}
@@ -106,16 +109,78 @@ func checkJSON(raw []byte, typ reflect.Type) error {
 	return nil
 }
 
-type jsonWalker struct{ dec *json.Decoder }
+type jsonWalker struct {
+	dec *json.Decoder
+	raw []byte // what dec reads
+}
+
+// token reads the next token, and says whether it is a string whose
+// literal escapes a lone surrogate. encoding/json decodes one to U+FFFD,
+// so only such strings are looked at in the raw body: from where the
+// previous token ended to where this one ends.
+func (w jsonWalker) token() (json.Token, bool, error) {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	s, isString := tok.(string)
+	lone := err == nil && isString && strings.ContainsRune(s, utf8.RuneError) &&
+		loneSurrogate(w.raw[start:w.dec.InputOffset()])
+	return tok, lone, err
+}
+
+// loneSurrogate reports whether the JSON text lit (one string literal,
+// after separators and spaces, which hold no backslash) has a \u escape of
+// a high surrogate not followed at once by an escaped low one, or of a low
+// surrogate alone.
+func loneSurrogate(lit []byte) bool {
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(lit) || lit[i] != 'u' {
+			continue
+		}
+		r := hexRune(lit[i+1:])
+		i += 4 // at the escape's last digit
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if i+6 < len(lit) && lit[i+1] == '\\' && lit[i+2] == 'u' {
+				if low := hexRune(lit[i+3:]); low >= 0xDC00 && low < 0xE000 {
+					i += 6
+					continue
+				}
+			}
+			return true
+		case r >= 0xDC00 && r < 0xE000:
+			return true
+		}
+	}
+	return false
+}
+
+// hexRune reads the four hex digits b starts with; -1 if it does not.
+func hexRune(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 32)
+	if err != nil {
+		return -1
+	}
+	return rune(v)
+}
 
 // value reads one JSON value, expected to decode into typ (nil: anything).
 func (w jsonWalker) value(typ reflect.Type, path string, depth int) (err error) {
 	if depth > maxJSONDepth {
 		return models.Errorf(models.CodeInvalidRequest, "Request body nests deeper than %d levels", maxJSONDepth)
 	}
-	tok, err := w.dec.Token()
+	tok, lone, err := w.token()
 	if err != nil {
 		return jsonError(err)
+	}
+	if lone {
+		return invalid(path, "%s has an escaped half of a UTF-16 surrogate pair (\\ud800 to \\udfff) without the other half, which is no character", orBody(path))
 	}
 	typ = concrete(typ)
 	// A string expected and something else given: said here with the
@@ -148,7 +213,7 @@ func (w jsonWalker) value(typ reflect.Type, path string, depth int) (err error) 
 		}
 		seen := map[string]bool{}
 		for w.dec.More() {
-			kt, err := w.dec.Token()
+			kt, lone, err := w.token()
 			if err != nil {
 				return jsonError(err)
 			}
@@ -156,6 +221,9 @@ func (w jsonWalker) value(typ reflect.Type, path string, depth int) (err error) 
 			field := joinPath(path, key)
 			if strings.IndexByte(key, 0) >= 0 {
 				return invalid(path, "%s has a key containing a NUL character", orBody(path))
+			}
+			if lone {
+				return invalid(path, "%s has a key with an escaped half of a UTF-16 surrogate pair without the other half", orBody(path))
 			}
 			if seen[key] {
 				return invalid(field, "%s is given twice", field)

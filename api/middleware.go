@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -230,4 +233,49 @@ func requireTier(tiers ...models.Tier) gin.HandlerFunc {
 		}
 		abort(c, models.Errorf(models.CodePlanRequired, "This endpoint needs a Pro or Enterprise plan; this key is on the %s plan", k.Tier))
 	}
+}
+
+// strictQuery refuses a query string Go's parser reads ambiguously,
+// before any handler reads it: a pair holding ';' (url.ParseQuery drops
+// it, so ?status=sent;x would answer the unfiltered list), a malformed
+// %-escape (also dropped), or a parameter given twice (c.Query takes the
+// first; no parameter of the API takes a list). 400 invalid_request
+// naming the parameter.
+func strictQuery(c *gin.Context) {
+	raw := c.Request.URL.RawQuery
+	if raw == "" {
+		return
+	}
+	for pair := range strings.SplitSeq(raw, "&") {
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, nameErr := url.QueryUnescape(rawName)
+		if nameErr != nil {
+			name = rawName
+		}
+		if strings.Contains(pair, ";") {
+			name, _, _ = strings.Cut(name, ";")
+			abort(c, invalid(name, "The query parameter %q holds a ';': separate parameters with '&', and escape a ';' in a value as %%3B", name))
+			return
+		}
+		if _, err := url.QueryUnescape(rawValue); err != nil || nameErr != nil {
+			abort(c, invalid(name, "The query parameter %q has a malformed %%-escape", name))
+			return
+		}
+	}
+	if name, n := repeated(c.Request.URL.Query()); n > 1 {
+		abort(c, invalid(name, "%s is given %d times", name, n))
+	}
+}
+
+// repeated returns the first name, in sorted order, that values holds
+// more than once, and how many times; n is 0 if none is. A query or a
+// form whose fields each take one value refuses one given twice rather
+// than let the first win.
+func repeated(values url.Values) (name string, n int) {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if len(values[k]) > 1 {
+			return k, len(values[k])
+		}
+	}
+	return "", 0
 }

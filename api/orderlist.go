@@ -81,9 +81,9 @@ func (p listPage) get(name string) (string, bool) {
 
 // parseListPage reads a list's query parameters: filters are the list's
 // own (read by the caller through get), the rest are the page's. Any other
-// parameter, or one given twice, is refused, so a misspelt filter is never
-// silently ignored. idPrefix and noun ("an order") describe
-// starting_after's ids.
+// parameter is refused, so a misspelt filter is never silently ignored
+// (one given twice, or an ambiguous query, never gets here: strictQuery).
+// idPrefix and noun ("an order") describe starting_after's ids.
 func parseListPage(values map[string][]string, filters []string, idPrefix, noun string) (listPage, error) {
 	p := listPage{limit: models.DefaultOrderListLimit, values: values}
 	known := append(slices.Clone(filters), "created[gte]", "created[lte]", "limit", "starting_after")
@@ -96,9 +96,6 @@ func parseListPage(values map[string][]string, filters []string, idPrefix, noun 
 		if !slices.Contains(known, name) {
 			return p, invalid(name, "Unknown query parameter %q; the list takes %s and starting_after", name,
 				strings.Join(known[:len(known)-1], ", "))
-		}
-		if n := len(values[name]); n > 1 {
-			return p, invalid(name, "%s is given %d times", name, n)
 		}
 	}
 	if v, ok := p.get("limit"); ok {

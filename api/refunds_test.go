@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/xdr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
@@ -240,5 +242,66 @@ func TestOrderReadsShowEveryRefund(t *testing.T) {
 		if assert.NotNil(t, paid.RefundTransactionHash) {
 			assert.Equal(t, hash, *paid.RefundTransactionHash)
 		}
+	})
+}
+
+// muxedOf is a muxed account (M…) of the account g, with id.
+func muxedOf(t *testing.T, g string, id uint64) string {
+	t.Helper()
+	plain, err := xdr.AddressToMuxedAccount(g)
+	require.NoError(t, err)
+	m, err := xdr.NewMuxedAccount(xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
+		xdr.MuxedAccountMed25519{Id: xdr.Uint64(id), Ed25519: plain.MustEd25519()})
+	require.NoError(t, err)
+	return m.Address()
+}
+
+// TestServiceAccountsAreNotRefundDestinations: the service's own accounts
+// (where payers pay, in either mode, and the payout account), and muxed
+// forms of them, are refused as a refund's destination wherever one is
+// set: on the order request, on the order later, and by the payer on the
+// claim page. A refund paid to the receiving account would come back as a
+// late payment of a closed order, refunded to the same destination again.
+func TestServiceAccountsAreNotRefundDestinations(t *testing.T) {
+	payoutAccount := refundAccount2
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect, withLivePayments(), func(cfg *api.Config, _ *api.Deps, _ *fakeClock) {
+			cfg.PayoutAccount = payoutAccount
+		})
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		own := map[string]string{
+			"the live receiving account": livePayTo,
+			"its muxed form":             muxedOf(t, livePayTo, 42),
+			"the test receiving account": sandboxPayTo,
+			"the payout account":         payoutAccount,
+			"the payout account, muxed":  muxedOf(t, payoutAccount, 1),
+		}
+		c := e.newClaimRefund(t, key)
+		for name, addr := range own {
+			t.Run(name, func(t *testing.T) {
+				cartID, _ := e.newCart(t, key)
+				r := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
+					b["refund_destination"] = map[string]any{"address": addr}
+				}), nil)
+				requireError(t, r, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
+				assert.NotContains(t, string(r.body), addr, "the error never repeats the address")
+
+				requireError(t, e.setDestination(t, key, c.orderID, `{"address":"`+addr+`"}`),
+					http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
+
+				claim := e.postClaim(t, c.token, url.Values{"address": {addr}})
+				require.Equal(t, http.StatusUnprocessableEntity, claim.status)
+				body := string(claim.body)
+				assert.Contains(t, body, "account of this service")
+				assert.Regexp(t, `id="address"[^>]* aria-invalid="true"`, body)
+			})
+		}
+		r := e.readRefund(t, key, c.refundID)
+		assert.Equal(t, "awaiting_destination", r.Status, "nothing was set")
+		assert.Nil(t, decodeOrderView(t, e.get(t, "/v1/orders/"+c.orderID, key)).RefundDestination)
+
+		// Another account is taken as before.
+		set := e.setDestination(t, key, c.orderID, `{"address":"`+refundAccount+`"}`)
+		require.Equalf(t, http.StatusOK, set.status, "body %s", set.body)
 	})
 }

@@ -115,6 +115,10 @@ type Config struct {
 	// client. Empty trusts none: the client is the connection's peer, and
 	// a forwarded header anyone can send is ignored.
 	TrustedProxies []string
+	// PayoutAccount is the Stellar account (G…) live refunds are paid
+	// from, when configured: like the Payments addresses, never accepted
+	// as a refund destination (checkout.Config.PayoutAccount).
+	PayoutAccount string
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: above the
@@ -219,7 +223,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
 	s.checkout = checkout.New(checkout.Config{
 		Payments: cfg.Payments, NoPurchasing: cfg.NoPurchasing, PaymentWindow: cfg.PaymentWindow,
-		RateMaxAge: cfg.RateMaxAge, StartMarkDelay: cfg.StartMarkDelay,
+		RateMaxAge: cfg.RateMaxAge, StartMarkDelay: cfg.StartMarkDelay, PayoutAccount: cfg.PayoutAccount,
 	}, checkout.Deps{
 		Orders: deps.Store, Workflows: deps.Workflows, Rates: deps.Rates, Now: deps.Now, Logger: deps.Logger,
 		Payouts: deps.Store, PayoutWorkflows: deps.Refunds,
@@ -288,7 +292,8 @@ func (s *Server) routes() *gin.Engine {
 
 	// Every POST under /v1 honours Idempotency-Key (idempotency.go): a
 	// route added here gets it without doing anything.
-	v1 := r.Group("/v1", s.authenticate, s.rateLimit, s.idempotency)
+	// Every route under /v1 reads its query through strictQuery's rules.
+	v1 := r.Group("/v1", s.authenticate, s.rateLimit, strictQuery, s.idempotency)
 	// The contract's four endpoints are the basic ones: every tier has them.
 	v1.POST("/products/preview", s.previewProduct)
 	v1.POST("/carts", s.createCart)

@@ -41,10 +41,27 @@ func badDestination(field, format string, args ...any) *Error {
 // network: either an address or to_sender, not both; an address that is a
 // StrKey account (G…) or muxed account (M…) with a correct version byte
 // and checksum (ValidateRefundAddress); a memo that fits its type
-// (ValidateRefundMemo). Whether the account exists and trusts the asset
-// is Horizon's to say. Errors are invalid_refund_destination with the
-// reason and the field.
+// (ValidateRefundMemo), and none with to_sender, which names no account
+// whose owner asked for one (a memo is the receiver's, an exchange's
+// deposit memo). Whether the account exists and trusts the asset is
+// Horizon's to say. Errors are invalid_refund_destination with the reason
+// and the field.
 func ValidateRefundDestination(d RefundDestination) error {
+	if d.ToSender && d.Address == "" && (d.MemoType != "" && d.MemoType != "none" || d.Memo != "") {
+		field := refundMemoTypeField
+		if d.MemoType == "" || d.MemoType == "none" {
+			field = refundMemoField
+		}
+		return badDestination(field, "to_sender takes no memo: give the address and memo the payer asked for instead")
+	}
+	return validateDestinationShape(d)
+}
+
+// validateDestinationShape is ValidateRefundDestination without its rule
+// on to_sender's memo, which came later: SetRefundDestination, which
+// Refund workflows run again when they replay destinations accepted
+// before it, keeps to what they checked then.
+func validateDestinationShape(d RefundDestination) error {
 	switch {
 	case d.ToSender && d.Address != "":
 		return badDestination(refundAddressField, "Give an address or to_sender, not both")
@@ -168,3 +185,35 @@ func RefundMemoHash(memo string) ([32]byte, error) {
 
 // errNoSpelling is a hash memo of a length neither spelling has.
 var errNoSpelling = errors.New("neither hex nor base64 of 32 bytes")
+
+// RefundAccount returns the account (G…) that a payment to addr credits:
+// addr itself, or for a muxed account (M…) the account it is a muxed
+// form of. "" for an address ValidateRefundAddress refuses.
+func RefundAccount(addr string) string {
+	if ValidateRefundAddress(addr) != nil {
+		return ""
+	}
+	if addr[0] == 'G' {
+		return addr
+	}
+	raw, _ := strKeyEncoding.DecodeString(addr)
+	var key [32]byte
+	copy(key[:], raw[1:33])
+	return StellarAccountID(key)
+}
+
+// RefuseServiceAccount refuses a destination address that is one of own,
+// the service's own Stellar accounts (where payers pay, where refunds are
+// paid from), or a muxed form of one: a refund paid to the receiving
+// account comes back as a payment whose refund goes there again, a loop
+// only the payout account's balance ends. The error is
+// invalid_refund_destination naming the address field.
+func RefuseServiceAccount(addr string, own []string) error {
+	account := RefundAccount(addr)
+	for _, o := range own {
+		if account != "" && account == o {
+			return badDestination(refundAddressField, "The destination is an account of this service, which a refund is never paid to: give the payer's own account")
+		}
+	}
+	return nil
+}

@@ -172,12 +172,17 @@ func TestValidateRefundDestination(t *testing.T) {
 		{"address with an exchange's id memo", RefundDestination{Address: sepAccount, MemoType: "id", Memo: "987654321"}, ""},
 		{"muxed address with a text memo", RefundDestination{Address: sepMuxed, MemoType: "text", Memo: "deposit 42"}, ""},
 		{"to the sender", RefundDestination{ToSender: true}, ""},
-		{"to the sender with a memo", RefundDestination{ToSender: true, MemoType: "text", Memo: "x"}, ""},
+		// A memo is the receiver's to ask for: to_sender names no account
+		// whose owner asked for one, so it is refused, not stored beside.
+		{"to the sender with a memo", RefundDestination{ToSender: true, MemoType: "text", Memo: "x"}, "refund_destination.memo_type"},
+		{"to the sender with a memo type", RefundDestination{ToSender: true, MemoType: "id"}, "refund_destination.memo_type"},
+		{"to the sender with a memo, no type", RefundDestination{ToSender: true, Memo: "x"}, "refund_destination.memo"},
+		{"to the sender, memo type none", RefundDestination{ToSender: true, MemoType: "none"}, ""},
 		{"neither", RefundDestination{}, "refund_destination.address"},
 		{"both", RefundDestination{Address: sepAccount, ToSender: true}, "refund_destination.address"},
 		{"bad address", RefundDestination{Address: sepAccount[:55] + "A"}, "refund_destination.address"},
 		{"memo too long", RefundDestination{Address: sepAccount, MemoType: "text", Memo: strings.Repeat("m", 29)}, "refund_destination.memo"},
-		{"to the sender, bad memo", RefundDestination{ToSender: true, MemoType: "id", Memo: "x"}, "refund_destination.memo"},
+		{"to the sender, bad memo", RefundDestination{ToSender: true, MemoType: "id", Memo: "x"}, "refund_destination.memo_type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,4 +198,23 @@ func TestValidateRefundDestination(t *testing.T) {
 			assert.ErrorIs(t, err, NewError(CodeInvalidRefundDestination))
 		})
 	}
+}
+
+func TestRefuseServiceAccount(t *testing.T) {
+	other := StellarAccountID([32]byte{1, 2, 3})
+	own := []string{other, sepAccount}
+	for _, addr := range []string{sepAccount, sepMuxed} {
+		err := RefuseServiceAccount(addr, own)
+		var e *Error
+		require.ErrorAs(t, err, &e, addr)
+		assert.Equal(t, CodeInvalidRefundDestination, e.Code)
+		assert.Equal(t, "refund_destination.address", e.Field)
+		assert.NotContains(t, e.Message, addr)
+	}
+	assert.NoError(t, RefuseServiceAccount(DefaultUSDCIssuer(StellarPubnet), own))
+	assert.NoError(t, RefuseServiceAccount(sepMuxed, nil))
+	assert.NoError(t, RefuseServiceAccount("", own))
+	assert.Equal(t, sepAccount, RefundAccount(sepMuxed))
+	assert.Equal(t, sepAccount, RefundAccount(sepAccount))
+	assert.Empty(t, RefundAccount("MBAD"))
 }

@@ -231,7 +231,8 @@ func refundStateError(r Refund, format string, args ...any) *Error {
 // awaits approval; one awaiting approval keeps waiting, with the new
 // destination. Setting a destination clears a failed refund's failure
 // reason and transaction hash: the next payout is a new transaction. d is
-// validated first (ValidateRefundDestination).
+// validated first (ValidateRefundDestination's shape rules: the callers
+// that take a new destination check it whole first).
 func SetRefundDestination(r Refund, d RefundDestination) (Refund, error) {
 	switch {
 	case r.Status == RefundSending:
@@ -239,7 +240,7 @@ func SetRefundDestination(r Refund, d RefundDestination) (Refund, error) {
 	case r.Status != RefundAwaitingApproval && !CanMoveRefund(r.Status, RefundAwaitingApproval):
 		return r, refundStateError(r, "its destination can no longer change")
 	}
-	if err := ValidateRefundDestination(d); err != nil {
+	if err := validateDestinationShape(d); err != nil {
 		return r, err
 	}
 	d = d.Normalized()

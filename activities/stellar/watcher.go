@@ -25,6 +25,12 @@ type Config struct {
 	Account    string // the receiving account G...
 	USDCIssuer string // the accepted USDC issuer; USDC from any other issuer is not USDC
 	PageLimit  int    // records per page, default 200 (Horizon's maximum)
+	// PayoutAccount is the account (G...) refunds are paid from, if any.
+	// A payment from it is not a payer's: it is never saved as a payment
+	// (so never matched, never refunded) but raised as
+	// AlertPaymentFromPayoutAccount. Refunding it would pay the payout
+	// account's money back to itself, or loop through a destination.
+	PayoutAccount string
 	// SweepEvery is how often the stream is closed to page again over what
 	// it delivered, catching anything it skipped. Default 30s.
 	SweepEvery time.Duration
@@ -99,6 +105,11 @@ const (
 	// AlertRequestRejected: Horizon rejected the request itself; Run
 	// returns the error.
 	AlertRequestRejected = "stellar_request_rejected"
+	// AlertPaymentFromPayoutAccount: the receiving account was paid from
+	// the payout account (Config.PayoutAccount), most likely a refund
+	// whose destination was the receiving account. It is not recorded as
+	// a payment; an operator decides what the money is.
+	AlertPaymentFromPayoutAccount = "stellar_payment_from_payout_account"
 )
 
 // realertEvery repeats an alert for a condition that persists, so a lost
@@ -152,6 +163,9 @@ func NewWatcher(cfg Config, hc *http.Client, store Store, handle models.PaymentH
 	}
 	if models.ValidateStellarAccount(cfg.Account) != nil {
 		bad("Account %q is not a valid Stellar account id", cfg.Account)
+	}
+	if cfg.PayoutAccount != "" && models.ValidateStellarAccount(cfg.PayoutAccount) != nil {
+		bad("PayoutAccount %q is not a valid Stellar account id", cfg.PayoutAccount)
 	}
 	if models.ValidateStellarAccount(cfg.USDCIssuer) != nil {
 		bad("USDCIssuer %q is not a valid Stellar account id", cfg.USDCIssuer)
@@ -481,12 +495,14 @@ func streamCause(sctx context.Context, err error) error {
 // commit saves the payments among recs that are new, with the cursor
 // advanced past all of recs, in one store call, and only then hands each
 // payment to the matcher. A handler failure is logged and left to the
-// service's reconciler: the payment is saved, and the cursor stays.
+// service's reconciler: the payment is saved, and the cursor stays. A
+// payment from the payout account is raised as an alert once saved past,
+// never saved (Config.PayoutAccount).
 func (r *run) commit(ctx context.Context, recs []record) error {
 	w := r.w
 	cursor := r.cursor
-	var ps []models.Payment
-	var tokens []string
+	var ps, fromPayout []models.Payment
+	var tokens, fromPayoutTokens []string
 	inBatch := map[string]bool{}
 	for _, rec := range recs {
 		p, ok, err := w.conv.payment(rec)
@@ -503,6 +519,11 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 			continue
 		}
 		inBatch[p.ID] = true
+		if w.cfg.PayoutAccount != "" && p.Sender == w.cfg.PayoutAccount {
+			fromPayout = append(fromPayout, p)
+			fromPayoutTokens = append(fromPayoutTokens, rec.PagingToken)
+			continue
+		}
 		ps = append(ps, p)
 		tokens = append(tokens, rec.PagingToken)
 	}
@@ -513,6 +534,13 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 		return fmt.Errorf("saving %d payments and cursor %s: %w", len(ps), cursor, err)
 	}
 	r.cursor = cursor
+	for i, p := range fromPayout {
+		r.seen[p.ID] = fromPayoutTokens[i]
+		w.log.ErrorContext(ctx, "payment from the payout account: not recorded as a payer's payment",
+			slog.String("payment_id", p.ID), slog.String("tx_hash", p.TxHash))
+		w.alerts.Alert(ctx, AlertPaymentFromPayoutAccount, fmt.Sprintf("%s account %s received %s %s from the payout account (payment %s, transaction %s, memo %s %q): not recorded as a payment",
+			w.cfg.Network, w.cfg.Account, p.Amount, p.Asset, p.ID, p.TxHash, p.MemoType, p.Memo))
+	}
 	savedAt := time.Now()
 	for i, p := range ps {
 		r.seen[p.ID] = tokens[i]

@@ -983,3 +983,31 @@ func TestObserverSeesLagAndCatchUp(t *testing.T) {
 	require.Len(t, lags, 5)
 	assert.Less(t, lags[4], 59*time.Minute, "a streamed payment is saved soon after its ledger closed")
 }
+
+// A payment from the payout account (a refund paid to the receiving
+// account) is not a payer's: it is raised as an alert and never saved or
+// handed to the matcher, so it is never matched to an order nor refunded,
+// which would pay the same money out again. The cursor moves past it, and
+// payments around it are saved as usual.
+func TestPaymentFromPayoutAccountIsAnAlert(t *testing.T) {
+	h := newHarness(t, "0")
+	payoutAccount := horizontest.AccountID("payout")
+	before := h.srv.AddPayment(incoming("1.0000000"))
+	loop := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, To: account, Amount: "5.0000000", MemoType: "text", Memo: "12345678901"})
+	cfg := testConfig(h.srv)
+	cfg.PayoutAccount = payoutAccount
+	h.start(t, cfg, h.store, nil)
+	h.waitStream(t)
+	streamed := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, To: account, Amount: "2.0000000", MemoType: "text", Memo: "12345678901"})
+	after := h.srv.AddPayment(incoming("3.0000000"))
+	h.waitStored(t, before, after)
+
+	for _, tok := range []string{loop, streamed} {
+		_, saved := h.store.Payment(paymentID(tok))
+		assert.False(t, saved, "a payment from the payout account is not saved")
+		assert.NotContains(t, h.rec.IDs(), paymentID(tok), "nor matched")
+	}
+	assert.Equal(t, []string{paymentID(before), paymentID(after)}, h.rec.IDs())
+	assert.Equal(t, after, h.store.Cursor())
+	assert.Equal(t, []string{AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount}, h.alerts.Kinds(), "one alert per payment")
+}

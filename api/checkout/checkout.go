@@ -44,6 +44,9 @@ type Service struct {
 	refundRuns RefundRuns
 	runsMu     sync.Mutex
 	runsSwept  time.Time
+	// ownAccounts are the service's Stellar accounts: the Payments
+	// addresses and the PayoutAccount.
+	ownAccounts []string
 
 	// marks batches new orders' started marks (Config.StartMarkDelay).
 	marks *startMarks
@@ -71,6 +74,10 @@ type Config struct {
 	// started may wait to share one write with other orders'; zero writes
 	// it before CreateOrder returns.
 	StartMarkDelay time.Duration
+	// PayoutAccount is the Stellar account (G…) live refunds are paid
+	// from, if known. It and the Payments addresses are never a refund's
+	// destination (checkDestination).
+	PayoutAccount string
 }
 
 // Deps are what a Service is built from.
@@ -118,6 +125,12 @@ func New(cfg Config, deps Deps) *Service {
 		payments: deps.Payments, now: deps.Now, log: deps.Logger,
 	}
 	s.refundRuns, _ = deps.PayoutWorkflows.(RefundRuns)
+	for _, p := range cfg.Payments {
+		s.ownAccounts = append(s.ownAccounts, p.Address)
+	}
+	if cfg.PayoutAccount != "" {
+		s.ownAccounts = append(s.ownAccounts, cfg.PayoutAccount)
+	}
 	if cfg.StartMarkDelay > 0 {
 		s.marks = &startMarks{delay: cfg.StartMarkDelay, write: deps.Orders.MarkWorkflowsStarted, now: deps.Now, log: deps.Logger}
 	}

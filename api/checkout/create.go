@@ -92,6 +92,11 @@ func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 	if why, ok := s.cfg.NoPurchasing[r.Mode]; ok {
 		return Placed{}, models.Errorf(models.CodeLiveUnavailable, "%s", why)
 	}
+	if r.RefundDestination != nil {
+		if err := s.checkDestination(*r.RefundDestination); err != nil {
+			return Placed{}, err
+		}
+	}
 	if setup.Watched {
 		cursor, err := s.orders.StellarCursor(ctx, setup.Network, setup.Address)
 		if err != nil {

@@ -74,7 +74,7 @@ type SetOrderRefundDestinationRequest struct {
 // its workflow's, and it can be moved again). It answers the order as it
 // is then.
 func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
-	if err := models.ValidateRefundDestination(req.Destination); err != nil {
+	if err := s.checkDestination(req.Destination); err != nil {
 		return models.Order{}, err
 	}
 	o, err := s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, req.Ref)
@@ -109,6 +109,18 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		}
 	}
 	return s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, o.ID)
+}
+
+// checkDestination is every use case's check of a destination a client
+// or payer gives: its shape (models.ValidateRefundDestination), and not
+// one of the service's own accounts (models.RefuseServiceAccount). The
+// Refund workflow's activities check the accounts again where the payout
+// account is known for certain, and to_sender's sender once it is known.
+func (s *Service) checkDestination(d models.RefundDestination) error {
+	if err := models.ValidateRefundDestination(d); err != nil {
+		return err
+	}
+	return models.RefuseServiceAccount(d.Address, s.ownAccounts)
 }
 
 // RefundAction is an operator's move of a refund.
@@ -360,7 +372,7 @@ type ClaimRefundRequest struct {
 // works once: a write that finds it used, replaced or expired is refused
 // (models.ErrRefundClaimGone, a not-found).
 //
-// The destination is checked first (models.ValidateRefundDestination:
+// The destination is checked first (checkDestination:
 // invalid_refund_destination). The link is then held for
 // RefundClaimLease, so that two submissions at once are not both checked
 // on the network: the second is ErrRefundClaimInUse. A link that does not
@@ -373,7 +385,7 @@ type ClaimRefundRequest struct {
 func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
 	d := req.Destination
 	d.ToSender = false
-	if err := models.ValidateRefundDestination(d); err != nil {
+	if err := s.checkDestination(d); err != nil {
 		return models.Refund{}, err
 	}
 	now := s.now().UTC()

@@ -96,6 +96,9 @@ func startDevLive(e *app.Env) (*devLiveServers, func(), error) {
 			return nil, nil, err
 		}
 		srv.payout, c.StellarPayoutSecretFile = payout, path
+		if e.Getenv("MEMOCART_STELLAR_PAYOUT_ACCOUNT") == "" {
+			c.StellarPayoutAccount = payout
+		}
 	}
 	// Test money: live refunds up to this go out without an operator, so
 	// a walk reaches `sent` on its own (production's default waits for
@@ -120,7 +123,7 @@ const devPayoutFunds = "100000"
 // dataDir that only the owner may read, as a payout seed file must be.
 // It returns the account and the file's path.
 func fundDevPayout(h *horizontest.Server, dataDir string) (string, string, error) {
-	kp, err := keypair.FromRawSeed(sha256.Sum256([]byte("memocart dev live payout")))
+	kp, err := devPayoutKey()
 	if err != nil {
 		return "", "", err
 	}
@@ -157,4 +160,10 @@ Walk the live path (docs/production.md, "Walk the live path on one machine"):
   export LIVE=%[5]s
   export HORIZON=%[4]s
 `, s.creators.URL, s.browse.URL, s.zinc.URL, s.horizon.URL, liveKey, cmp.Or(s.payout, "the account of MEMOCART_STELLAR_PAYOUT_SECRET_FILE"))
+}
+
+// devPayoutKey is the dev payout account's key: derived from a fixed
+// name, as it holds test money only.
+func devPayoutKey() (*keypair.Full, error) {
+	return keypair.FromRawSeed(sha256.Sum256([]byte("memocart dev live payout")))
 }

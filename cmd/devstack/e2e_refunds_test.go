@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+	"github.com/stellar/go-stellar-sdk/xdr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -375,6 +376,23 @@ func TestE2ERefundNoTrustlineFailsThenNewDestination(t *testing.T) {
 	s := startLive(t, "sqlite", map[string]string{"MEMOCART_REFUND_AUTO_APPROVE_MAX": "0"})
 	o, r := s.failedLiveOrder()
 	id := str(r, "id")
+
+	// The service's own accounts, the receiving one (or a muxed form of
+	// it) and the payout one, are refused: a refund paid to the receiving
+	// account would come back as a late payment, refunded again.
+	payout, err := devPayoutKey()
+	require.NoError(t, err)
+	plain, err := xdr.AddressToMuxedAccount(liveAccount)
+	require.NoError(t, err)
+	muxed, err := xdr.NewMuxedAccount(xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
+		xdr.MuxedAccountMed25519{Id: 7, Ed25519: plain.MustEd25519()})
+	require.NoError(t, err)
+	for _, own := range []string{liveAccount, muxed.Address(), payout.Address()} {
+		code, b := s.setRefundDestination(o, own, "loop")
+		require.Equal(t, http.StatusUnprocessableEntity, code, b)
+		assert.Equal(t, "invalid_refund_destination", str(obj(b, "error"), "code"))
+		assert.Equal(t, "refund_destination.address", str(obj(b, "error"), "field"))
+	}
 
 	// A destination without a trustline is refused when set.
 	bare := s.refundAccount("refund no trustline", false)

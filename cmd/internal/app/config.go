@@ -58,12 +58,16 @@ type Config struct {
 	// the worker only; "" = live refunds wait for one), and the limits on
 	// approving refunds without an operator, in the order's currency.
 	StellarPayoutSecretFile string
-	RefundAutoApproveMax    decimal.Decimal
-	RefundDailyMax          decimal.Decimal
-	XLMRateURL              string
-	RateMaxAge              time.Duration
-	RequestTimeout          time.Duration
-	KeyCacheTTL             time.Duration
+	// StellarPayoutAccount is that account's address (G…), so that the
+	// API, which never reads the seed, refuses it as a refund destination;
+	// a worker with the seed checks that they match.
+	StellarPayoutAccount string
+	RefundAutoApproveMax decimal.Decimal
+	RefundDailyMax       decimal.Decimal
+	XLMRateURL           string
+	RateMaxAge           time.Duration
+	RequestTimeout       time.Duration
+	KeyCacheTTL          time.Duration
 	// PublicRateLimit is each client address's requests per minute on
 	// the routes that need no key; negative: no limit. TrustedProxies
 	// are the reverse proxies whose X-Forwarded-For names the client.
@@ -380,6 +384,17 @@ var envVars = []envVar{
 	{name: "MEMOCART_STELLAR_PAYOUT_SECRET_FILE", def: "",
 		help: "live mode: file holding the secret seed (S...) of the Stellar account refunds are paid from; read by the worker only, never logged; empty = live refunds wait for approval and a payout account",
 		set:  func(c *Config, v string) error { c.StellarPayoutSecretFile = v; return nil }},
+	{name: "MEMOCART_STELLAR_PAYOUT_ACCOUNT", def: "",
+		help: "live mode: the address (G...) of the payout account of MEMOCART_STELLAR_PAYOUT_SECRET_FILE, which the api refuses as a refund destination (as it does MEMOCART_STELLAR_ACCOUNT); a worker with the secret file refuses to start if they differ; empty = only the worker refuses it",
+		set: func(c *Config, v string) error {
+			if v != "" {
+				if err := models.ValidateStellarAccount(v); err != nil {
+					return err
+				}
+			}
+			c.StellarPayoutAccount = v
+			return nil
+		}},
 	{name: "MEMOCART_REFUND_AUTO_APPROVE_MAX", def: "0",
 		help: "live mode: a refund worth at most this (in the order's currency) is paid without an operator's approval; 0 = every live refund waits for `memocart refunds approve` (test mode approves all)",
 		set:  func(c *Config, v string) error { return parseNonNegativeDecimal(v, &c.RefundAutoApproveMax) }},

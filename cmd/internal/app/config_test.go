@@ -1,10 +1,14 @@
 package app
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -145,5 +149,45 @@ func TestSandboxPaymentAddressConfig(t *testing.T) {
 	for _, bad := range []string{"GBSANDBOXMEMOCARTTESTMODEPAYMENTSNEVERLEAVETHESANDBOXXXX", "gbguktkpinavevbaknau4rccj5mduicoivlekuraizku4rcfiqxcawhj"} {
 		_, err := loadConfig(envOf(map[string]string{"MEMOCART_SANDBOX_PAYMENT_ADDRESS": bad}))
 		assert.ErrorContainsf(t, err, "MEMOCART_SANDBOX_PAYMENT_ADDRESS", "%q must be refused", bad)
+	}
+}
+
+// TestPayoutAccountConfig: MEMOCART_STELLAR_PAYOUT_ACCOUNT is a G…
+// account; a worker whose payout seed is of another account refuses to
+// start, and the account refunds are paid from is one of the service's
+// own, never a destination, whether or not the setting is given.
+func TestPayoutAccountConfig(t *testing.T) {
+	kp, err := keypair.FromRawSeed([32]byte{1})
+	require.NoError(t, err)
+	other, err := keypair.FromRawSeed([32]byte{2})
+	require.NoError(t, err)
+	for _, bad := range []string{"M" + kp.Address()[1:], kp.Seed(), strings.ToLower(kp.Address())} {
+		_, err := loadConfig(envOf(map[string]string{"MEMOCART_STELLAR_PAYOUT_ACCOUNT": bad}))
+		assert.ErrorContains(t, err, "MEMOCART_STELLAR_PAYOUT_ACCOUNT")
+	}
+
+	seedFile := filepath.Join(t.TempDir(), "payout-seed")
+	require.NoError(t, os.WriteFile(seedFile, []byte(kp.Seed()+"\n"), 0o600))
+	worker := func(account string) (Env, error) {
+		cfg, err := loadConfig(envOf(map[string]string{
+			"MEMOCART_STELLAR_NETWORK":            "testnet",
+			"MEMOCART_STELLAR_ACCOUNT":            other.Address(),
+			"MEMOCART_STELLAR_HORIZON_URL":        "http://127.0.0.1:1",
+			"MEMOCART_STELLAR_PAYOUT_SECRET_FILE": seedFile,
+			"MEMOCART_STELLAR_PAYOUT_ACCOUNT":     account,
+		}))
+		return Env{Cfg: cfg, Log: slog.New(slog.DiscardHandler)}, err
+	}
+	e, err := worker(other.Address())
+	require.NoError(t, err)
+	_, _, err = newPayouts(e, nil, nil)
+	assert.ErrorContains(t, err, "MEMOCART_STELLAR_PAYOUT_ACCOUNT", "a seed of another account")
+	for _, account := range []string{kp.Address(), ""} {
+		e, err := worker(account)
+		require.NoError(t, err)
+		p, payoutAccount, err := newPayouts(e, nil, nil)
+		require.NoError(t, err)
+		assert.Equal(t, kp.Address(), payoutAccount)
+		assert.ElementsMatch(t, []string{other.Address(), kp.Address()}, p.ServiceAccounts)
 	}
 }

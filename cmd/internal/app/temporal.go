@@ -113,13 +113,17 @@ func webhookSender(cfg Config) *webhooks.Sender {
 // newPayouts wires refunds: the store, the sandbox payout in test mode,
 // the payout account's on the chain in live mode once its secret file is
 // configured (until then live refunds wait, retried, for a worker that
-// has it), the operator's limits, and alerts where operators look.
-func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.RefundPayouts, error) {
+// has it), the operator's limits, the service's own accounts (never a
+// destination), and alerts where operators look. It answers the payout
+// account too: the seed's, which MEMOCART_STELLAR_PAYOUT_ACCOUNT must
+// match if set (the API refuses that one), or else that setting.
+func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.RefundPayouts, string, error) {
 	payers := map[models.Mode]activities.Payer{models.ModeTest: sandbox.NewPayer()}
+	payoutAccount := e.Cfg.StellarPayoutAccount
 	if f := e.Cfg.StellarPayoutSecretFile; f != "" {
 		signer, err := payout.NewFileSigner(f)
 		if err != nil {
-			return nil, fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
+			return nil, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
 		}
 		p, err := payout.NewPayer(payout.Config{
 			HorizonURL: e.Cfg.StellarHorizonURL, HTTPClient: &http.Client{},
@@ -129,18 +133,29 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 			Lock: payoutLock{st},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("configuring the Stellar payout: %w", err)
+			return nil, "", fmt.Errorf("configuring the Stellar payout: %w", err)
 		}
+		if payoutAccount != "" && payoutAccount != p.Address() {
+			return nil, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_ACCOUNT is %s, but the seed of MEMOCART_STELLAR_PAYOUT_SECRET_FILE is of %s", payoutAccount, p.Address())
+		}
+		payoutAccount = p.Address()
 		e.Log.Info("refund payouts from Stellar account", slog.String("account", p.Address()))
 		payers[models.ModeLive] = p
 	}
+	var own []string
+	for _, a := range []string{e.Cfg.StellarAccount, payoutAccount} {
+		if a != "" {
+			own = append(own, a)
+		}
+	}
 	return &activities.RefundPayouts{
-		Store:  st,
-		Payers: payers,
-		Limits: activities.RefundLimits{AutoApproveMax: e.Cfg.RefundAutoApproveMax, DailyMax: e.Cfg.RefundDailyMax},
-		Start:  wf.StartRefund,
-		Alerts: storeAlerter{st: st, log: e.Log},
-	}, nil
+		Store:           st,
+		Payers:          payers,
+		Limits:          activities.RefundLimits{AutoApproveMax: e.Cfg.RefundAutoApproveMax, DailyMax: e.Cfg.RefundDailyMax},
+		ServiceAccounts: own,
+		Start:           wf.StartRefund,
+		Alerts:          storeAlerter{st: st, log: e.Log},
+	}, payoutAccount, nil
 }
 
 // payoutLock is the database's lock of a payout account, shared by the
@@ -210,7 +225,8 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 	}
 	acts.Events = newOutbox(e, c, st).InBackground(e.Log)
 	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
-	if acts.Payouts, err = newPayouts(e, st, orders); err != nil {
+	var payoutAccount string
+	if acts.Payouts, payoutAccount, err = newPayouts(e, st, orders); err != nil {
 		return err
 	}
 	var watch *workflows.WatcherInput
@@ -220,6 +236,7 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 		e.Tel.observeMatcher(matcher)
 		w, err := stellar.NewWatcher(stellar.Config{
 			HorizonURL: e.Cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.Cfg.USDCIssuer,
+			PayoutAccount:     payoutAccount,
 			HandleConcurrency: 16,
 			Observer:          e.Tel.stellarObserver(in.Network),
 		}, &http.Client{}, st, matcher.Handle, storeAlerter{st: st, log: e.Log}, e.Log.With(slog.String("component", "stellar-watcher")))
@@ -355,6 +372,7 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 			TrustedProxies:  e.Cfg.TrustedProxies,
 
 			WebhookTestLoopback: e.Cfg.WebhookTestLoopback,
+			PayoutAccount:       e.Cfg.StellarPayoutAccount,
 		},
 		deps,
 	)
