@@ -44,9 +44,10 @@ type RefundStore interface {
 // Payer pays refunds out: on the chain in live mode
 // (activities/stellar/payout), in the sandbox in test mode.
 type Payer interface {
-	// CheckDestination asks the network whether address can receive
-	// asset: an invalid_refund_destination error says why not.
-	CheckDestination(ctx context.Context, address, asset string) error
+	// CheckDestination asks the network whether d (an address and its
+	// memo) can receive asset: an invalid_refund_destination error says
+	// why not.
+	CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error
 	// Pay sends the refund exactly once: it calls record with the
 	// transaction's hash and envelope before submitting it, and given the
 	// transaction an earlier attempt recorded it looks that one up before
@@ -376,7 +377,7 @@ func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (mo
 		return r, temporalError(err)
 	}
 	if payer := p.Payers[r.Mode]; payer != nil && m.Destination.Address != "" {
-		if err := payer.CheckDestination(ctx, m.Destination.Address, r.Asset); err != nil {
+		if err := payer.CheckDestination(ctx, *m.Destination, r.Asset); err != nil {
 			return r, temporalError(err)
 		}
 	}

@@ -88,6 +88,9 @@ type Payment struct {
 	// are empty, and absent from the record, for a plain account. To is
 	// then the muxed account's G... account.
 	ToMuxed, ToMuxedID string
+	// FromMuxed and FromMuxedID are the same for the sender: the muxed
+	// account (M...) a payment was sent from, From being its G... account.
+	FromMuxed, FromMuxedID string
 	// MemoType is "none" (default), "text", "id", "hash" or "return"; Memo
 	// is served verbatim (base64 for hash and return, as Horizon does).
 	MemoType, Memo string
@@ -496,6 +499,9 @@ func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMes
 		op["from"], op["to"], op["amount"] = p.From, p.To, p.Amount
 		if p.ToMuxed != "" {
 			op["to_muxed"], op["to_muxed_id"] = p.ToMuxed, p.ToMuxedID
+		}
+		if p.FromMuxed != "" {
+			op["from_muxed"], op["from_muxed_id"] = p.FromMuxed, p.FromMuxedID
 		}
 		if p.Type != "payment" {
 			putAsset(op, "source_", p.SourceAssetType, p.SourceAssetCode, p.SourceAssetIssuer)
