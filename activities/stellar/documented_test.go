@@ -372,7 +372,7 @@ func TestDocumentedPaymentRecords(t *testing.T) {
     "to": "$ACCOUNT", "to_muxed": "` + accountMuxed + `", "to_muxed_id": "42",
     "amount": "3.0000001"`,
 			textMemo,
-			&docPayment{"XLM", "3.0000001", "12345678901", "text", sender}},
+			&docPayment{"XLM", "3.0000001", "12345678901", "text", senderMuxed}},
 		{"outgoing refund to a muxed address", "marketplaces.md:147-148", "payment", 1, true,
 			`"asset_type": "native", "from": "$ACCOUNT", "to": "$OTHER", "to_muxed": "` + otherMuxed + `", "to_muxed_id": "7",
     "amount": "3.0000000"`,

@@ -24,6 +24,7 @@ type record struct {
 	AssetCode             string       `json:"asset_code"`
 	AssetIssuer           string       `json:"asset_issuer"`
 	From                  string       `json:"from"`
+	FromMuxed             string       `json:"from_muxed"`
 	To                    string       `json:"to"`
 	Amount                string       `json:"amount"`
 	Transaction           *transaction `json:"transaction"`
@@ -123,10 +124,23 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 		Amount:     amount,
 		Memo:       noNUL(r.Transaction.Memo),
 		MemoType:   noNUL(memoType),
-		Sender:     noNUL(r.From),
+		Sender:     payer(r),
 		TxHash:     noNUL(r.TransactionHash),
 		ReceivedAt: at.UTC(),
 	}, true, nil
+}
+
+// payer is who paid: the muxed account (M…) when the payment came from
+// one, else the account. A custodian (an exchange) pays from one pooled
+// account and names its customer by the muxed id; the M… address keeps
+// that id, so a refund to it reaches the same customer, while the G…
+// account it is a form of stays derivable (models.RefundAccount). A
+// from_muxed that is not a form of from is not trusted.
+func payer(r record) string {
+	if r.FromMuxed != "" && models.RefundAccount(r.FromMuxed) == r.From {
+		return r.FromMuxed
+	}
+	return noNUL(r.From)
 }
 
 // noNUL replaces NUL characters, which a text memo may hold but Postgres

@@ -519,7 +519,7 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 			continue
 		}
 		inBatch[p.ID] = true
-		if w.cfg.PayoutAccount != "" && p.Sender == w.cfg.PayoutAccount {
+		if w.cfg.PayoutAccount != "" && models.RefundAccount(p.Sender) == w.cfg.PayoutAccount {
 			fromPayout = append(fromPayout, p)
 			fromPayoutTokens = append(fromPayoutTokens, rec.PagingToken)
 			continue

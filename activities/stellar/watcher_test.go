@@ -999,15 +999,43 @@ func TestPaymentFromPayoutAccountIsAnAlert(t *testing.T) {
 	h.start(t, cfg, h.store, nil)
 	h.waitStream(t)
 	streamed := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, To: account, Amount: "2.0000000", MemoType: "text", Memo: "12345678901"})
+	// The sender kept is the muxed account, which is still the payout
+	// account's money.
+	viaMuxed := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, FromMuxed: muxedAddress(t, payoutAccount, 5), FromMuxedID: "5",
+		To: account, Amount: "2.0000000", MemoType: "text", Memo: "12345678901"})
 	after := h.srv.AddPayment(incoming("3.0000000"))
 	h.waitStored(t, before, after)
 
-	for _, tok := range []string{loop, streamed} {
+	for _, tok := range []string{loop, streamed, viaMuxed} {
 		_, saved := h.store.Payment(paymentID(tok))
 		assert.False(t, saved, "a payment from the payout account is not saved")
 		assert.NotContains(t, h.rec.IDs(), paymentID(tok), "nor matched")
 	}
 	assert.Equal(t, []string{paymentID(before), paymentID(after)}, h.rec.IDs())
 	assert.Equal(t, after, h.store.Cursor())
-	assert.Equal(t, []string{AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount}, h.alerts.Kinds(), "one alert per payment")
+	assert.Equal(t, []string{AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount}, h.alerts.Kinds(), "one alert per payment")
+}
+
+// TestMuxedSenderIsKept: a payment from a muxed account (a custodian's
+// customer) is stored with the M… address as its sender, so a refund to
+// the sender reaches that customer, not the custodian's pooled account. A
+// from_muxed that is not a form of from is not believed.
+func TestMuxedSenderIsKept(t *testing.T) {
+	h := newHarness(t, "0")
+	customer := muxedAddress(t, sender, 9007199254740993)
+	p := incoming("1.0000000")
+	p.FromMuxed, p.FromMuxedID = customer, "9007199254740993"
+	muxedTok := h.srv.AddPayment(p)
+	p.FromMuxed, p.FromMuxedID = muxedAddress(t, horizontest.AccountID("someone else"), 1), "1"
+	forgedTok := h.srv.AddPayment(p)
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStored(t, muxedTok, forgedTok)
+
+	got, ok := h.store.Payment(paymentID(muxedTok))
+	require.True(t, ok)
+	assert.Equal(t, customer, got.Sender)
+	assert.Equal(t, sender, models.RefundAccount(got.Sender))
+	got, ok = h.store.Payment(paymentID(forgedTok))
+	require.True(t, ok)
+	assert.Equal(t, sender, got.Sender, "from_muxed of another account: the G… from is kept")
 }
