@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/memocart/memocart/models"
 )
 
@@ -28,6 +30,10 @@ type record struct {
 	To                    string       `json:"to"`
 	Amount                string       `json:"amount"`
 	Transaction           *transaction `json:"transaction"`
+	// Account and Into are an account_merge's merged account and
+	// destination; its record has no amount (see mergedIn).
+	Account string `json:"account"`
+	Into    string `json:"into"`
 }
 
 // transaction is the joined transaction of a record.
@@ -128,6 +134,38 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 		TxHash:     noNUL(r.TransactionHash),
 		ReceivedAt: at.UTC(),
 	}, true, nil
+}
+
+// mergedIn reports whether r is a successful account_merge into the
+// account: the merged account's XLM, all of it, lands in the account with
+// no payment record carrying its amount (Horizon puts it in the
+// operation's account_credited effect).
+func (c converter) mergedIn(r record) bool {
+	return r.Type == "account_merge" && r.Into == c.account && r.Account != c.account && successful(r)
+}
+
+// merge is the payment a merge into the account (mergedIn) makes, of
+// amount, the XLM its effects credit. It is recorded without a memo, so
+// it is never matched to an order: it is money no one asked for, left to
+// an operator like any unmatched payment (AlertAccountMerge).
+func (c converter) merge(r record, amount decimal.Decimal) (models.Payment, error) {
+	if r.ID == "" {
+		return models.Payment{}, fmt.Errorf("%w: account_merge %q has no id", errBadRecord, r.PagingToken)
+	}
+	at, err := time.Parse(time.RFC3339, r.CreatedAt)
+	if err != nil {
+		return models.Payment{}, fmt.Errorf("%w: operation %s: created_at %q: %v", errBadRecord, r.ID, r.CreatedAt, err)
+	}
+	return models.Payment{
+		ID:         "stellar:" + c.network + ":" + r.ID,
+		Mode:       models.ModeLive,
+		Asset:      "XLM",
+		Amount:     amount,
+		MemoType:   "none",
+		Sender:     noNUL(r.Account),
+		TxHash:     noNUL(r.TransactionHash),
+		ReceivedAt: at.UTC(),
+	}, nil
 }
 
 // payer is who paid: the muxed account (M…) when the payment came from

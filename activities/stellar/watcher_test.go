@@ -148,14 +148,22 @@ func (h *recorder) IDs() []string {
 }
 
 type alertRecorder struct {
-	mu    sync.Mutex
-	kinds []string
+	mu      sync.Mutex
+	kinds   []string
+	details []string
 }
 
-func (a *alertRecorder) Alert(_ context.Context, kind, _ string) {
+func (a *alertRecorder) Alert(_ context.Context, kind, detail string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.kinds = append(a.kinds, kind)
+	a.details = append(a.details, detail)
+}
+
+func (a *alertRecorder) Details() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.details)
 }
 
 func (a *alertRecorder) Kinds() []string {
@@ -362,7 +370,12 @@ func TestCatchUpThenStream(t *testing.T) {
 		{ids: ids[8:9], cursor: tokens[8]},
 	}, h.store.Saves())
 
-	reqs := h.srv.Requests()
+	var reqs []string
+	for _, r := range h.srv.Requests() {
+		if !strings.HasPrefix(r, "/claimable_balances") {
+			reqs = append(reqs, r)
+		}
+	}
 	for i, cursor := range []string{"0", tokens[2], tokens[5]} {
 		assert.Contains(t, reqs[i], "cursor="+cursor)
 		assert.Contains(t, reqs[i], "join=transactions")
@@ -1038,4 +1051,72 @@ func TestMuxedSenderIsKept(t *testing.T) {
 	got, ok = h.store.Payment(paymentID(forgedTok))
 	require.True(t, ok)
 	assert.Equal(t, sender, got.Sender, "from_muxed of another account: the G… from is kept")
+}
+
+// TestAccountMergeIsRecorded: an account merged into the receiving
+// account, found by the catch-up or streamed, is recorded as an unmatched
+// payment of the XLM its effects credit, from the merged account, and
+// raised as an alert naming the operation. A merge into another account
+// is nothing to the watcher.
+func TestAccountMergeIsRecorded(t *testing.T) {
+	h := newHarness(t, "0")
+	merged := horizontest.AccountID("merged")
+	elsewhere := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: merged, To: horizontest.AccountID("other"), Amount: "9.0000000"})
+	caught := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: merged, To: account, Amount: "12.3456789"})
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStream(t)
+	streamed := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: horizontest.AccountID("merged 2"), To: account, Amount: "0.5000000"})
+	h.waitStored(t, caught, streamed)
+
+	for tok, want := range map[string]struct{ amount, sender string }{
+		caught: {"12.3456789", merged}, streamed: {"0.5", horizontest.AccountID("merged 2")},
+	} {
+		p, _ := h.store.Payment(paymentID(tok))
+		assert.Equal(t, "XLM", p.Asset)
+		assert.True(t, decimal.RequireFromString(want.amount).Equal(p.Amount), "amount %s, want %s", p.Amount, want.amount)
+		assert.Equal(t, want.sender, p.Sender)
+		assert.Equal(t, "none", p.MemoType, "no memo: never matched to an order")
+		assert.Empty(t, p.Memo)
+	}
+	_, ok := h.store.Payment(paymentID(elsewhere))
+	assert.False(t, ok)
+	assert.Equal(t, 2, h.store.Count())
+	waitFor(t, "alerts", func() bool { return len(h.alerts.Kinds()) == 2 })
+	assert.Equal(t, []string{AlertAccountMerge, AlertAccountMerge}, h.alerts.Kinds())
+	assert.Contains(t, h.alerts.Details()[0], "12.3456789")
+	assert.Contains(t, h.alerts.Details()[0], caught, "the alert names the operation")
+	assert.Contains(t, h.alerts.Details()[1], streamed)
+}
+
+// TestClaimableBalancesAreRaised: each claimable balance naming the
+// receiving account as a claimant is raised once, with its id, asset and
+// amount, by the scans; one naming another account is not, nor is
+// anything recorded as a payment.
+func TestClaimableBalancesAreRaised(t *testing.T) {
+	h := newHarness(t, "0")
+	h.srv.SetUSDCIssuer(usdcIssuer)
+	xlm := h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Amount: "50.0000000", Sponsor: sender})
+	usdc := h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Asset: "USDC:" + usdcIssuer, Amount: "7.2500000", Sponsor: sender})
+	h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Amount: "1.0000000", Sponsor: sender, Claimants: []string{sender}})
+	cfg := testConfig(h.srv)
+	cfg.SweepEvery = 20 * time.Millisecond
+	h.start(t, cfg, h.store, nil)
+	claimableRequests := func() int {
+		n := 0
+		for _, r := range h.srv.Requests() {
+			if strings.HasPrefix(r, "/claimable_balances") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "three scans", func() bool { return claimableRequests() >= 3 })
+
+	assert.Equal(t, []string{AlertClaimableBalance, AlertClaimableBalance}, h.alerts.Kinds(), "once each")
+	details := h.alerts.Details()
+	assert.Contains(t, details[0], xlm)
+	assert.Contains(t, details[0], "50.0000000 XLM")
+	assert.Contains(t, details[1], usdc)
+	assert.Contains(t, details[1], "7.2500000 USDC:"+usdcIssuer)
+	assert.Zero(t, h.store.Count(), "not recorded as a payment")
 }

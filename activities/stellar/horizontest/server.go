@@ -79,6 +79,8 @@ type Payment struct {
 	// "credit_alphanum12"; AssetCode and AssetIssuer name a credit asset.
 	AssetType, AssetCode, AssetIssuer string
 	// Amount is served verbatim, so a test can send malformed amounts.
+	// An account_merge's record has none, as in Horizon: its Amount is
+	// served in its effects (GET /operations/{id}/effects).
 	// SourceAmount is what the sender spent on a path payment (default
 	// Amount), in the source asset (default native).
 	Amount, SourceAmount                                string
@@ -106,10 +108,11 @@ type Payment struct {
 // record is one operation of the account's history, rendered once.
 type record struct {
 	token    int64
-	plain    []byte // the operation as served without join
-	joined   []byte // the operation with its transaction embedded
-	dup      bool   // served twice
-	withheld bool   // never sent on streams
+	plain    []byte           // the operation as served without join
+	joined   []byte           // the operation with its transaction embedded
+	dup      bool             // served twice
+	withheld bool             // never sent on streams
+	effects  []map[string]any // an account_merge's effects (unrecorded.go)
 }
 
 // Server is a Horizon test server for one account. All methods are safe for
@@ -142,6 +145,7 @@ type Server struct {
 	dropLeft   int
 	silentTill time.Time
 	usdcIssuer string
+	balances   []claimable // claimable balances (unrecorded.go)
 
 	// The ledger that takes transactions (ledger.go, submit.go).
 	passphrase string
@@ -246,6 +250,9 @@ func (s *Server) appendLocked(p Payment, ledger, op int64, tx json.RawMessage) s
 	txID := txTOID(ledger)
 	rec := &record{token: txID | op}
 	rec.plain, rec.joined = s.render(p, rec.token, txID, ledger, tx)
+	if p.Type == "account_merge" {
+		rec.effects = s.mergeEffects(p, rec.token)
+	}
 	if s.dupN > 0 {
 		s.dupN--
 		rec.dup = true
@@ -650,6 +657,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/transactions":
 		s.submit(w, r)
+		return
+	}
+	if s.serveUnrecorded(w, r) {
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
