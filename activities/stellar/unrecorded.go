@@ -33,10 +33,12 @@ type effect struct {
 
 // merge returns the payment a merge into the account (converter.mergedIn)
 // makes, with the XLM the operation's account_credited effect gives the
-// account. When Horizon has no such effect (or no such operation) the
-// amount cannot be known: it raises AlertAccountMerge naming the
-// operation and returns false, recording nothing. A failure to ask is an
-// error, retried like a page.
+// account. When the operation's effects hold no such credit the amount
+// cannot be known: it raises AlertAccountMerge naming the operation and
+// returns false, recording nothing. An operation Horizon does not know
+// (yet: a load-balanced instance may lag the one that served the record)
+// is an unusable record, which the watcher stays on (errBadRecord); a
+// failure to ask is an error, retried like a page.
 func (r *run) merge(ctx context.Context, rec record) (models.Payment, bool, error) {
 	w := r.w
 	var body struct {
@@ -46,7 +48,10 @@ func (r *run) merge(ctx context.Context, rec record) (models.Payment, bool, erro
 	}
 	err := w.getJSON(ctx, w.base+"/operations/"+url.PathEscape(rec.ID)+"/effects?"+url.Values{"limit": {"50"}}.Encode(), &body)
 	var he *httpError
-	if err != nil && !(errors.As(err, &he) && he.Status == http.StatusNotFound) {
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		return models.Payment{}, false, fmt.Errorf("%w: account_merge %s: Horizon does not know its effects: %v", errBadRecord, rec.ID, err)
+	}
+	if err != nil {
 		return models.Payment{}, false, fmt.Errorf("reading the effects of account_merge %s: %w", rec.ID, err)
 	}
 	for _, e := range body.Embedded.Records {

@@ -112,8 +112,8 @@ const (
 	AlertPaymentFromPayoutAccount = "stellar_payment_from_payout_account"
 	// AlertAccountMerge: another account was merged into the receiving
 	// account. Its XLM (read from the operation's effects) is recorded as
-	// an unmatched payment from the merged account; if the amount cannot
-	// be read, nothing is recorded and the alert says so, naming the
+	// an unmatched payment from the merged account; if the effects credit
+	// no amount, nothing is recorded and the alert says so, naming the
 	// operation. An operator decides what the money is.
 	AlertAccountMerge = "stellar_account_merge"
 	// AlertClaimableBalance: a claimable balance names the receiving

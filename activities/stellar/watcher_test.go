@@ -1120,3 +1120,20 @@ func TestClaimableBalancesAreRaised(t *testing.T) {
 	assert.Contains(t, details[1], "7.2500000 USDC:"+usdcIssuer)
 	assert.Zero(t, h.store.Count(), "not recorded as a payment")
 }
+
+// TestAccountMergeOfUnknownOperationIsNotSkipped: Horizon answering 404
+// for a merge's effects (an instance that has not ingested it yet) is not
+// taken as "no amount": the watcher stays on the merge, raising
+// stellar_bad_record, and records it once the effects are there.
+func TestAccountMergeOfUnknownOperationIsNotSkipped(t *testing.T) {
+	h := newHarness(t, "0")
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStream(t)
+	h.srv.FailNext(http.StatusNotFound, 1) // the effects request the merge makes
+	merge := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: horizontest.AccountID("merged"), To: account, Amount: "3.0000000"})
+	h.waitStored(t, merge)
+	p, _ := h.store.Payment(paymentID(merge))
+	assert.True(t, decimal.RequireFromString("3").Equal(p.Amount))
+	waitFor(t, "alerts", func() bool { return len(h.alerts.Kinds()) == 2 })
+	assert.Equal(t, []string{AlertBadRecord, AlertAccountMerge}, h.alerts.Kinds())
+}
