@@ -44,9 +44,10 @@ type RefundStore interface {
 // Payer pays refunds out: on the chain in live mode
 // (activities/stellar/payout), in the sandbox in test mode.
 type Payer interface {
-	// CheckDestination asks the network whether address can receive
-	// asset: an invalid_refund_destination error says why not.
-	CheckDestination(ctx context.Context, address, asset string) error
+	// CheckDestination asks the network whether d (an address and its
+	// memo) can receive asset: an invalid_refund_destination error says
+	// why not.
+	CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error
 	// Pay sends the refund exactly once: it calls record with the
 	// transaction's hash and envelope before submitting it, and given the
 	// transaction an earlier attempt recorded it looks that one up before
@@ -239,6 +240,17 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 	if err != nil {
 		return r, temporalError(err)
 	}
+	if why == "" && r.Destination.ToSender && r.TransactionHash == "" {
+		// The sender was never checked as a destination: a pooled
+		// account of an exchange that requires a memo (SEP-29) would
+		// take the refund and credit no one. Checked only before the
+		// first transaction is recorded: once one may be in the ledger,
+		// only Pay's look-up may decide the refund's outcome.
+		why, err = refusedPayout(payer.CheckDestination(ctx, dest, r.Asset))
+		if err != nil {
+			return r, temporalError(err)
+		}
+	}
 	var res payout.Result
 	if why == "" {
 		last := r.TransactionHash
@@ -267,15 +279,7 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			Amount:      r.Amount,
 			Prior:       payout.Prior{Hash: r.TransactionHash, Envelope: r.Envelope},
 		}, record)
-		var refused *models.Error
-		if errors.As(err, &refused) && (refused.Code == models.CodeInvalidRefundDestination || refused.Code == models.CodeInvalidRequest) {
-			// The payout cannot be made as asked (a destination the
-			// payer must change, an asset the payout account cannot
-			// send): the refund fails with the reason, and waits for a
-			// new destination or an operator, instead of retrying a
-			// request that can never succeed.
-			why, err = refused.Message, nil
-		}
+		why, err = refusedPayout(err)
 		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
 			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
 		}
@@ -308,10 +312,11 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 }
 
 // payoutDestination is where r's payout goes: its destination, or for
-// to_sender the account its payments came from. A refund whose payments
-// came from several accounts (or from none known) cannot be sent to the
-// sender: the reason says so, and the refund fails, waiting for an
-// address.
+// to_sender the account its payments came from (a muxed M… account when
+// they came from one, which reaches the same customer of a custodian). A
+// refund whose payments came from several accounts (or from none known)
+// cannot be sent to the sender: the reason says so, and the refund fails,
+// waiting for an address.
 func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (models.RefundDestination, string, error) {
 	if r.Destination == nil {
 		return models.RefundDestination{}, "", models.Errorf(models.CodeInvalidRefundState, "refund %s has no destination", r.ID)
@@ -330,7 +335,7 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 	var from string
 	for _, id := range r.PaymentIDs {
 		s := senders[id]
-		if models.ValidateStellarAccount(s) != nil || (from != "" && s != from) {
+		if models.RefundAccount(s) == "" || (from != "" && s != from) {
 			return d, "The payments came from more than one account, or from one not known: set the destination's address", nil
 		}
 		from = s
@@ -340,6 +345,20 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 	}
 	d.Address, d.ToSender = from, false
 	return d, refusedAccount(from, a.Payouts.ServiceAccounts), nil
+}
+
+// refusedPayout splits a payer's error into a reason the refund fails
+// with and an error to retry. A payout that cannot be made as asked (a
+// destination the payer must change, an asset the payout account cannot
+// send) fails the refund with the reason, and it waits for a new
+// destination or an operator, instead of retrying a request that can
+// never succeed.
+func refusedPayout(err error) (string, error) {
+	var refused *models.Error
+	if errors.As(err, &refused) && (refused.Code == models.CodeInvalidRefundDestination || refused.Code == models.CodeInvalidRequest) {
+		return refused.Message, nil
+	}
+	return "", err
 }
 
 // refusedAccount is the failure reason of a payout to one of the service's
@@ -376,7 +395,7 @@ func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (mo
 		return r, temporalError(err)
 	}
 	if payer := p.Payers[r.Mode]; payer != nil && m.Destination.Address != "" {
-		if err := payer.CheckDestination(ctx, m.Destination.Address, r.Asset); err != nil {
+		if err := payer.CheckDestination(ctx, *m.Destination, r.Asset); err != nil {
 			return r, temporalError(err)
 		}
 	}

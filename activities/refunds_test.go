@@ -109,7 +109,9 @@ func (s *refundsStore) fail(err error, sent bool) {
 // scriptedPayer pays, or refuses every payout while refuse is set.
 type scriptedPayer struct{ refuse string }
 
-func (scriptedPayer) CheckDestination(context.Context, string, string) error { return nil }
+func (scriptedPayer) CheckDestination(context.Context, models.RefundDestination, string) error {
+	return nil
+}
 
 func (p scriptedPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	hash := strings.Repeat("cd", 32)
@@ -201,7 +203,9 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 // meddle set, another attempt records its own before this one's first.
 type rebuildingPayer struct{ meddle func() }
 
-func (rebuildingPayer) CheckDestination(context.Context, string, string) error { return nil }
+func (rebuildingPayer) CheckDestination(context.Context, models.RefundDestination, string) error {
+	return nil
+}
 
 func (p rebuildingPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	if p.meddle != nil {
@@ -259,7 +263,9 @@ type countingPayer struct {
 	paid []string
 }
 
-func (*countingPayer) CheckDestination(context.Context, string, string) error { return nil }
+func (*countingPayer) CheckDestination(context.Context, models.RefundDestination, string) error {
+	return nil
+}
 
 func (p *countingPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	p.mu.Lock()

@@ -21,7 +21,9 @@ type Payment struct {
 	Memo   string
 	// MemoType is the chain's memo type: "text" or "id" can name an order;
 	// "hash", "return" and "none" never do. Empty for the sandbox (text).
-	MemoType   string
+	MemoType string
+	// Sender is the paying account: on Stellar the muxed account (M…) the
+	// payment came from, if any (a custodian's customer), else its G….
 	Sender     string
 	TxHash     string // the chain transaction carrying the payment, for operators
 	ReceivedAt time.Time

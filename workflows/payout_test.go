@@ -145,8 +145,8 @@ type fakePayer struct {
 	badDest  map[string]bool // destinations CheckDestination refuses
 }
 
-func (p *fakePayer) CheckDestination(_ context.Context, address, _ string) error {
-	if p.badDest[address] {
+func (p *fakePayer) CheckDestination(_ context.Context, d models.RefundDestination, _ string) error {
+	if p.badDest[d.Address] {
 		return models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "The account does not exist")
 	}
 	return nil

@@ -48,13 +48,14 @@ type Payer struct{}
 // NewPayer returns the sandbox payer.
 func NewPayer() *Payer { return &Payer{} }
 
-// CheckDestination checks address and asset as payout.Payer does, without
-// a network: every well-formed account exists and trusts USDC.
-func (p *Payer) CheckDestination(ctx context.Context, address, asset string) error {
+// CheckDestination checks d's address and asset as payout.Payer does,
+// without a network: every well-formed account exists, trusts USDC and
+// takes payments without a memo.
+func (p *Payer) CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := models.ValidateRefundAddress(address); err != nil {
+	if err := models.ValidateRefundAddress(d.Address); err != nil {
 		return err
 	}
 	if asset != payout.AssetXLM && asset != payout.AssetUSDC {

@@ -16,7 +16,7 @@ import (
 // refundPayer is the interface the workflow's activities pay refunds
 // through: the sandbox and the live payer must both satisfy it.
 type refundPayer interface {
-	CheckDestination(ctx context.Context, address, asset string) error
+	CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error
 	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
 }
 
@@ -172,16 +172,16 @@ func TestSandboxPayerRefusesWhatTheLivePayerRefuses(t *testing.T) {
 	assert.Equal(t, models.CodeInvalidRequest, models.CodeOf(err))
 	assert.False(t, called)
 
-	assert.NoError(t, p.CheckDestination(t.Context(), payoutDest, payout.AssetUSDC))
-	assert.NoError(t, p.CheckDestination(t.Context(), payoutMuxed, payout.AssetXLM))
-	err = p.CheckDestination(t.Context(), "GABC", payout.AssetXLM)
+	assert.NoError(t, p.CheckDestination(t.Context(), models.RefundDestination{Address: payoutDest}, payout.AssetUSDC))
+	assert.NoError(t, p.CheckDestination(t.Context(), models.RefundDestination{Address: payoutMuxed}, payout.AssetXLM))
+	err = p.CheckDestination(t.Context(), models.RefundDestination{Address: "GABC"}, payout.AssetXLM)
 	assert.Equal(t, models.CodeInvalidRefundDestination, models.CodeOf(err))
-	err = p.CheckDestination(t.Context(), payoutDest, "BTC")
+	err = p.CheckDestination(t.Context(), models.RefundDestination{Address: payoutDest}, "BTC")
 	assert.Equal(t, models.CodeInvalidRequest, models.CodeOf(err))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	assert.ErrorIs(t, p.CheckDestination(ctx, payoutDest, payout.AssetXLM), context.Canceled)
+	assert.ErrorIs(t, p.CheckDestination(ctx, models.RefundDestination{Address: payoutDest}, payout.AssetXLM), context.Canceled)
 	_, err = p.Pay(ctx, sandboxRefund(""), func(context.Context, string, string) error { return nil })
 	assert.ErrorIs(t, err, context.Canceled)
 }

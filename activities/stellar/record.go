@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/memocart/memocart/models"
 )
 
@@ -24,9 +26,14 @@ type record struct {
 	AssetCode             string       `json:"asset_code"`
 	AssetIssuer           string       `json:"asset_issuer"`
 	From                  string       `json:"from"`
+	FromMuxed             string       `json:"from_muxed"`
 	To                    string       `json:"to"`
 	Amount                string       `json:"amount"`
 	Transaction           *transaction `json:"transaction"`
+	// Account and Into are an account_merge's merged account and
+	// destination; its record has no amount (see mergedIn).
+	Account string `json:"account"`
+	Into    string `json:"into"`
 }
 
 // transaction is the joined transaction of a record.
@@ -123,10 +130,55 @@ func (c converter) payment(r record) (models.Payment, bool, error) {
 		Amount:     amount,
 		Memo:       noNUL(r.Transaction.Memo),
 		MemoType:   noNUL(memoType),
-		Sender:     noNUL(r.From),
+		Sender:     payer(r),
 		TxHash:     noNUL(r.TransactionHash),
 		ReceivedAt: at.UTC(),
 	}, true, nil
+}
+
+// mergedIn reports whether r is a successful account_merge into the
+// account: the merged account's XLM, all of it, lands in the account with
+// no payment record carrying its amount (Horizon puts it in the
+// operation's account_credited effect).
+func (c converter) mergedIn(r record) bool {
+	return r.Type == "account_merge" && r.Into == c.account && r.Account != c.account && successful(r)
+}
+
+// merge is the payment a merge into the account (mergedIn) makes, of
+// amount, the XLM its effects credit. It is recorded without a memo, so
+// it is never matched to an order: it is money no one asked for, left to
+// an operator like any unmatched payment (AlertAccountMerge).
+func (c converter) merge(r record, amount decimal.Decimal) (models.Payment, error) {
+	if r.ID == "" {
+		return models.Payment{}, fmt.Errorf("%w: account_merge %q has no id", errBadRecord, r.PagingToken)
+	}
+	at, err := time.Parse(time.RFC3339, r.CreatedAt)
+	if err != nil {
+		return models.Payment{}, fmt.Errorf("%w: operation %s: created_at %q: %v", errBadRecord, r.ID, r.CreatedAt, err)
+	}
+	return models.Payment{
+		ID:         "stellar:" + c.network + ":" + r.ID,
+		Mode:       models.ModeLive,
+		Asset:      "XLM",
+		Amount:     amount,
+		MemoType:   "none",
+		Sender:     noNUL(r.Account),
+		TxHash:     noNUL(r.TransactionHash),
+		ReceivedAt: at.UTC(),
+	}, nil
+}
+
+// payer is who paid: the muxed account (M…) when the payment came from
+// one, else the account. A custodian (an exchange) pays from one pooled
+// account and names its customer by the muxed id; the M… address keeps
+// that id, so a refund to it reaches the same customer, while the G…
+// account it is a form of stays derivable (models.RefundAccount). A
+// from_muxed that is not a form of from is not trusted.
+func payer(r record) string {
+	if r.FromMuxed != "" && models.RefundAccount(r.FromMuxed) == r.From {
+		return r.FromMuxed
+	}
+	return noNUL(r.From)
 }
 
 // noNUL replaces NUL characters, which a text memo may hold but Postgres

@@ -110,6 +110,17 @@ const (
 	// whose destination was the receiving account. It is not recorded as
 	// a payment; an operator decides what the money is.
 	AlertPaymentFromPayoutAccount = "stellar_payment_from_payout_account"
+	// AlertAccountMerge: another account was merged into the receiving
+	// account. Its XLM (read from the operation's effects) is recorded as
+	// an unmatched payment from the merged account; if the effects credit
+	// no amount, nothing is recorded and the alert says so, naming the
+	// operation. An operator decides what the money is.
+	AlertAccountMerge = "stellar_account_merge"
+	// AlertClaimableBalance: a claimable balance names the receiving
+	// account as a claimant. It is not the account's money until claimed,
+	// so it is not recorded; claiming it is an operator's decision.
+	// Raised once per balance per Run, from the catch-up scans.
+	AlertClaimableBalance = "stellar_claimable_balance"
 )
 
 // realertEvery repeats an alert for a condition that persists, so a lost
@@ -278,11 +289,12 @@ func (w *Watcher) Run(ctx context.Context, progress func(cursor string)) error {
 		progress = func(string) {}
 	}
 	r := &run{
-		w:         w,
-		bo:        newBackoff(w.cfg.MinBackoff, w.cfg.MaxBackoff),
-		seen:      map[string]string{},
-		alertedAt: map[string]time.Time{},
-		progress:  progress,
+		w:            w,
+		bo:           newBackoff(w.cfg.MinBackoff, w.cfg.MaxBackoff),
+		seen:         map[string]string{},
+		claimAlerted: map[string]bool{},
+		alertedAt:    map[string]time.Time{},
+		progress:     progress,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -333,9 +345,11 @@ type run struct {
 	sweepFrom string
 	// seen holds the ids (and paging tokens) of payments saved after
 	// sweepFrom, so a scan or a repeated event never saves one twice.
-	seen      map[string]string
-	bo        *backoff
-	alertedAt map[string]time.Time
+	seen map[string]string
+	// claimAlerted holds the claimable balances already raised.
+	claimAlerted map[string]bool
+	bo           *backoff
+	alertedAt    map[string]time.Time
 
 	pmu      sync.Mutex // serialises progress calls
 	progress func(string)
@@ -422,6 +436,7 @@ func (r *run) scan(ctx context.Context) error {
 		from = last
 	}
 	r.w.cfg.Observer.CaughtUp()
+	r.checkClaimable(ctx)
 	r.sweepFrom = r.cursor
 	for id, token := range r.seen {
 		if !tokenAfter(token, r.sweepFrom) {
@@ -504,6 +519,7 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 	var ps, fromPayout []models.Payment
 	var tokens, fromPayoutTokens []string
 	inBatch := map[string]bool{}
+	merges := map[string]record{} // payment id → the merge it records
 	for _, rec := range recs {
 		p, ok, err := w.conv.payment(rec)
 		if err != nil {
@@ -512,14 +528,25 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 		if tokenAfter(rec.PagingToken, cursor) {
 			cursor = rec.PagingToken
 		}
-		if !ok || !tokenAfter(rec.PagingToken, r.sweepFrom) {
+		if !tokenAfter(rec.PagingToken, r.sweepFrom) {
+			continue
+		}
+		if !ok && w.conv.mergedIn(rec) {
+			if p, ok, err = r.merge(ctx, rec); err != nil {
+				return err
+			}
+			if ok {
+				merges[p.ID] = rec
+			}
+		}
+		if !ok {
 			continue
 		}
 		if _, dup := r.seen[p.ID]; dup || inBatch[p.ID] {
 			continue
 		}
 		inBatch[p.ID] = true
-		if w.cfg.PayoutAccount != "" && p.Sender == w.cfg.PayoutAccount {
+		if w.cfg.PayoutAccount != "" && models.RefundAccount(p.Sender) == w.cfg.PayoutAccount {
 			fromPayout = append(fromPayout, p)
 			fromPayoutTokens = append(fromPayoutTokens, rec.PagingToken)
 			continue
@@ -540,6 +567,12 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 			slog.String("payment_id", p.ID), slog.String("tx_hash", p.TxHash))
 		w.alerts.Alert(ctx, AlertPaymentFromPayoutAccount, fmt.Sprintf("%s account %s received %s %s from the payout account (payment %s, transaction %s, memo %s %q): not recorded as a payment",
 			w.cfg.Network, w.cfg.Account, p.Amount, p.Asset, p.ID, p.TxHash, p.MemoType, p.Memo))
+	}
+	for _, p := range ps {
+		if m, ok := merges[p.ID]; ok {
+			w.alerts.Alert(ctx, AlertAccountMerge, fmt.Sprintf("%s account %s received %s XLM by the merge of account %s into it (operation %s, transaction %s): recorded as unmatched payment %s",
+				w.cfg.Network, w.cfg.Account, p.Amount, p.Sender, m.ID, p.TxHash, p.ID))
+		}
 	}
 	savedAt := time.Now()
 	for i, p := range ps {

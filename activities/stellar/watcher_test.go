@@ -148,14 +148,22 @@ func (h *recorder) IDs() []string {
 }
 
 type alertRecorder struct {
-	mu    sync.Mutex
-	kinds []string
+	mu      sync.Mutex
+	kinds   []string
+	details []string
 }
 
-func (a *alertRecorder) Alert(_ context.Context, kind, _ string) {
+func (a *alertRecorder) Alert(_ context.Context, kind, detail string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.kinds = append(a.kinds, kind)
+	a.details = append(a.details, detail)
+}
+
+func (a *alertRecorder) Details() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.details)
 }
 
 func (a *alertRecorder) Kinds() []string {
@@ -362,7 +370,12 @@ func TestCatchUpThenStream(t *testing.T) {
 		{ids: ids[8:9], cursor: tokens[8]},
 	}, h.store.Saves())
 
-	reqs := h.srv.Requests()
+	var reqs []string
+	for _, r := range h.srv.Requests() {
+		if !strings.HasPrefix(r, "/claimable_balances") {
+			reqs = append(reqs, r)
+		}
+	}
 	for i, cursor := range []string{"0", tokens[2], tokens[5]} {
 		assert.Contains(t, reqs[i], "cursor="+cursor)
 		assert.Contains(t, reqs[i], "join=transactions")
@@ -999,15 +1012,128 @@ func TestPaymentFromPayoutAccountIsAnAlert(t *testing.T) {
 	h.start(t, cfg, h.store, nil)
 	h.waitStream(t)
 	streamed := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, To: account, Amount: "2.0000000", MemoType: "text", Memo: "12345678901"})
+	// The sender kept is the muxed account, which is still the payout
+	// account's money.
+	viaMuxed := h.srv.AddPayment(horizontest.Payment{From: payoutAccount, FromMuxed: muxedAddress(t, payoutAccount, 5), FromMuxedID: "5",
+		To: account, Amount: "2.0000000", MemoType: "text", Memo: "12345678901"})
 	after := h.srv.AddPayment(incoming("3.0000000"))
 	h.waitStored(t, before, after)
 
-	for _, tok := range []string{loop, streamed} {
+	for _, tok := range []string{loop, streamed, viaMuxed} {
 		_, saved := h.store.Payment(paymentID(tok))
 		assert.False(t, saved, "a payment from the payout account is not saved")
 		assert.NotContains(t, h.rec.IDs(), paymentID(tok), "nor matched")
 	}
 	assert.Equal(t, []string{paymentID(before), paymentID(after)}, h.rec.IDs())
 	assert.Equal(t, after, h.store.Cursor())
-	assert.Equal(t, []string{AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount}, h.alerts.Kinds(), "one alert per payment")
+	assert.Equal(t, []string{AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount, AlertPaymentFromPayoutAccount}, h.alerts.Kinds(), "one alert per payment")
+}
+
+// TestMuxedSenderIsKept: a payment from a muxed account (a custodian's
+// customer) is stored with the M… address as its sender, so a refund to
+// the sender reaches that customer, not the custodian's pooled account. A
+// from_muxed that is not a form of from is not believed.
+func TestMuxedSenderIsKept(t *testing.T) {
+	h := newHarness(t, "0")
+	customer := muxedAddress(t, sender, 9007199254740993)
+	p := incoming("1.0000000")
+	p.FromMuxed, p.FromMuxedID = customer, "9007199254740993"
+	muxedTok := h.srv.AddPayment(p)
+	p.FromMuxed, p.FromMuxedID = muxedAddress(t, horizontest.AccountID("someone else"), 1), "1"
+	forgedTok := h.srv.AddPayment(p)
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStored(t, muxedTok, forgedTok)
+
+	got, ok := h.store.Payment(paymentID(muxedTok))
+	require.True(t, ok)
+	assert.Equal(t, customer, got.Sender)
+	assert.Equal(t, sender, models.RefundAccount(got.Sender))
+	got, ok = h.store.Payment(paymentID(forgedTok))
+	require.True(t, ok)
+	assert.Equal(t, sender, got.Sender, "from_muxed of another account: the G… from is kept")
+}
+
+// TestAccountMergeIsRecorded: an account merged into the receiving
+// account, found by the catch-up or streamed, is recorded as an unmatched
+// payment of the XLM its effects credit, from the merged account, and
+// raised as an alert naming the operation. A merge into another account
+// is nothing to the watcher.
+func TestAccountMergeIsRecorded(t *testing.T) {
+	h := newHarness(t, "0")
+	merged := horizontest.AccountID("merged")
+	elsewhere := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: merged, To: horizontest.AccountID("other"), Amount: "9.0000000"})
+	caught := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: merged, To: account, Amount: "12.3456789"})
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStream(t)
+	streamed := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: horizontest.AccountID("merged 2"), To: account, Amount: "0.5000000"})
+	h.waitStored(t, caught, streamed)
+
+	for tok, want := range map[string]struct{ amount, sender string }{
+		caught: {"12.3456789", merged}, streamed: {"0.5", horizontest.AccountID("merged 2")},
+	} {
+		p, _ := h.store.Payment(paymentID(tok))
+		assert.Equal(t, "XLM", p.Asset)
+		assert.True(t, decimal.RequireFromString(want.amount).Equal(p.Amount), "amount %s, want %s", p.Amount, want.amount)
+		assert.Equal(t, want.sender, p.Sender)
+		assert.Equal(t, "none", p.MemoType, "no memo: never matched to an order")
+		assert.Empty(t, p.Memo)
+	}
+	_, ok := h.store.Payment(paymentID(elsewhere))
+	assert.False(t, ok)
+	assert.Equal(t, 2, h.store.Count())
+	waitFor(t, "alerts", func() bool { return len(h.alerts.Kinds()) == 2 })
+	assert.Equal(t, []string{AlertAccountMerge, AlertAccountMerge}, h.alerts.Kinds())
+	assert.Contains(t, h.alerts.Details()[0], "12.3456789")
+	assert.Contains(t, h.alerts.Details()[0], caught, "the alert names the operation")
+	assert.Contains(t, h.alerts.Details()[1], streamed)
+}
+
+// TestClaimableBalancesAreRaised: each claimable balance naming the
+// receiving account as a claimant is raised once, with its id, asset and
+// amount, by the scans; one naming another account is not, nor is
+// anything recorded as a payment.
+func TestClaimableBalancesAreRaised(t *testing.T) {
+	h := newHarness(t, "0")
+	h.srv.SetUSDCIssuer(usdcIssuer)
+	xlm := h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Amount: "50.0000000", Sponsor: sender})
+	usdc := h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Asset: "USDC:" + usdcIssuer, Amount: "7.2500000", Sponsor: sender})
+	h.srv.AddClaimableBalance(horizontest.ClaimableBalance{Amount: "1.0000000", Sponsor: sender, Claimants: []string{sender}})
+	cfg := testConfig(h.srv)
+	cfg.SweepEvery = 20 * time.Millisecond
+	h.start(t, cfg, h.store, nil)
+	claimableRequests := func() int {
+		n := 0
+		for _, r := range h.srv.Requests() {
+			if strings.HasPrefix(r, "/claimable_balances") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "three scans", func() bool { return claimableRequests() >= 3 })
+
+	assert.Equal(t, []string{AlertClaimableBalance, AlertClaimableBalance}, h.alerts.Kinds(), "once each")
+	details := h.alerts.Details()
+	assert.Contains(t, details[0], xlm)
+	assert.Contains(t, details[0], "50.0000000 XLM")
+	assert.Contains(t, details[1], usdc)
+	assert.Contains(t, details[1], "7.2500000 USDC:"+usdcIssuer)
+	assert.Zero(t, h.store.Count(), "not recorded as a payment")
+}
+
+// TestAccountMergeOfUnknownOperationIsNotSkipped: Horizon answering 404
+// for a merge's effects (an instance that has not ingested it yet) is not
+// taken as "no amount": the watcher stays on the merge, raising
+// stellar_bad_record, and records it once the effects are there.
+func TestAccountMergeOfUnknownOperationIsNotSkipped(t *testing.T) {
+	h := newHarness(t, "0")
+	h.start(t, testConfig(h.srv), h.store, nil)
+	h.waitStream(t)
+	h.srv.FailNext(http.StatusNotFound, 1) // the effects request the merge makes
+	merge := h.srv.AddPayment(horizontest.Payment{Type: "account_merge", From: horizontest.AccountID("merged"), To: account, Amount: "3.0000000"})
+	h.waitStored(t, merge)
+	p, _ := h.store.Payment(paymentID(merge))
+	assert.True(t, decimal.RequireFromString("3").Equal(p.Amount))
+	waitFor(t, "alerts", func() bool { return len(h.alerts.Kinds()) == 2 })
+	assert.Equal(t, []string{AlertBadRecord, AlertAccountMerge}, h.alerts.Kinds())
 }

@@ -2,10 +2,12 @@ package horizontest
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -38,8 +40,9 @@ type ledgerAccount struct {
 	lines    map[string]int64 // credit asset ("CODE:ISSUER") → balance
 	modified int64            // ledger of the last change
 	modTime  time.Time
-	created  int64       // ledger that created it
-	seqs     []seqChange // every sequence number it had, oldest first
+	created  int64             // ledger that created it
+	seqs     []seqChange       // every sequence number it had, oldest first
+	data     map[string]string // data entries: name → raw value
 }
 
 // seqChange is a sequence number an account took in a ledger.
@@ -102,6 +105,11 @@ type Account struct {
 	// carry Sequence+1. Zero in SetAccount keeps the sequence of an
 	// existing account and gives a new one ledger<<32, as Stellar does.
 	Sequence int64
+	// Data are the account's data entries, name → raw value, served
+	// base64-encoded in the account's "data" as Horizon does (SEP-29's
+	// "config.memo_required" → "1" is served as "MQ=="). Nil in SetAccount
+	// keeps an existing account's entries. They take no reserve here.
+	Data map[string]string
 }
 
 // SetAccount creates the account or replaces its native and USDC
@@ -142,6 +150,9 @@ func (s *Server) SetAccount(a Account) error {
 		acc.setSeq(ledger, a.Sequence)
 	}
 	acc.native = native
+	if a.Data != nil {
+		acc.data = maps.Clone(a.Data)
+	}
 	if s.usdcIssuer != "" {
 		key := creditKey("USDC", s.usdcIssuer)
 		if trust {
@@ -162,7 +173,7 @@ func (s *Server) Account(id string) (Account, bool) {
 	if !ok {
 		return Account{}, false
 	}
-	out := Account{ID: id, XLM: amount.StringFromInt64(acc.native), Sequence: acc.seq}
+	out := Account{ID: id, XLM: amount.StringFromInt64(acc.native), Sequence: acc.seq, Data: maps.Clone(acc.data)}
 	if s.usdcIssuer != "" {
 		if bal, ok := acc.lines[creditKey("USDC", s.usdcIssuer)]; ok {
 			out.TrustUSDC, out.USDC = true, amount.StringFromInt64(bal)
@@ -382,6 +393,10 @@ func (s *Server) accountResourceLocked(acc *ledgerAccount) accountResource {
 		Balance: amount.StringFromInt64(acc.native), BuyingLiabilities: "0.0000000", SellingLiabilities: "0.0000000",
 		AssetType: "native",
 	})
+	data := make(map[string]string, len(acc.data))
+	for k, v := range acc.data {
+		data[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
 	return accountResource{
 		Links: map[string]tlink{
 			"self":         {Href: base},
@@ -404,7 +419,7 @@ func (s *Server) accountResourceLocked(acc *ledgerAccount) accountResource {
 		},
 		Balances:    balances,
 		Signers:     []signerResource{{Weight: 1, Key: acc.id, Type: "ed25519_public_key"}},
-		Data:        map[string]string{},
+		Data:        data,
 		PagingToken: acc.id,
 	}
 }

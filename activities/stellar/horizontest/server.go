@@ -79,6 +79,8 @@ type Payment struct {
 	// "credit_alphanum12"; AssetCode and AssetIssuer name a credit asset.
 	AssetType, AssetCode, AssetIssuer string
 	// Amount is served verbatim, so a test can send malformed amounts.
+	// An account_merge's record has none, as in Horizon: its Amount is
+	// served in its effects (GET /operations/{id}/effects).
 	// SourceAmount is what the sender spent on a path payment (default
 	// Amount), in the source asset (default native).
 	Amount, SourceAmount                                string
@@ -88,6 +90,9 @@ type Payment struct {
 	// are empty, and absent from the record, for a plain account. To is
 	// then the muxed account's G... account.
 	ToMuxed, ToMuxedID string
+	// FromMuxed and FromMuxedID are the same for the sender: the muxed
+	// account (M...) a payment was sent from, From being its G... account.
+	FromMuxed, FromMuxedID string
 	// MemoType is "none" (default), "text", "id", "hash" or "return"; Memo
 	// is served verbatim (base64 for hash and return, as Horizon does).
 	MemoType, Memo string
@@ -103,10 +108,11 @@ type Payment struct {
 // record is one operation of the account's history, rendered once.
 type record struct {
 	token    int64
-	plain    []byte // the operation as served without join
-	joined   []byte // the operation with its transaction embedded
-	dup      bool   // served twice
-	withheld bool   // never sent on streams
+	plain    []byte           // the operation as served without join
+	joined   []byte           // the operation with its transaction embedded
+	dup      bool             // served twice
+	withheld bool             // never sent on streams
+	effects  []map[string]any // an account_merge's effects (unrecorded.go)
 }
 
 // Server is a Horizon test server for one account. All methods are safe for
@@ -139,6 +145,7 @@ type Server struct {
 	dropLeft   int
 	silentTill time.Time
 	usdcIssuer string
+	balances   []claimable // claimable balances (unrecorded.go)
 
 	// The ledger that takes transactions (ledger.go, submit.go).
 	passphrase string
@@ -243,6 +250,9 @@ func (s *Server) appendLocked(p Payment, ledger, op int64, tx json.RawMessage) s
 	txID := txTOID(ledger)
 	rec := &record{token: txID | op}
 	rec.plain, rec.joined = s.render(p, rec.token, txID, ledger, tx)
+	if p.Type == "account_merge" {
+		rec.effects = s.mergeEffects(p, rec.token)
+	}
 	if s.dupN > 0 {
 		s.dupN--
 		rec.dup = true
@@ -497,6 +507,9 @@ func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMes
 		if p.ToMuxed != "" {
 			op["to_muxed"], op["to_muxed_id"] = p.ToMuxed, p.ToMuxedID
 		}
+		if p.FromMuxed != "" {
+			op["from_muxed"], op["from_muxed_id"] = p.FromMuxed, p.FromMuxedID
+		}
 		if p.Type != "payment" {
 			putAsset(op, "source_", p.SourceAssetType, p.SourceAssetCode, p.SourceAssetIssuer)
 			op["source_amount"] = p.SourceAmount
@@ -644,6 +657,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/transactions":
 		s.submit(w, r)
+		return
+	}
+	if s.serveUnrecorded(w, r) {
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")

@@ -156,8 +156,9 @@ func (p *Payer) post(ctx context.Context, envelope string) (int, http.Header, []
 
 // accountBody is what Payer reads of Horizon's account resource.
 type accountBody struct {
-	Sequence string        `json:"sequence"`
-	Balances []balanceBody `json:"balances"`
+	Sequence string            `json:"sequence"`
+	Balances []balanceBody     `json:"balances"`
+	Data     map[string]string `json:"data"` // data entries, values base64
 }
 
 type balanceBody struct {

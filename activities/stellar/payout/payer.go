@@ -2,6 +2,7 @@ package payout
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -189,16 +190,27 @@ func NewPayer(cfg Config) (*Payer, error) {
 // Address returns the payout account.
 func (p *Payer) Address() string { return p.source }
 
-// destinationField is the request field CheckDestination's errors name.
-const destinationField = "refund_destination.address"
+// The request fields CheckDestination's errors name.
+const (
+	destinationField = "refund_destination.address"
+	memoField        = "refund_destination.memo"
+)
 
-// CheckDestination checks, through Horizon, that address (G… or M…; a
-// muxed account is its G… account) can receive asset: the account exists
-// and, for USDC, trusts the configured issuer's USDC and is authorized to
-// hold it. What the payer must fix is an invalid_refund_destination
-// models error naming the address field; a failure to ask Horizon is a
-// plain error, worth retrying.
-func (p *Payer) CheckDestination(ctx context.Context, address, asset string) error {
+// memoRequiredKey is SEP-29's data entry by which an account says that
+// payments to it need a memo; its value is "1" (base64 "MQ==").
+const memoRequiredKey = "config.memo_required"
+
+// CheckDestination checks, through Horizon, that d (an address, G… or M…;
+// a muxed account is its G… account) can receive asset: the account
+// exists; for USDC, it trusts the configured issuer's USDC and is
+// authorized to hold it; and if it requires a memo (SEP-29: an exchange's
+// or custodian's pooled account, which credits a payment by its memo), d
+// carries one or is a muxed account, whose id does that job. Paid without,
+// the money lands in the pool, credited to no one. What the payer must fix
+// is an invalid_refund_destination models error naming the field; a
+// failure to ask Horizon is a plain error, worth retrying.
+func (p *Payer) CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error {
+	address := d.Address
 	if err := models.ValidateRefundAddress(address); err != nil {
 		return err
 	}
@@ -217,7 +229,13 @@ func (p *Payer) CheckDestination(ctx context.Context, address, asset string) err
 			"This account does not exist on the Stellar network: create it with some XLM first, or give another address")
 	case err != nil:
 		return err
-	case asset == AssetXLM:
+	}
+	memoless := (d.MemoType == "" || d.MemoType == "none") && dest.Type != xdr.CryptoKeyTypeKeyTypeMuxedEd25519
+	if memoless && acc.Data[memoRequiredKey] == base64.StdEncoding.EncodeToString([]byte("1")) {
+		return models.FieldError(models.CodeInvalidRefundDestination, memoField,
+			"This account requires a memo (it is likely an exchange's or custodian's): give the memo it told you to use, or another address")
+	}
+	if asset == AssetXLM {
 		return nil
 	}
 	for _, b := range acc.Balances {

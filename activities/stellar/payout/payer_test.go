@@ -881,15 +881,23 @@ func TestCheckDestination(t *testing.T) {
 	plain := key("plain").Address()
 	trusting := key("trusting").Address()
 	missing := key("missing").Address()
+	// An exchange's pooled account (SEP-29), and one whose data entry
+	// says it needs no memo.
+	pooled := key("pooled").Address()
+	optional := key("optional").Address()
 	h := newHarness(t, nil,
 		horizontest.Account{ID: plain, XLM: "5"},
 		horizontest.Account{ID: trusting, XLM: "5", TrustUSDC: true},
+		horizontest.Account{ID: pooled, XLM: "5", TrustUSDC: true, Data: map[string]string{"config.memo_required": "1"}},
+		horizontest.Account{ID: optional, XLM: "5", Data: map[string]string{"config.memo_required": "0"}},
 	)
 	cases := []struct {
 		name    string
 		address string
+		memo    string // an id memo, if any
 		asset   string
 		fail    int      // status Horizon answers, 0 for none
+		field   string   // the refusal's field, default the address
 		code    string   // models code of the refusal
 		message []string // fragments of the refusal
 	}{
@@ -903,13 +911,24 @@ func TestCheckDestination(t *testing.T) {
 			code: string(models.CodeInvalidRefundDestination), message: []string{"does not trust USDC", "trustline"}},
 		{name: "malformed address", address: "GABC", asset: "XLM", code: string(models.CodeInvalidRefundDestination)},
 		{name: "Horizon unavailable", address: plain, asset: "XLM", fail: http.StatusServiceUnavailable},
+		{name: "XLM to a memo-requiring account without a memo", address: pooled, asset: "XLM",
+			code: string(models.CodeInvalidRefundDestination), field: "refund_destination.memo", message: []string{"requires a memo"}},
+		{name: "USDC to a memo-requiring account without a memo", address: pooled, asset: "USDC",
+			code: string(models.CodeInvalidRefundDestination), field: "refund_destination.memo", message: []string{"requires a memo"}},
+		{name: "to a memo-requiring account with a memo", address: pooled, memo: "1234", asset: "USDC"},
+		{name: "to a muxed form of a memo-requiring account", address: muxed(t, pooled, 1234), asset: "XLM"},
+		{name: "to an account whose memo is not required", address: optional, asset: "XLM"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.fail != 0 {
 				h.s.FailNext(tc.fail, 1)
 			}
-			err := h.p.CheckDestination(t.Context(), tc.address, tc.asset)
+			d := models.RefundDestination{Address: tc.address}
+			if tc.memo != "" {
+				d.MemoType, d.Memo = "id", tc.memo
+			}
+			err := h.p.CheckDestination(t.Context(), d, tc.asset)
 			switch {
 			case tc.fail != 0:
 				var herr *payout.HorizonError
@@ -920,7 +939,11 @@ func TestCheckDestination(t *testing.T) {
 				var merr *models.Error
 				require.ErrorAs(t, err, &merr)
 				assert.Equal(t, tc.code, string(merr.Code))
-				assert.Equal(t, "refund_destination.address", merr.Field)
+				field := tc.field
+				if field == "" {
+					field = "refund_destination.address"
+				}
+				assert.Equal(t, field, merr.Field)
 				for _, f := range tc.message {
 					assert.Contains(t, merr.Message, f)
 				}
