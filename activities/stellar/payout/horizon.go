@@ -217,12 +217,12 @@ func (p *Payer) ledgerClosedAt(ctx context.Context, seq int64) (time.Time, error
 // within minutes, long before a thousand more transactions.
 const maxHistoryPages = 5
 
-// sequenceUser finds, in the payout account's history (failed
-// transactions included), its transaction with sequence number seq. found
+// sequenceUser finds, in account's history (failed transactions
+// included), its transaction with sequence number seq. found
 // is false when that history, as the instances that answered know it,
 // shows none: the number may be unused yet, or used in a ledger they have
 // not ingested.
-func (p *Payer) sequenceUser(ctx context.Context, seq int64) (tx txBody, found bool, err error) {
+func (p *Payer) sequenceUser(ctx context.Context, account string, seq int64) (tx txBody, found bool, err error) {
 	cursor := ""
 	for range maxHistoryPages {
 		var page struct {
@@ -234,14 +234,14 @@ func (p *Payer) sequenceUser(ctx context.Context, seq int64) (tx txBody, found b
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		if _, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(p.source)+"/transactions?"+q.Encode(), &page); err != nil {
+		if _, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(account)+"/transactions?"+q.Encode(), &page); err != nil {
 			if errors.Is(err, errNotFound) {
 				return txBody{}, false, nil
 			}
 			return txBody{}, false, err
 		}
 		for _, r := range page.Embedded.Records {
-			if r.SourceAccount != p.source {
+			if r.SourceAccount != account {
 				continue
 			}
 			n, err := strconv.ParseInt(r.SourceSequence, 10, 64)

@@ -238,6 +238,7 @@ func (p *Payer) CheckDestination(ctx context.Context, address, asset string) err
 type signedTx struct {
 	hash     string
 	envelope string // base64 TransactionEnvelope
+	source   string // its source account (G…)
 	seq      int64  // its sequence number
 	maxTime  int64  // Unix seconds; 0 if unbounded
 }
@@ -255,9 +256,10 @@ type signedTx struct {
 //     In the ledger, it decides (sent, or refused); a failed one that only
 //     lacked funds is final and a new one is built. Not found while it
 //     may still apply, the same envelope is submitted again (the network
-//     takes a hash once). Otherwise another is built only once it
-//     provably never applies (see fate); until then Pay returns
-//     ErrOutcomeUnknown.
+//     takes a hash once), unless it is from an earlier payout key.
+//     Otherwise another is built, from the current account, only once it
+//     provably never applies (see fate, which reads the transaction's own
+//     source account); until then Pay returns ErrOutcomeUnknown.
 //   - A new transaction is signed with short time bounds and passed to
 //     record; only if record succeeds is it submitted.
 //   - A lost answer (504, a broken connection) is resolved by looking
@@ -344,7 +346,9 @@ func (p *Payer) settle(ctx context.Context, req Request, tx signedTx, refused bo
 	case tx.envelope == "":
 		return Result{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", tx.hash)
 	}
-	if !refused && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
+	// One from an earlier payout key (before a rotation) is only looked
+	// up, never submitted again: that account is no longer the one paying.
+	if !refused && tx.source == p.source && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
 		o, err = p.submit(ctx, tx, log)
 		if err != nil {
 			return Result{}, true, err
@@ -394,7 +398,7 @@ const (
 // A transaction not found proves nothing alone: behind a load balancer,
 // the instance that answered may not have ingested the ledger it is in.
 func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
-	acc, latest, err := p.accountAt(ctx, p.source)
+	acc, latest, err := p.accountAt(ctx, tx.source)
 	if errors.Is(err, errNotFound) {
 		return fateUnknown, outcome{}, nil
 	}
@@ -403,7 +407,7 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 	}
 	seq, err := strconv.ParseInt(acc.Sequence, 10, 64)
 	if err != nil {
-		return fateUnknown, outcome{}, errors.New("payout: horizon sent the payout account without a valid sequence number")
+		return fateUnknown, outcome{}, errors.New("payout: horizon sent the transaction's source account without a valid sequence number")
 	}
 	if seq < tx.seq {
 		if tx.maxTime == 0 || latest == 0 {
@@ -420,7 +424,7 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 		}
 		return fateUnknown, outcome{}, nil
 	}
-	user, found, err := p.sequenceUser(ctx, tx.seq)
+	user, found, err := p.sequenceUser(ctx, tx.source, tx.seq)
 	switch {
 	case err != nil || !found:
 		return fateUnknown, outcome{}, err
@@ -432,7 +436,9 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 }
 
 // parsePrior decodes a recorded envelope and checks that it is the
-// recorded hash's and the payout account's.
+// recorded hash's. Its source may be an earlier payout account (the key
+// was rotated since): settle then only looks it up, in that account's
+// history.
 func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 	if prior.Envelope == "" {
 		return signedTx{hash: strings.ToLower(prior.Hash)}, nil
@@ -450,10 +456,7 @@ func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 		return signedTx{}, fmt.Errorf("payout: the recorded envelope is not transaction %s", prior.Hash)
 	}
 	src := env.SourceAccount().ToAccountId()
-	if src.Address() != p.source {
-		return signedTx{}, fmt.Errorf("payout: recorded transaction %s is not from the payout account", hash)
-	}
-	tx := signedTx{hash: hash, envelope: prior.Envelope, seq: env.SeqNum()}
+	tx := signedTx{hash: hash, envelope: prior.Envelope, source: src.Address(), seq: env.SeqNum()}
 	if tb := env.TimeBounds(); tb != nil {
 		tx.maxTime = int64(tb.MaxTime)
 	}
@@ -515,7 +518,7 @@ func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo
 	if err != nil {
 		return signedTx{}, fmt.Errorf("payout: encoding the transaction: %w", err)
 	}
-	return signedTx{hash: hash, envelope: envelope, seq: seq + 1, maxTime: maxTime}, nil
+	return signedTx{hash: hash, envelope: envelope, source: p.source, seq: seq + 1, maxTime: maxTime}, nil
 }
 
 // submit submits tx and reads the answer. An answer lost on the way (504,

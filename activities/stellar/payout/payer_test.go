@@ -963,3 +963,95 @@ func TestNewPayerChecksItsConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestPayPriorFromAnEarlierPayoutKey: the payout key was rotated while a
+// refund's recorded transaction was from the old account. It is settled
+// by its own account's sequence number and history, never submitted
+// again; only once it provably never applies is another built, from the
+// new account.
+func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
+	oldKey := key("old payout")
+	dest := key("destination").Address()
+	// setup returns a harness paying from payoutKey and a Payer on the
+	// same server paying from the old account, as before the rotation.
+	setup := func(t *testing.T) (*harness, *payout.Payer) {
+		h := newHarness(t, func(c *payout.Config) { c.Await = 200 * time.Millisecond },
+			horizontest.Account{ID: dest, XLM: "5"},
+			horizontest.Account{ID: oldKey.Address(), XLM: "1000", Sequence: 9000})
+		cfg := h.cfg
+		cfg.Signer = fileSigner(t, oldKey)
+		old, err := payout.NewPayer(cfg)
+		require.NoError(t, err)
+		return h, old
+	}
+	req := refund("rfd_1", dest, "XLM", "2")
+
+	t.Run("applied: sent, not paid again", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{}
+		res, err := old.Pay(t.Context(), req, first.record)
+		require.NoError(t, err)
+		require.Len(t, paidTo(h.s, dest), 1)
+
+		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		for _, prior := range []payout.Prior{first.last(), {Hash: first.last().Hash}} {
+			rec := &recorder{}
+			r := req
+			r.Prior = prior
+			got, err := h.p.Pay(t.Context(), r, rec.record)
+			require.NoError(t, err)
+			assert.Equal(t, res, got)
+			assert.Zero(t, rec.count(), "nothing new built")
+		}
+		assert.Equal(t, 1, h.s.Submissions())
+		assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+	})
+
+	t.Run("never submitted: not submitted again; built anew from the new account once expired", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{hook: func(n int) { h.s.FailNext(http.StatusServiceUnavailable, 1) }}
+		_, err := old.Pay(t.Context(), req, first.record)
+		require.Error(t, err)
+		require.Zero(t, h.s.Submissions())
+
+		r := req
+		r.Prior = first.last()
+		rec := &recorder{}
+		_, err = h.p.Pay(t.Context(), r, rec.record)
+		require.ErrorIs(t, err, payout.ErrOutcomeUnknown, "still within its time bounds: it may yet apply")
+		assert.Zero(t, rec.count(), "nothing new built")
+		assert.Zero(t, h.s.Submissions(), "the old account's envelope is not submitted by the new key's payer")
+
+		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		res, err := h.p.Pay(t.Context(), r, rec.record)
+		require.NoError(t, err)
+		require.Equal(t, 1, rec.count())
+		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, 1, h.s.Submissions())
+		paid := paidTo(h.s, dest)
+		require.Len(t, paid, 1, "paid once")
+		assert.Equal(t, payoutKey.Address(), paid[0].From, "from the new account")
+		assert.Equal(t, int64(9000), mustAccount(t, h.s, oldKey.Address()).Sequence, "the old account untouched")
+
+		status, body := submitByHand(t, h.s, first.last().Envelope)
+		assert.Equal(t, http.StatusBadRequest, status)
+		assert.Contains(t, body, `"tx_too_late"`, "the old one can indeed never apply")
+	})
+
+	t.Run("its number used by another transaction of the old account: built anew", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{hook: func(n int) { h.s.FailNext(http.StatusServiceUnavailable, 1) }}
+		_, err := old.Pay(t.Context(), req, first.record)
+		require.Error(t, err)
+		require.NoError(t, h.s.StealSequence(oldKey.Address()))
+
+		r := req
+		r.Prior = first.last()
+		rec := &recorder{}
+		res, err := h.p.Pay(t.Context(), r, rec.record)
+		require.NoError(t, err)
+		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, 1, h.s.Submissions())
+		assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+	})
+}
