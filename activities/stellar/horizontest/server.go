@@ -11,7 +11,9 @@
 // trustlines, sequence numbers) and takes transactions: POST /transactions
 // decodes and checks the real XDR envelope like stellar-core would, applies
 // its payments, and answers with Horizon's success or transaction_failed
-// bodies; GET /transactions/{hash}, GET /accounts/{id} (with its
+// bodies, fee bumps included; GET /fee_stats reports the network's base
+// fee (SetBaseFee: surge pricing); GET /transactions/{hash}, GET
+// /accounts/{id} (with its
 // Latest-Ledger header), GET /accounts/{id}/transactions and GET
 // /ledgers/{sequence} read the result, GET / says how far the history
 // reaches, and LedgerPayments lists every payment the ledger took. The
@@ -142,6 +144,7 @@ type Server struct {
 
 	// The ledger that takes transactions (ledger.go, submit.go).
 	passphrase string
+	baseFee    int64 // the network's fee per operation, in stroops (fees.go)
 	now        func() time.Time
 	accounts   map[string]*ledgerAccount
 	txs        map[string]*txEntry
@@ -170,6 +173,7 @@ func New(account string) *Server {
 		keepAlive:  time.Second,
 		retryAfter: 1,
 		passphrase: network.TestNetworkPassphrase,
+		baseFee:    minBaseFee,
 		now:        time.Now,
 		accounts:   make(map[string]*ledgerAccount),
 		txs:        make(map[string]*txEntry),
@@ -644,6 +648,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/transactions":
 		s.submit(w, r)
+		return
+	case feeStatsPath:
+		s.feeStats(w)
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
