@@ -61,6 +61,7 @@ type problem struct {
 			Transaction string   `json:"transaction"`
 			Operations  []string `json:"operations"`
 		} `json:"result_codes"`
+		ResultXDR string `json:"result_xdr"`
 	} `json:"extras"`
 }
 
@@ -198,6 +199,16 @@ type txBody struct {
 	PagingToken    string `json:"paging_token"`
 	SourceAccount  string `json:"source_account"`
 	SourceSequence string `json:"source_account_sequence"`
+	// InnerTransaction is a fee bump's inner transaction; Hash is then
+	// the fee bump's own.
+	InnerTransaction *struct {
+		Hash string `json:"hash"`
+	} `json:"inner_transaction"`
+}
+
+// is reports whether the transaction is hash, or a fee bump of it.
+func (b txBody) is(hash string) bool {
+	return strings.EqualFold(b.Hash, hash) || (b.InnerTransaction != nil && strings.EqualFold(b.InnerTransaction.Hash, hash))
 }
 
 // ledgerClosedAt GETs ledger seq's close time.
