@@ -143,17 +143,18 @@ type Server struct {
 	usdcIssuer string
 
 	// The ledger that takes transactions (ledger.go, submit.go).
-	passphrase string
-	baseFee    int64 // the network's fee per operation, in stroops (fees.go)
-	now        func() time.Time
-	accounts   map[string]*ledgerAccount
-	txs        map[string]*txEntry
-	timeoutN   int           // submissions to answer 504 after applying
-	delayN     int           // submissions to hold before checking
-	delay      time.Duration // how long delayN submissions are held
-	submitted  int           // submissions received (POST /transactions)
-	applied    []Payment     // payment operations of transactions in the ledger
-	historyLag time.Duration // how far the root's latest ledger trails the clock
+	passphrase  string
+	baseFee     int64 // the network's fee per operation, in stroops (fees.go)
+	feeStatsBid int64 // what /fee_stats reports instead, if not 0
+	now         func() time.Time
+	accounts    map[string]*ledgerAccount
+	txs         map[string]*txEntry
+	timeoutN    int           // submissions to answer 504 after applying
+	delayN      int           // submissions to hold before checking
+	delay       time.Duration // how long delayN submissions are held
+	submitted   int           // submissions received (POST /transactions)
+	applied     []Payment     // payment operations of transactions in the ledger
+	historyLag  time.Duration // how far the root's latest ledger trails the clock
 
 	// The network's ledgers and the Horizon instances that serve them
 	// (instances.go).

@@ -560,10 +560,10 @@ func (p *Payer) send(ctx context.Context, tx signedTx, log *slog.Logger) (outcom
 }
 
 // bump submits tx inside a fee bump paid by the payout account, bidding
-// the fee statistics' rate, or MaxFee when that is no more than tx bids
-// already. Whatever it bids, the bump only pays the fee of tx, which
-// still applies at most once: its hash and sequence number are the
-// recorded ones.
+// the fee statistics' rate, then MaxFee if that rate is no more than tx
+// bids already or is refused too (the statistics trail the network).
+// Whatever it bids, a bump only pays the fee of tx, which still applies at
+// most once: its hash and sequence number are the recorded ones.
 func (p *Payer) bump(ctx context.Context, tx signedTx, log *slog.Logger) (outcome, error) {
 	generic, err := txnbuild.TransactionFromXDR(tx.envelope)
 	if err != nil {
@@ -577,13 +577,23 @@ func (p *Payer) bump(ctx context.Context, tx signedTx, log *slog.Logger) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	if rate <= inner.BaseFee() {
-		rate = p.maxFee
+	bid := inner.BaseFee()
+	for _, r := range []int64{rate, p.maxFee} {
+		if r <= bid {
+			continue
+		}
+		bid = r
+		o, err := p.bumpAt(ctx, tx, inner, bid, log)
+		if err != nil || o.code != "tx_insufficient_fee" {
+			return o, err
+		}
 	}
-	if rate <= inner.BaseFee() {
-		return outcome{}, fmt.Errorf("%w: transaction %s bids %d stroops per operation, MaxFee, and the network wants more",
-			ErrFeeTooLow, tx.hash, inner.BaseFee())
-	}
+	return outcome{}, fmt.Errorf("%w: transaction %s, bumped to %d stroops per operation, is refused for its fee", ErrFeeTooLow, tx.hash, bid)
+}
+
+// bumpAt submits inner, transaction tx, in a fee bump bidding rate per
+// operation.
+func (p *Payer) bumpAt(ctx context.Context, tx signedTx, inner *txnbuild.Transaction, rate int64, log *slog.Logger) (outcome, error) {
 	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: p.source, BaseFee: rate})
 	if err != nil {
 		return outcome{}, fmt.Errorf("payout: building a fee bump of transaction %s: %w", tx.hash, err)
@@ -605,11 +615,7 @@ func (p *Payer) bump(ctx context.Context, tx signedTx, log *slog.Logger) (outcom
 		return outcome{}, fmt.Errorf("payout: encoding a fee bump: %w", err)
 	}
 	log.Warn("payout transaction refused for its fee, submitting it in a fee bump", "hash", tx.hash, "fee_bump", hash, "fee_per_operation", rate)
-	o, err := p.submit(ctx, envelope, tx.hash, hash, log)
-	if err == nil && o.code == "tx_insufficient_fee" {
-		return outcome{}, fmt.Errorf("%w: transaction %s in a fee bump bidding %d stroops per operation", ErrFeeTooLow, tx.hash, rate)
-	}
-	return o, err
+	return p.submit(ctx, envelope, tx.hash, hash, log)
 }
 
 // maxFeeStat is the percentile of the bids (max_fee) of the last ledgers'

@@ -1165,3 +1165,27 @@ func TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory(t *testing.T) {
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Len(t, paidTo(h.s, dest), 1, "paid once")
 }
+
+// TestPayBumpsToMaxFeeWhenTheStatisticsTrail: the fee statistics still
+// show the fee before a surge; the fee bump at their rate is refused
+// too, and one bidding MaxFee applies. Above MaxFee, the payout waits.
+func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, func(c *payout.Config) { c.MaxFee = 2000 }, horizontest.Account{ID: dest, XLM: "5"})
+	rec := &recorder{hook: func(int) {
+		h.s.SetBaseFee(1500)
+		h.s.SetFeeStats(300)
+	}}
+	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, 1, rec.count())
+	assert.Equal(t, 3, h.s.Submissions(), "the transaction, a bump at the statistics' rate, one at MaxFee")
+	assert.Len(t, paidTo(h.s, dest), 1)
+
+	h.s.SetBaseFee(2500)
+	rec = &recorder{}
+	_, err = h.p.Pay(t.Context(), refund("rfd_2", dest, "XLM", "2"), rec.record)
+	require.ErrorIs(t, err, payout.ErrFeeTooLow)
+	assert.Len(t, paidTo(h.s, dest), 1)
+}
