@@ -95,6 +95,11 @@ type RefundPayouts struct {
 // retried.
 const AlertPayoutUnderfunded = "refund_payout_underfunded"
 
+// AlertPayoutFeeTooLow is the alert kind raised when the network's fee
+// (surge pricing) is above the payout's maximum: the payout waits for fees
+// to drop, or for an operator to raise MEMOCART_STELLAR_PAYOUT_MAX_FEE.
+const AlertPayoutFeeTooLow = "refund_payout_fee_too_low"
+
 // errPayoutRaced: another attempt recorded a payout transaction after this
 // one read the refund; this one submits nothing, and its retry looks that
 // transaction up.
@@ -282,6 +287,9 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 		why, err = refusedPayout(err)
 		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
 			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
+		}
+		if errors.Is(err, payout.ErrFeeTooLow) && p.Alerts != nil {
+			p.Alerts.Alert(ctx, AlertPayoutFeeTooLow, fmt.Sprintf("refund %s of %s %s waits for the network's fee to drop below the payout's maximum", r.ID, r.Amount, r.Asset))
 		}
 		var he *payout.HorizonError
 		if errors.As(err, &he) && he.RetryAfter > 0 {

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -340,4 +341,46 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 		assert.Equal(t, string(models.CodeInvalidRefundDestination), ae.Type(), addr)
 	}
 	assert.Equal(t, models.RefundAwaitingDestination, store.refunds["rfd_waiting"].Status)
+}
+
+// erringPayer fails every payout with err, recording nothing.
+type erringPayer struct{ err error }
+
+func (erringPayer) CheckDestination(context.Context, string, string) error { return nil }
+
+func (p erringPayer) Pay(context.Context, payout.Request, func(context.Context, string, string) error) (payout.Result, error) {
+	return payout.Result{}, p.err
+}
+
+// alertLog keeps the alerts raised.
+type alertLog struct {
+	mu    sync.Mutex
+	kinds []string
+}
+
+func (l *alertLog) Alert(_ context.Context, kind, _ string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.kinds = append(l.kinds, kind)
+}
+
+// TestSendRefundAlertsWhenThePayoutWaitsOnFees: a payout whose fee the
+// network wants above the configured maximum is retried, and an operator
+// is alerted that it waits on fees.
+func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_1": {ID: "rfd_1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+			Status: models.RefundSending, Destination: &dest},
+	}}
+	alerts := &alertLog{}
+	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", payout.ErrFeeTooLow)}}
+	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}
+	env := newEnv(t, a)
+	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	require.Error(t, err)
+	assert.Equal(t, []string{AlertPayoutFeeTooLow}, alerts.kinds)
+	got, err := store.Refund(t.Context(), "rfd_1")
+	require.NoError(t, err)
+	assert.Equal(t, models.RefundSending, got.Status, "still being sent: retried")
 }

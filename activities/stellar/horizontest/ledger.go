@@ -19,12 +19,12 @@ import (
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
 
-// The network's fee and reserve, in stroops, as on pubnet and testnet:
-// every operation costs at least baseFee (no surge pricing is simulated),
-// and an account must keep baseReserve for itself, another for its
-// account entry, and one per trustline (its subentries).
+// The network's minimum fee and its reserve, in stroops, as on pubnet and
+// testnet: every operation costs at least minBaseFee (more under surge
+// pricing, SetBaseFee), and an account must keep baseReserve for itself,
+// another for its account entry, and one per trustline (its subentries).
 const (
-	baseFee     = 100
+	minBaseFee  = 100
 	baseReserve = 5_000_000
 )
 
@@ -204,7 +204,7 @@ func (s *Server) StealSequence(id string) error {
 		ID:    hash, PagingToken: token, Successful: true, Hash: hash, Ledger: ledger,
 		CreatedAt:     s.closedAt[ledger].Format(time.RFC3339),
 		SourceAccount: id, SourceAccountSequence: strconv.FormatInt(acc.seq, 10), FeeAccount: id,
-		FeeCharged: "0", MaxFee: strconv.Itoa(baseFee), ResultXDR: resultXDR(xdr.TransactionResultCodeTxSuccess, 0, nil),
+		FeeCharged: "0", MaxFee: strconv.Itoa(minBaseFee), ResultXDR: resultXDR(nil, xdr.TransactionResultCodeTxSuccess, 0, nil),
 		MemoType: "none", Signatures: []string{},
 	})}
 	s.txs[hash] = e

@@ -11,7 +11,9 @@
 // trustlines, sequence numbers) and takes transactions: POST /transactions
 // decodes and checks the real XDR envelope like stellar-core would, applies
 // its payments, and answers with Horizon's success or transaction_failed
-// bodies; GET /transactions/{hash}, GET /accounts/{id} (with its
+// bodies, fee bumps included; GET /fee_stats reports the network's base
+// fee (SetBaseFee: surge pricing); GET /transactions/{hash}, GET
+// /accounts/{id} (with its
 // Latest-Ledger header), GET /accounts/{id}/transactions and GET
 // /ledgers/{sequence} read the result, GET / says how far the history
 // reaches, and LedgerPayments lists every payment the ledger took. The
@@ -148,16 +150,18 @@ type Server struct {
 	balances   []claimable // claimable balances (unrecorded.go)
 
 	// The ledger that takes transactions (ledger.go, submit.go).
-	passphrase string
-	now        func() time.Time
-	accounts   map[string]*ledgerAccount
-	txs        map[string]*txEntry
-	timeoutN   int           // submissions to answer 504 after applying
-	delayN     int           // submissions to hold before checking
-	delay      time.Duration // how long delayN submissions are held
-	submitted  int           // submissions received (POST /transactions)
-	applied    []Payment     // payment operations of transactions in the ledger
-	historyLag time.Duration // how far the root's latest ledger trails the clock
+	passphrase  string
+	baseFee     int64 // the network's fee per operation, in stroops (fees.go)
+	feeStatsBid int64 // what /fee_stats reports instead, if not 0
+	now         func() time.Time
+	accounts    map[string]*ledgerAccount
+	txs         map[string]*txEntry
+	timeoutN    int           // submissions to answer 504 after applying
+	delayN      int           // submissions to hold before checking
+	delay       time.Duration // how long delayN submissions are held
+	submitted   int           // submissions received (POST /transactions)
+	applied     []Payment     // payment operations of transactions in the ledger
+	historyLag  time.Duration // how far the root's latest ledger trails the clock
 
 	// The network's ledgers and the Horizon instances that serve them
 	// (instances.go).
@@ -177,6 +181,7 @@ func New(account string) *Server {
 		keepAlive:  time.Second,
 		retryAfter: 1,
 		passphrase: network.TestNetworkPassphrase,
+		baseFee:    minBaseFee,
 		now:        time.Now,
 		accounts:   make(map[string]*ledgerAccount),
 		txs:        make(map[string]*txEntry),
@@ -657,6 +662,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/transactions":
 		s.submit(w, r)
+		return
+	case feeStatsPath:
+		s.feeStats(w)
 		return
 	}
 	if s.serveUnrecorded(w, r) {

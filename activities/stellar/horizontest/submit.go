@@ -166,10 +166,19 @@ func (s *Server) getTransaction(w http.ResponseWriter, hash string, view int64) 
 // applied (no destination, no trustline, underfunded) enters a ledger as
 // failed: its fee is charged and its sequence number consumed, its
 // payments are undone, and it is in the history like on the network.
+//
+// A fee bump (CAP-15) is checked first for itself (its fee, at least the
+// network's for one more operation than the inner transaction has and at
+// no lower rate than the inner's; its fee account's signature and
+// balance), then for its inner transaction, whose own fee is not checked:
+// that is the point of bumping it. Its fee account pays, its inner
+// transaction's source spends its sequence number, and the inner
+// transaction's failures are tx_fee_bump_inner_failed with the inner
+// result.
 func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, string, []byte) {
 	hashBytes, err := network.HashTransactionInEnvelope(env, s.passphrase)
 	if err != nil {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxMalformed, 0, nil)
+		return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxMalformed, 0, nil)
 	}
 	hash := hex.EncodeToString(hashBytes[:])
 	// Horizon answers an envelope it already has in its history with the
@@ -180,54 +189,68 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	}
 
 	ops := env.Operations()
-	minFee := baseFee * int64(max(len(ops), 1))
+	n := int64(max(len(ops), 1))
+	// The network charges its base fee per operation, whatever the bid.
+	charge := s.baseFee * n
+	srcID := env.SourceAccount().ToAccountId()
+	src := srcID.Address()
+	feeSource, signedHash := src, hashBytes
+	var bump *feeBump
+	if env.IsFeeBump() {
+		inner := xdr.TransactionEnvelope{Type: xdr.EnvelopeTypeEnvelopeTypeTx, V1: env.FeeBump.Tx.InnerTx.V1}
+		innerHash, err := network.HashTransactionInEnvelope(inner, s.passphrase)
+		if err != nil {
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxMalformed, 0, nil)
+		}
+		bump = &feeBump{innerHash: innerHash, fee: env.FeeBumpFee()}
+		signedHash, charge = innerHash, s.baseFee*(n+1)
+		feeID := env.FeeBumpAccount().ToAccountId()
+		feeSource = feeID.Address()
+		outerSigs := env.FeeBumpSignatures()
+		outerUsed := make([]bool, len(outerSigs))
+		switch {
+		case bump.fee < charge || bump.fee*n < int64(env.Fee())*(n+1):
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxInsufficientFee, charge, nil)
+		case s.accounts[feeSource] == nil:
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxNoAccount, 0, nil)
+		case !signedBy(outerSigs, hashBytes, feeSource, outerUsed):
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxBadAuth, charge, nil)
+		case slices.Contains(outerUsed, false):
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxBadAuthExtra, charge, nil)
+		case s.accounts[feeSource].spendable() < charge:
+			return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxInsufficientBalance, charge, nil)
+		}
+	}
 	now := s.now()
-	switch {
-	case env.IsFeeBump():
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxNotSupported, 0, nil)
-	case len(ops) == 0:
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxMissingOperation, minFee, nil)
+	if len(ops) == 0 {
+		return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxMissingOperation, charge, nil)
 	}
 	if tb := env.TimeBounds(); tb != nil {
 		if tb.MinTime != 0 && now.Unix() < int64(tb.MinTime) {
-			return s.rejectLocked(raw, xdr.TransactionResultCodeTxTooEarly, minFee, nil)
+			return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxTooEarly, charge, nil)
 		}
 		if tb.MaxTime != 0 && now.Unix() > int64(tb.MaxTime) {
-			return s.rejectLocked(raw, xdr.TransactionResultCodeTxTooLate, minFee, nil)
+			return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxTooLate, charge, nil)
 		}
 	}
-	if int64(env.Fee()) < minFee {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxInsufficientFee, minFee, nil)
+	if bump == nil && int64(env.Fee()) < charge {
+		return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxInsufficientFee, charge, nil)
 	}
-	srcID := env.SourceAccount().ToAccountId()
-	src := srcID.Address()
 	acc, ok := s.accounts[src]
 	if !ok {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxNoAccount, 0, nil)
+		return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxNoAccount, 0, nil)
 	}
 	if env.SeqNum() != acc.seq+1 {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadSeq, minFee, nil)
+		return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxBadSeq, charge, nil)
 	}
 	sigs := env.Signatures()
 	used := make([]bool, len(sigs))
-	signed := func(addr string) bool {
-		kp, err := keypair.ParseAddress(addr)
-		if err != nil {
-			return false
-		}
-		hint, found := xdr.SignatureHint(kp.Hint()), false
-		for i, sig := range sigs {
-			if sig.Hint == hint && kp.Verify(hashBytes[:], sig.Signature) == nil {
-				used[i], found = true, true
-			}
-		}
-		return found
-	}
+	signed := func(addr string) bool { return signedBy(sigs, signedHash, addr, used) }
 	if !signed(src) {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadAuth, minFee, nil)
+		return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxBadAuth, charge, nil)
 	}
-	if acc.spendable() < minFee {
-		return s.rejectLocked(raw, xdr.TransactionResultCodeTxInsufficientBalance, minFee, nil)
+	if bump == nil && acc.spendable() < charge {
+		return s.rejectLocked(raw, nil, xdr.TransactionResultCodeTxInsufficientBalance, charge, nil)
 	}
 
 	// Operation checks that need no balances. Core stops at the first
@@ -258,20 +281,20 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 		}
 		if bad != nil {
 			checked[i] = *bad
-			return s.rejectLocked(raw, xdr.TransactionResultCodeTxFailed, minFee, checked)
+			return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxFailed, charge, checked)
 		}
 	}
-	for _, u := range used {
-		if !u {
-			return s.rejectLocked(raw, xdr.TransactionResultCodeTxBadAuthExtra, minFee, nil)
-		}
+	if slices.Contains(used, false) {
+		return s.rejectLocked(raw, bump, xdr.TransactionResultCodeTxBadAuthExtra, charge, nil)
 	}
 
 	// Into a ledger: the fee and the sequence number are spent whatever
 	// the operations do.
 	ledger := s.closeLedgerLocked()
 	closed := s.closedAt[ledger]
-	acc.native -= minFee
+	payer := s.accounts[feeSource]
+	payer.native -= charge
+	payer.modified, payer.modTime = ledger, closed
 	acc.setSeq(ledger, env.SeqNum())
 	acc.modified, acc.modTime = ledger, closed
 
@@ -307,11 +330,14 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	if !successful {
 		code = xdr.TransactionResultCodeTxFailed
 	}
-	resultXDR := resultXDR(code, minFee, results)
-	resource := s.txResource(env, raw, hash, ledger, closed, successful, minFee, resultXDR)
+	resultXDR := resultXDR(bump, code, charge, results)
+	resource := s.txResource(env, raw, hash, hash, bump, ledger, closed, successful, charge, resultXDR)
 	e := &txEntry{resource: resource, ledger: ledger, successful: successful, accounts: []string{src}}
 	if !successful {
-		e.failure = failureProblem(raw, code, results, resultXDR)
+		e.failure = failureProblem(raw, bump, code, results, resultXDR)
+	}
+	if !slices.Contains(e.accounts, feeSource) {
+		e.accounts = append(e.accounts, feeSource)
 	}
 	for _, op := range ops {
 		destID := op.Body.PaymentOp.Destination.ToAccountId()
@@ -321,6 +347,14 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	}
 	s.txs[hash] = e
 	s.txList = append(s.txList, e)
+	if bump != nil {
+		// Horizon finds a fee bump by its inner transaction's hash too,
+		// and serves it under that hash.
+		inner := *e
+		innerHex := hex.EncodeToString(bump.innerHash[:])
+		inner.resource = s.txResource(env, raw, hash, innerHex, bump, ledger, closed, successful, charge, resultXDR)
+		s.txs[innerHex] = &inner
+	}
 
 	// The watched account's history shows the operations it takes part
 	// in, with the transaction (and its memo) embedded.
@@ -333,6 +367,29 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	}
 	s.lastTxHash, s.lastOp = hash, int64(len(ops))
 	return e.answer()
+}
+
+// feeBump is what applying a fee bump needs beyond its envelope's
+// accessors (which read its inner transaction).
+type feeBump struct {
+	innerHash [32]byte
+	fee       int64 // the fee bump's own fee, for all operations
+}
+
+// signedBy reports whether one of sigs is addr's signature of hash,
+// marking in used each signature that is.
+func signedBy(sigs []xdr.DecoratedSignature, hash [32]byte, addr string, used []bool) bool {
+	kp, err := keypair.ParseAddress(addr)
+	if err != nil {
+		return false
+	}
+	hint, found := xdr.SignatureHint(kp.Hint()), false
+	for i, sig := range sigs {
+		if sig.Hint == hint && kp.Verify(hash[:], sig.Signature) == nil {
+			used[i], found = true, true
+		}
+	}
+	return found
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -459,15 +516,27 @@ func opResult(c xdr.OperationResultCode) opOutcome {
 
 // resultXDR is the transaction's TransactionResult, base64 as Horizon
 // serves it; operation results only for tx_success and tx_failed, as the
-// XDR union has them.
-func resultXDR(code xdr.TransactionResultCode, fee int64, ops []opOutcome) string {
-	res := xdr.TransactionResult{FeeCharged: xdr.Int64(fee), Result: xdr.TransactionResultResult{Code: code}}
+// XDR union has them. A fee bump's is tx_fee_bump_inner_success or
+// _failed, holding its inner transaction's hash and result.
+func resultXDR(bump *feeBump, code xdr.TransactionResultCode, fee int64, ops []opOutcome) string {
+	var results *[]xdr.OperationResult
 	if code == xdr.TransactionResultCodeTxSuccess || code == xdr.TransactionResultCodeTxFailed {
-		results := make([]xdr.OperationResult, len(ops))
+		rs := make([]xdr.OperationResult, len(ops))
 		for i, o := range ops {
-			results[i] = o.result
+			rs[i] = o.result
 		}
-		res.Result.Results = &results
+		results = &rs
+	}
+	res := xdr.TransactionResult{FeeCharged: xdr.Int64(fee), Result: xdr.TransactionResultResult{Code: code, Results: results}}
+	if bump != nil {
+		outer := xdr.TransactionResultCodeTxFeeBumpInnerFailed
+		if code == xdr.TransactionResultCodeTxSuccess {
+			outer = xdr.TransactionResultCodeTxFeeBumpInnerSuccess
+		}
+		res.Result = xdr.TransactionResultResult{Code: outer, InnerResultPair: &xdr.InnerTransactionResultPair{
+			TransactionHash: bump.innerHash,
+			Result:          xdr.InnerTransactionResult{Result: xdr.InnerTransactionResultResult{Code: code, Results: results}},
+		}}
 	}
 	out, err := xdr.MarshalBase64(res)
 	if err != nil {
@@ -476,10 +545,13 @@ func resultXDR(code xdr.TransactionResultCode, fee int64, ops []opOutcome) strin
 	return out
 }
 
-// resultCodes is extras.result_codes of transaction_failed.
+// resultCodes is extras.result_codes of transaction_failed; a fee bump's
+// names its inner transaction's code too, and the operations are the
+// inner transaction's.
 type resultCodes struct {
-	Transaction string   `json:"transaction"`
-	Operations  []string `json:"operations,omitempty"`
+	Transaction      string   `json:"transaction"`
+	InnerTransaction string   `json:"inner_transaction,omitempty"`
+	Operations       []string `json:"operations,omitempty"`
 }
 
 type failureExtras struct {
@@ -490,8 +562,11 @@ type failureExtras struct {
 
 // failureProblem is Horizon's transaction_failed problem (status 400).
 // Operation codes are listed only when operations ran (tx_failed).
-func failureProblem(raw string, code xdr.TransactionResultCode, ops []opOutcome, resultXDR string) []byte {
+func failureProblem(raw string, bump *feeBump, code xdr.TransactionResultCode, ops []opOutcome, resultXDR string) []byte {
 	rc := resultCodes{Transaction: txCodes[code]}
+	if bump != nil {
+		rc = resultCodes{Transaction: "tx_fee_bump_inner_failed", InnerTransaction: txCodes[code]}
+	}
 	if code == xdr.TransactionResultCodeTxFailed {
 		for _, o := range ops {
 			rc.Operations = append(rc.Operations, o.code)
@@ -510,8 +585,9 @@ func failureProblem(raw string, code xdr.TransactionResultCode, ops []opOutcome,
 
 // rejectLocked answers a transaction refused before any ledger: nothing
 // is charged or recorded.
-func (s *Server) rejectLocked(raw string, code xdr.TransactionResultCode, fee int64, ops []opOutcome) (int, string, []byte) {
-	return http.StatusBadRequest, problemJSON, failureProblem(raw, code, ops, resultXDR(code, fee, ops))
+// bump is nil unless the inner transaction of a fee bump failed them.
+func (s *Server) rejectLocked(raw string, bump *feeBump, code xdr.TransactionResultCode, fee int64, ops []opOutcome) (int, string, []byte) {
+	return http.StatusBadRequest, problemJSON, failureProblem(raw, bump, code, ops, resultXDR(bump, code, fee, ops))
 }
 
 // txLinks are a transaction resource's links, in Horizon's order.
@@ -552,6 +628,16 @@ type txResourceBody struct {
 	ValidAfter            string         `json:"valid_after,omitempty"`
 	ValidBefore           string         `json:"valid_before,omitempty"`
 	Preconditions         *preconditions `json:"preconditions,omitempty"`
+	FeeBumpTransaction    *bumpPart      `json:"fee_bump_transaction,omitempty"`
+	InnerTransaction      *bumpPart      `json:"inner_transaction,omitempty"`
+}
+
+// bumpPart is the outer or inner transaction of a fee bump, as Horizon
+// shows them (max_fee only on the inner one).
+type bumpPart struct {
+	Hash       string   `json:"hash"`
+	Signatures []string `json:"signatures"`
+	MaxFee     string   `json:"max_fee,omitempty"`
 }
 
 type preconditions struct {
@@ -564,11 +650,14 @@ type timeBounds struct {
 	MaxTime string `json:"max_time,omitempty"`
 }
 
-func (s *Server) txResource(env xdr.TransactionEnvelope, raw, hash string, ledger int64, closed time.Time,
+// txResource renders transaction hash as served under the hash as (the
+// inner transaction's, for a fee bump looked up by it).
+func (s *Server) txResource(env xdr.TransactionEnvelope, raw, hash, as string, bump *feeBump, ledger int64, closed time.Time,
 	successful bool, fee int64, resultXDR string) []byte {
 	srcID := env.SourceAccount().ToAccountId()
 	src := srcID.Address()
-	txURL := s.URL + "/transactions/" + hash
+	feeID := env.FeeAccount().ToAccountId()
+	txURL := s.URL + "/transactions/" + as
 	token := strconv.FormatInt(txTOID(ledger), 10)
 	memoType, memo := renderMemo(env.Memo())
 	body := txResourceBody{
@@ -582,11 +671,11 @@ func (s *Server) txResource(env xdr.TransactionEnvelope, raw, hash string, ledge
 			Succeeds:    tlink{Href: s.URL + "/transactions?order=desc&cursor=" + token},
 			Transaction: tlink{Href: txURL},
 		},
-		ID: hash, PagingToken: token, Successful: successful, Hash: hash, Ledger: ledger,
+		ID: as, PagingToken: token, Successful: successful, Hash: as, Ledger: ledger,
 		CreatedAt:             closed.Format(time.RFC3339),
 		SourceAccount:         src,
 		SourceAccountSequence: strconv.FormatInt(env.SeqNum(), 10),
-		FeeAccount:            src,
+		FeeAccount:            feeID.Address(),
 		FeeCharged:            strconv.FormatInt(fee, 10),
 		MaxFee:                strconv.FormatInt(int64(env.Fee()), 10),
 		OperationCount:        len(env.Operations()),
@@ -601,8 +690,22 @@ func (s *Server) txResource(env xdr.TransactionEnvelope, raw, hash string, ledge
 	if memoType == "text" {
 		body.MemoBytes = base64.StdEncoding.EncodeToString([]byte(memo))
 	}
-	for _, sig := range env.Signatures() {
-		body.Signatures = append(body.Signatures, base64.StdEncoding.EncodeToString(sig.Signature))
+	sigs := func(ds []xdr.DecoratedSignature) []string {
+		out := []string{}
+		for _, sig := range ds {
+			out = append(out, base64.StdEncoding.EncodeToString(sig.Signature))
+		}
+		return out
+	}
+	body.Signatures = sigs(env.Signatures())
+	if bump != nil {
+		body.MaxFee = strconv.FormatInt(bump.fee, 10)
+		body.FeeBumpTransaction = &bumpPart{Hash: hash, Signatures: sigs(env.FeeBumpSignatures())}
+		body.InnerTransaction = &bumpPart{Hash: hex.EncodeToString(bump.innerHash[:]), Signatures: body.Signatures,
+			MaxFee: strconv.FormatInt(int64(env.Fee()), 10)}
+		if as == hash {
+			body.Signatures = body.FeeBumpTransaction.Signatures
+		}
 	}
 	if tb := env.TimeBounds(); tb != nil {
 		body.ValidAfter = time.Unix(int64(tb.MinTime), 0).UTC().Format(time.RFC3339)

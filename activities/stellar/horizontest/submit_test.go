@@ -601,3 +601,91 @@ func TestHorizonClient(t *testing.T) {
 	require.NotNil(t, herr)
 	assert.Equal(t, http.StatusNotFound, herr.Problem.Status)
 }
+
+// feeBump wraps the envelope b64 in a fee bump paid by kp at baseFee per
+// operation (the fee bump counting as one) and returns it and its hash.
+func feeBump(t *testing.T, b64 string, kp *keypair.Full, baseFee int64) (string, string) {
+	t.Helper()
+	generic, err := txnbuild.TransactionFromXDR(b64)
+	require.NoError(t, err)
+	inner, ok := generic.Transaction()
+	require.True(t, ok)
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: kp.Address(), BaseFee: baseFee})
+	require.NoError(t, err)
+	fb, err = fb.Sign(network.TestNetworkPassphrase, kp)
+	require.NoError(t, err)
+	out, err := fb.Base64()
+	require.NoError(t, err)
+	hash, err := fb.HashHex(network.TestNetworkPassphrase)
+	require.NoError(t, err)
+	return out, hash
+}
+
+// TestSubmitSurgePricingAndFeeBumps: under surge pricing a transaction
+// bidding less than the base fee is refused with tx_insufficient_fee and
+// /fee_stats says what to bid; a fee bump of that same signed transaction
+// at the base fee applies it once, charged the base fee for two
+// operations, and Horizon finds it by either hash.
+func TestSubmitSurgePricingAndFeeBumps(t *testing.T) {
+	s := newLedger(t,
+		horizontest.Account{ID: payout.Address(), XLM: "10", Sequence: 7},
+		horizontest.Account{ID: customer.Address(), XLM: "2"},
+	)
+	s.SetBaseFee(1000)
+	status, stats := getJSON(t, s.URL+"/fee_stats")
+	require.Equal(t, http.StatusOK, status)
+	var fs hprotocol.FeeStats
+	require.NoError(t, json.Unmarshal(stats, &fs))
+	assert.Equal(t, int64(1000), fs.LastLedgerBaseFee)
+	assert.Equal(t, int64(1000), fs.MaxFee.P90)
+	assert.Equal(t, int64(1000), fs.FeeCharged.P50)
+
+	b64, innerHash := build(t, txSpec{seq: 7, ops: []txnbuild.Operation{pay(customer.Address(), txnbuild.NativeAsset{}, "1")}})
+	status, body := submit(t, s, b64)
+	assert.Equal(t, http.StatusBadRequest, status)
+	code, _ := resultCodes(t, body)
+	assert.Equal(t, "tx_insufficient_fee", code)
+
+	low, _ := feeBump(t, b64, payout, 999)
+	status, body = submit(t, s, low)
+	assert.Equal(t, http.StatusBadRequest, status)
+	code, _ = resultCodes(t, body)
+	assert.Equal(t, "tx_insufficient_fee", code, "a fee bump below the base fee is refused too")
+
+	bumped, outerHash := feeBump(t, b64, payout, 1000)
+	status, body = submit(t, s, bumped)
+	require.Equal(t, http.StatusOK, status, "body: %v", body)
+	assert.Equal(t, outerHash, body["hash"])
+	assert.Equal(t, "2000", body["fee_charged"], "the base fee for the payment and the fee bump")
+	assert.Equal(t, map[string]any{"hash": outerHash, "signatures": body["signatures"]}, body["fee_bump_transaction"])
+	inner := body["inner_transaction"].(map[string]any)
+	assert.Equal(t, innerHash, inner["hash"])
+	assert.Equal(t, "100", inner["max_fee"])
+	var res xdr.TransactionResult
+	require.NoError(t, xdr.SafeUnmarshalBase64(body["result_xdr"].(string), &res))
+	assert.Equal(t, xdr.TransactionResultCodeTxFeeBumpInnerSuccess, res.Result.Code)
+	assert.Equal(t, "3.0000000", accountOf(t, s, customer.Address()).XLM)
+	assert.Equal(t, "8.9998000", accountOf(t, s, payout.Address()).XLM)
+
+	for _, h := range []string{outerHash, innerHash} {
+		status, raw := getJSON(t, s.URL+"/transactions/"+h)
+		require.Equal(t, http.StatusOK, status)
+		var tx hprotocol.Transaction
+		require.NoError(t, json.Unmarshal(raw, &tx))
+		assert.Equal(t, h, tx.Hash)
+		assert.True(t, tx.Successful)
+		assert.Equal(t, innerHash, tx.InnerTransaction.Hash)
+		assert.Equal(t, outerHash, tx.FeeBumpTransaction.Hash)
+	}
+
+	// The inner transaction, alone or bumped again, cannot apply twice.
+	status, _ = submit(t, s, b64)
+	assert.Equal(t, http.StatusOK, status, "Horizon answers the inner transaction's recorded result")
+	again, _ := feeBump(t, b64, payout, 2000)
+	status, body = submit(t, s, again)
+	assert.Equal(t, http.StatusBadRequest, status)
+	code, _ = resultCodes(t, body)
+	assert.Equal(t, "tx_fee_bump_inner_failed", code)
+	assert.Equal(t, "tx_bad_seq", body["extras"].(map[string]any)["result_codes"].(map[string]any)["inner_transaction"])
+	assert.Equal(t, "3.0000000", accountOf(t, s, customer.Address()).XLM, "paid once")
+}

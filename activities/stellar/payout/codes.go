@@ -15,6 +15,12 @@ import (
 // recorded transaction as Prior, and alerts meanwhile.
 var ErrUnderfunded = errors.New("payout: the payout account cannot fund this payment")
 
+// ErrFeeTooLow means the network's fee (surge pricing) is above the
+// configured MaxFee: the payout waits until fees drop, or an operator
+// raises MaxFee. The caller retries later, with the recorded transaction
+// as Prior, and alerts meanwhile.
+var ErrFeeTooLow = errors.New("payout: the network's fee is above the configured maximum")
+
 // ErrOutcomeUnknown means a transaction was submitted and whether it
 // applied is not known yet (Horizon timed out, the connection broke, or
 // its history trails the network). Retry with the recorded transaction as
@@ -29,7 +35,7 @@ const (
 	actRefused                   // refused for a reason the payer or an operator must fix
 	actRebuild                   // refused before any ledger, for good: another may be built
 	actUnderfunded               // the payout account cannot pay: ErrUnderfunded
-	actRetry                     // refused for now (fee): the same envelope may apply later
+	actRetry                     // refused for now: the same envelope may apply later
 )
 
 // outcome is a transaction result: what it leads to, and the result code
@@ -142,21 +148,26 @@ var (
 	}
 )
 
-// resultCodes decodes a transaction's result_xdr into Horizon's codes.
-// Only payments are ever submitted, so other operations' inner results
-// are named by their XDR type.
+// resultCodes decodes a transaction's result_xdr into Horizon's codes; a
+// fee bump's are its inner transaction's. Only payments are ever
+// submitted, so other operations' inner results are named by their XDR
+// type.
 func resultCodes(resultXDR string) (string, []string, error) {
 	var res xdr.TransactionResult
 	if err := xdr.SafeUnmarshalBase64(resultXDR, &res); err != nil {
 		return "", nil, fmt.Errorf("payout: decoding a transaction result: %w", err)
 	}
-	tx, ok := txCodes[res.Result.Code]
+	code, results := res.Result.Code, res.Result.Results
+	if pair, ok := res.Result.GetInnerResultPair(); ok {
+		code, results = pair.Result.Result.Code, pair.Result.Result.Results
+	}
+	tx, ok := txCodes[code]
 	if !ok {
-		tx = res.Result.Code.String()
+		tx = code.String()
 	}
 	var ops []string
-	if results, ok := res.Result.GetResults(); ok {
-		for _, r := range results {
+	if results != nil {
+		for _, r := range *results {
 			ops = append(ops, operationCode(r))
 		}
 	}

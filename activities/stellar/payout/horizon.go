@@ -61,6 +61,7 @@ type problem struct {
 			Transaction string   `json:"transaction"`
 			Operations  []string `json:"operations"`
 		} `json:"result_codes"`
+		ResultXDR string `json:"result_xdr"`
 	} `json:"extras"`
 }
 
@@ -199,6 +200,16 @@ type txBody struct {
 	PagingToken    string `json:"paging_token"`
 	SourceAccount  string `json:"source_account"`
 	SourceSequence string `json:"source_account_sequence"`
+	// InnerTransaction is a fee bump's inner transaction; Hash is then
+	// the fee bump's own.
+	InnerTransaction *struct {
+		Hash string `json:"hash"`
+	} `json:"inner_transaction"`
+}
+
+// is reports whether the transaction is hash, or a fee bump of it.
+func (b txBody) is(hash string) bool {
+	return strings.EqualFold(b.Hash, hash) || (b.InnerTransaction != nil && strings.EqualFold(b.InnerTransaction.Hash, hash))
 }
 
 // ledgerClosedAt GETs ledger seq's close time.
@@ -218,12 +229,12 @@ func (p *Payer) ledgerClosedAt(ctx context.Context, seq int64) (time.Time, error
 // within minutes, long before a thousand more transactions.
 const maxHistoryPages = 5
 
-// sequenceUser finds, in the payout account's history (failed
-// transactions included), its transaction with sequence number seq. found
+// sequenceUser finds, in account's history (failed transactions
+// included), its transaction with sequence number seq. found
 // is false when that history, as the instances that answered know it,
 // shows none: the number may be unused yet, or used in a ledger they have
 // not ingested.
-func (p *Payer) sequenceUser(ctx context.Context, seq int64) (tx txBody, found bool, err error) {
+func (p *Payer) sequenceUser(ctx context.Context, account string, seq int64) (tx txBody, found bool, err error) {
 	cursor := ""
 	for range maxHistoryPages {
 		var page struct {
@@ -235,14 +246,14 @@ func (p *Payer) sequenceUser(ctx context.Context, seq int64) (tx txBody, found b
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		if _, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(p.source)+"/transactions?"+q.Encode(), &page); err != nil {
+		if _, err := p.getJSON(ctx, "/accounts/"+url.PathEscape(account)+"/transactions?"+q.Encode(), &page); err != nil {
 			if errors.Is(err, errNotFound) {
 				return txBody{}, false, nil
 			}
 			return txBody{}, false, err
 		}
 		for _, r := range page.Embedded.Records {
-			if r.SourceAccount != p.source {
+			if r.SourceAccount != account {
 				continue
 			}
 			n, err := strconv.ParseInt(r.SourceSequence, 10, 64)

@@ -25,8 +25,13 @@ import (
 // Defaults of Config's optional fields.
 const (
 	// DefaultBaseFee is the network's minimum fee per operation, in
-	// stroops; no surge pricing is paid unless configured.
+	// stroops: the least a payout bids.
 	DefaultBaseFee = txnbuild.MinBaseFee
+	// DefaultMaxFee is the most a payout bids per operation under surge
+	// pricing, in stroops (0.01 XLM). The network charges its base fee
+	// of the ledger, not the bid, so a high cap costs nothing while fees
+	// are low.
+	DefaultMaxFee = 100_000
 	// DefaultWindow is how long a transaction may apply after it is
 	// built: long enough for a ledger or two, short enough that an
 	// attempt that lost track of it soon knows it never will.
@@ -79,9 +84,11 @@ type Config struct {
 	// Logger gets rebuilds and lost answers; nil discards. Envelopes and
 	// keys are never logged.
 	Logger *slog.Logger
-	// BaseFee is the fee per operation in stroops, at least
-	// DefaultBaseFee (also the default).
-	BaseFee int64
+	// BaseFee and MaxFee bound the fee per operation a payout bids, in
+	// stroops: Horizon's fee statistics' bid (see feeRate) within
+	// [BaseFee, MaxFee]. BaseFee is at least DefaultBaseFee (also its
+	// default); MaxFee defaults to DefaultMaxFee and is at least BaseFee.
+	BaseFee, MaxFee int64
 	// Window, Margin, RequestTimeout, SubmitTimeout and Await default to
 	// the constants of the same name.
 	Window, Margin, RequestTimeout, SubmitTimeout, Await time.Duration
@@ -112,6 +119,7 @@ type Payer struct {
 	now        func() time.Time
 	log        *slog.Logger
 	baseFee    int64
+	maxFee     int64
 
 	window, margin, requestTimeout, submitTimeout, await time.Duration
 }
@@ -140,6 +148,12 @@ func NewPayer(cfg Config) (*Payer, error) {
 	}
 	if cfg.BaseFee < DefaultBaseFee {
 		return nil, fmt.Errorf("payout: BaseFee must be at least %d stroops", DefaultBaseFee)
+	}
+	if cfg.MaxFee == 0 {
+		cfg.MaxFee = max(DefaultMaxFee, cfg.BaseFee)
+	}
+	if cfg.MaxFee < cfg.BaseFee {
+		return nil, fmt.Errorf("payout: MaxFee must be at least BaseFee (%d stroops)", cfg.BaseFee)
 	}
 	for _, d := range []struct {
 		v   *time.Duration
@@ -179,6 +193,7 @@ func NewPayer(cfg Config) (*Payer, error) {
 		now:            cfg.Now,
 		log:            cfg.Logger,
 		baseFee:        cfg.BaseFee,
+		maxFee:         cfg.MaxFee,
 		window:         cfg.Window,
 		margin:         cfg.Margin,
 		requestTimeout: cfg.RequestTimeout,
@@ -256,6 +271,7 @@ func (p *Payer) CheckDestination(ctx context.Context, d models.RefundDestination
 type signedTx struct {
 	hash     string
 	envelope string // base64 TransactionEnvelope
+	source   string // its source account (G…)
 	seq      int64  // its sequence number
 	maxTime  int64  // Unix seconds; 0 if unbounded
 }
@@ -273,17 +289,26 @@ type signedTx struct {
 //     In the ledger, it decides (sent, or refused); a failed one that only
 //     lacked funds is final and a new one is built. Not found while it
 //     may still apply, the same envelope is submitted again (the network
-//     takes a hash once). Otherwise another is built only once it
-//     provably never applies (see fate); until then Pay returns
-//     ErrOutcomeUnknown.
-//   - A new transaction is signed with short time bounds and passed to
-//     record; only if record succeeds is it submitted.
+//     takes a hash once), unless it is from an earlier payout key.
+//     Otherwise another is built, from the current account, only once it
+//     provably never applies (see fate, which reads the transaction's own
+//     source account); until then Pay returns ErrOutcomeUnknown.
+//   - A new transaction is signed with short time bounds, bidding the fee
+//     Horizon's statistics suggest (within BaseFee and MaxFee), and passed
+//     to record; only if record succeeds is it submitted.
+//   - A recorded transaction refused for its fee (tx_insufficient_fee:
+//     surge pricing) is submitted again inside a fee bump (CAP-15) paid
+//     by the payout account, at a higher bid up to MaxFee: the same
+//     signed transaction, whose hash and sequence number stay the ones
+//     recorded, so it still applies at most once. When MaxFee is not
+//     enough, Pay returns ErrFeeTooLow.
 //   - A lost answer (504, a broken connection) is resolved by looking
 //     the hash up for a while; if it is still unknown, Pay returns
 //     ErrOutcomeUnknown and the next call, with Prior, carries on.
 //
 // Pay returns Sent, or Refused with the code and a reason for the payer.
-// Errors: ErrUnderfunded (an operator must top the account up), models
+// Errors: ErrUnderfunded (an operator must top the account up),
+// ErrFeeTooLow (the network's fee is above MaxFee; retry later), models
 // errors for an invalid request, the record function's error (nothing was
 // submitted), and retryable ones: ErrOutcomeUnknown, *HorizonError (429
 // with RetryAfter, 5xx) and transport failures.
@@ -329,7 +354,7 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 		if err := record(ctx, tx.hash, tx.envelope); err != nil {
 			return Result{}, fmt.Errorf("payout: recording transaction %s before submitting it: %w", tx.hash, err)
 		}
-		o, err := p.submit(ctx, tx, log)
+		o, err := p.send(ctx, tx, log)
 		if err != nil {
 			return Result{}, err
 		}
@@ -362,8 +387,10 @@ func (p *Payer) settle(ctx context.Context, req Request, tx signedTx, refused bo
 	case tx.envelope == "":
 		return Result{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", tx.hash)
 	}
-	if !refused && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
-		o, err = p.submit(ctx, tx, log)
+	// One from an earlier payout key (before a rotation) is only looked
+	// up, never submitted again: that account is no longer the one paying.
+	if !refused && tx.source == p.source && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
+		o, err = p.send(ctx, tx, log)
 		if err != nil {
 			return Result{}, true, err
 		}
@@ -412,7 +439,7 @@ const (
 // A transaction not found proves nothing alone: behind a load balancer,
 // the instance that answered may not have ingested the ledger it is in.
 func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
-	acc, latest, err := p.accountAt(ctx, p.source)
+	acc, latest, err := p.accountAt(ctx, tx.source)
 	if errors.Is(err, errNotFound) {
 		return fateUnknown, outcome{}, nil
 	}
@@ -421,7 +448,7 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 	}
 	seq, err := strconv.ParseInt(acc.Sequence, 10, 64)
 	if err != nil {
-		return fateUnknown, outcome{}, errors.New("payout: horizon sent the payout account without a valid sequence number")
+		return fateUnknown, outcome{}, errors.New("payout: horizon sent the transaction's source account without a valid sequence number")
 	}
 	if seq < tx.seq {
 		if tx.maxTime == 0 || latest == 0 {
@@ -438,19 +465,22 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 		}
 		return fateUnknown, outcome{}, nil
 	}
-	user, found, err := p.sequenceUser(ctx, tx.seq)
+	user, found, err := p.sequenceUser(ctx, tx.source, tx.seq)
 	switch {
 	case err != nil || !found:
 		return fateUnknown, outcome{}, err
-	case !strings.EqualFold(user.Hash, tx.hash):
+	case !user.is(tx.hash):
 		return fateNever, outcome{}, nil
 	}
+	user.Hash = tx.hash // a fee bump's is its own; tx is its inner one
 	o, err := txOutcome(user)
 	return fateApplied, o, err
 }
 
 // parsePrior decodes a recorded envelope and checks that it is the
-// recorded hash's and the payout account's.
+// recorded hash's. Its source may be an earlier payout account (the key
+// was rotated since): settle then only looks it up, in that account's
+// history.
 func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 	if prior.Envelope == "" {
 		return signedTx{hash: strings.ToLower(prior.Hash)}, nil
@@ -468,10 +498,7 @@ func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 		return signedTx{}, fmt.Errorf("payout: the recorded envelope is not transaction %s", prior.Hash)
 	}
 	src := env.SourceAccount().ToAccountId()
-	if src.Address() != p.source {
-		return signedTx{}, fmt.Errorf("payout: recorded transaction %s is not from the payout account", hash)
-	}
-	tx := signedTx{hash: hash, envelope: prior.Envelope, seq: env.SeqNum()}
+	tx := signedTx{hash: hash, envelope: prior.Envelope, source: src.Address(), seq: env.SeqNum()}
 	if tb := env.TimeBounds(); tb != nil {
 		tx.maxTime = int64(tb.MaxTime)
 	}
@@ -505,12 +532,16 @@ func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo
 	if err != nil {
 		return signedTx{}, errors.New("payout: horizon sent the payout account without a valid sequence number")
 	}
+	fee, err := p.feeRate(ctx)
+	if err != nil {
+		return signedTx{}, err
+	}
 	maxTime := p.now().Add(p.window).Unix()
 	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
 		SourceAccount:        &txnbuild.SimpleAccount{AccountID: p.source, Sequence: seq},
 		IncrementSequenceNum: true,
 		Operations:           []txnbuild.Operation{op},
-		BaseFee:              p.baseFee,
+		BaseFee:              fee,
 		Memo:                 m,
 		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, maxTime)},
 	})
@@ -533,35 +564,137 @@ func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo
 	if err != nil {
 		return signedTx{}, fmt.Errorf("payout: encoding the transaction: %w", err)
 	}
-	return signedTx{hash: hash, envelope: envelope, seq: seq + 1, maxTime: maxTime}, nil
+	return signedTx{hash: hash, envelope: envelope, source: p.source, seq: seq + 1, maxTime: maxTime}, nil
 }
 
-// submit submits tx and reads the answer. An answer lost on the way (504,
-// a broken connection or a timeout once the request may have left) is
-// looked for in the ledger instead.
-func (p *Payer) submit(ctx context.Context, tx signedTx, log *slog.Logger) (outcome, error) {
-	status, header, body, err := p.post(ctx, tx.envelope)
+// send submits tx, and submits it again inside a fee bump when the
+// network refuses its fee.
+func (p *Payer) send(ctx context.Context, tx signedTx, log *slog.Logger) (outcome, error) {
+	o, err := p.submit(ctx, tx.envelope, tx.hash, tx.hash, log)
+	if err != nil || o.code != "tx_insufficient_fee" {
+		return o, err
+	}
+	return p.bump(ctx, tx, log)
+}
+
+// bump submits tx inside a fee bump paid by the payout account, bidding
+// the fee statistics' rate, then MaxFee if that rate is no more than tx
+// bids already or is refused too (the statistics trail the network).
+// Whatever it bids, a bump only pays the fee of tx, which still applies at
+// most once: its hash and sequence number are the recorded ones.
+func (p *Payer) bump(ctx context.Context, tx signedTx, log *slog.Logger) (outcome, error) {
+	generic, err := txnbuild.TransactionFromXDR(tx.envelope)
 	if err != nil {
-		return p.awaitLedger(ctx, tx.hash, err, log)
+		return outcome{}, fmt.Errorf("payout: decoding transaction %s to bump its fee: %w", tx.hash, err)
+	}
+	inner, ok := generic.Transaction()
+	if !ok {
+		return outcome{}, fmt.Errorf("payout: transaction %s is a fee bump already", tx.hash)
+	}
+	rate, err := p.feeRate(ctx)
+	if err != nil {
+		return outcome{}, err
+	}
+	bid := inner.BaseFee()
+	for _, r := range []int64{rate, p.maxFee} {
+		if r <= bid {
+			continue
+		}
+		bid = r
+		o, err := p.bumpAt(ctx, tx, inner, bid, log)
+		if err != nil || o.code != "tx_insufficient_fee" {
+			return o, err
+		}
+	}
+	return outcome{}, fmt.Errorf("%w: transaction %s, bumped to %d stroops per operation, is refused for its fee", ErrFeeTooLow, tx.hash, bid)
+}
+
+// bumpAt submits inner, transaction tx, in a fee bump bidding rate per
+// operation.
+func (p *Payer) bumpAt(ctx context.Context, tx signedTx, inner *txnbuild.Transaction, rate int64, log *slog.Logger) (outcome, error) {
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: p.source, BaseFee: rate})
+	if err != nil {
+		return outcome{}, fmt.Errorf("payout: building a fee bump of transaction %s: %w", tx.hash, err)
+	}
+	want, err := fb.HashHex(p.passphrase)
+	if err != nil {
+		return outcome{}, fmt.Errorf("payout: hashing a fee bump: %w", err)
+	}
+	signed, err := p.signer.SignFeeBump(fb, p.passphrase)
+	if err != nil {
+		return outcome{}, fmt.Errorf("payout: signing a fee bump: %w", err)
+	}
+	hash, err := signed.HashHex(p.passphrase)
+	if err != nil || hash != want || len(signed.Signatures()) == 0 {
+		return outcome{}, errors.New("payout: the signer did not return the fee bump signed and unchanged")
+	}
+	envelope, err := signed.Base64()
+	if err != nil {
+		return outcome{}, fmt.Errorf("payout: encoding a fee bump: %w", err)
+	}
+	log.Warn("payout transaction refused for its fee, submitting it in a fee bump", "hash", tx.hash, "fee_bump", hash, "fee_per_operation", rate)
+	return p.submit(ctx, envelope, tx.hash, hash, log)
+}
+
+// maxFeeStat is the percentile of the bids (max_fee) of the last ledgers'
+// transactions a payout bids: most transactions bid no more.
+const maxFeeStat = "p90"
+
+// feeRate is the fee per operation a payout bids: Horizon's fee
+// statistics' maxFeeStat of the bids, within [BaseFee, MaxFee].
+func (p *Payer) feeRate(ctx context.Context) (int64, error) {
+	var stats struct {
+		MaxFee map[string]string `json:"max_fee"`
+	}
+	if _, err := p.getJSON(ctx, "/fee_stats", &stats); err != nil {
+		if errors.Is(err, errNotFound) {
+			return 0, errors.New("payout: horizon has no fee statistics")
+		}
+		return 0, err
+	}
+	bid, err := strconv.ParseInt(stats.MaxFee[maxFeeStat], 10, 64)
+	if err != nil {
+		return 0, errors.New("payout: horizon sent fee statistics without a valid max_fee." + maxFeeStat)
+	}
+	return min(max(bid, p.baseFee), p.maxFee), nil
+}
+
+// submit submits envelope, which is transaction hash or a fee bump of it
+// whose own hash is outer, and reads the answer, which is about hash. An
+// answer lost on the way (504, a broken connection or a timeout once the
+// request may have left) is looked for in the ledger instead.
+func (p *Payer) submit(ctx context.Context, envelope, hash, outer string, log *slog.Logger) (outcome, error) {
+	status, header, body, err := p.post(ctx, envelope)
+	if err != nil {
+		return p.awaitLedger(ctx, hash, err, log)
 	}
 	switch {
 	case status == http.StatusOK:
 		var b txBody
-		if err := json.Unmarshal(body, &b); err != nil || !strings.EqualFold(b.Hash, tx.hash) {
+		if err := json.Unmarshal(body, &b); err != nil || !(strings.EqualFold(b.Hash, hash) || strings.EqualFold(b.Hash, outer)) {
 			// Horizon answers 200 only with the transaction applied;
 			// one whose body does not say which is looked up instead.
-			return p.awaitLedger(ctx, tx.hash, errors.New("payout: horizon's 200 answer does not name the transaction"), log)
+			return p.awaitLedger(ctx, hash, errors.New("payout: horizon's 200 answer does not name the transaction"), log)
 		}
-		return outcome{act: actSent, hash: tx.hash}, nil
+		return outcome{act: actSent, hash: hash}, nil
 	case status == http.StatusBadRequest:
 		var pr problem
 		if json.Unmarshal(body, &pr) == nil && pr.transactionFailed() {
-			o := classify(pr.Extras.ResultCodes.Transaction, pr.Extras.ResultCodes.Operations)
-			o.hash = tx.hash
+			rc := pr.Extras.ResultCodes
+			txCode, ops := rc.Transaction, rc.Operations
+			if txCode == "tx_fee_bump_inner_failed" {
+				// The inner transaction's result decides; result_xdr
+				// holds it.
+				if txCode, ops, err = resultCodes(pr.Extras.ResultXDR); err != nil {
+					return outcome{}, err
+				}
+			}
+			o := classify(txCode, ops)
+			o.hash = hash
 			return o, nil
 		}
 	case status == http.StatusGatewayTimeout:
-		return p.awaitLedger(ctx, tx.hash, horizonError(status, header, body, p.now()), log)
+		return p.awaitLedger(ctx, hash, horizonError(status, header, body, p.now()), log)
 	}
 	return outcome{}, horizonError(status, header, body, p.now())
 }

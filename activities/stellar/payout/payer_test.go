@@ -22,6 +22,7 @@ import (
 	"github.com/shopspring/decimal"
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/network"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -974,6 +975,7 @@ func TestNewPayerChecksItsConfig(t *testing.T) {
 		"no signer":       func(c *payout.Config) { c.Signer = nil },
 		"keyless signer":  func(c *payout.Config) { c.Signer = payout.FileSigner{} },
 		"fee below 100":   func(c *payout.Config) { c.BaseFee = 99 },
+		"max below base":  func(c *payout.Config) { c.BaseFee, c.MaxFee = 500, 400 },
 		"negative await":  func(c *payout.Config) { c.Await = -time.Second },
 		"sub-second time": func(c *payout.Config) { c.Window = time.Millisecond },
 	}
@@ -985,4 +987,228 @@ func TestNewPayerChecksItsConfig(t *testing.T) {
 			require.Error(t, err)
 		})
 	}
+}
+
+// TestPayPriorFromAnEarlierPayoutKey: the payout key was rotated while a
+// refund's recorded transaction was from the old account. It is settled
+// by its own account's sequence number and history, never submitted
+// again; only once it provably never applies is another built, from the
+// new account.
+func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
+	oldKey := key("old payout")
+	dest := key("destination").Address()
+	// setup returns a harness paying from payoutKey and a Payer on the
+	// same server paying from the old account, as before the rotation.
+	setup := func(t *testing.T) (*harness, *payout.Payer) {
+		h := newHarness(t, func(c *payout.Config) { c.Await = 200 * time.Millisecond },
+			horizontest.Account{ID: dest, XLM: "5"},
+			horizontest.Account{ID: oldKey.Address(), XLM: "1000", Sequence: 9000})
+		cfg := h.cfg
+		cfg.Signer = fileSigner(t, oldKey)
+		old, err := payout.NewPayer(cfg)
+		require.NoError(t, err)
+		return h, old
+	}
+	req := refund("rfd_1", dest, "XLM", "2")
+
+	t.Run("applied: sent, not paid again", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{}
+		res, err := old.Pay(t.Context(), req, first.record)
+		require.NoError(t, err)
+		require.Len(t, paidTo(h.s, dest), 1)
+
+		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		for _, prior := range []payout.Prior{first.last(), {Hash: first.last().Hash}} {
+			rec := &recorder{}
+			r := req
+			r.Prior = prior
+			got, err := h.p.Pay(t.Context(), r, rec.record)
+			require.NoError(t, err)
+			assert.Equal(t, res, got)
+			assert.Zero(t, rec.count(), "nothing new built")
+		}
+		assert.Equal(t, 1, h.s.Submissions())
+		assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+	})
+
+	t.Run("never submitted: not submitted again; built anew from the new account once expired", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{hook: func(n int) { h.s.FailNext(http.StatusServiceUnavailable, 1) }}
+		_, err := old.Pay(t.Context(), req, first.record)
+		require.Error(t, err)
+		require.Zero(t, h.s.Submissions())
+
+		r := req
+		r.Prior = first.last()
+		rec := &recorder{}
+		_, err = h.p.Pay(t.Context(), r, rec.record)
+		require.ErrorIs(t, err, payout.ErrOutcomeUnknown, "still within its time bounds: it may yet apply")
+		assert.Zero(t, rec.count(), "nothing new built")
+		assert.Zero(t, h.s.Submissions(), "the old account's envelope is not submitted by the new key's payer")
+
+		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		res, err := h.p.Pay(t.Context(), r, rec.record)
+		require.NoError(t, err)
+		require.Equal(t, 1, rec.count())
+		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, 1, h.s.Submissions())
+		paid := paidTo(h.s, dest)
+		require.Len(t, paid, 1, "paid once")
+		assert.Equal(t, payoutKey.Address(), paid[0].From, "from the new account")
+		assert.Equal(t, int64(9000), mustAccount(t, h.s, oldKey.Address()).Sequence, "the old account untouched")
+
+		status, body := submitByHand(t, h.s, first.last().Envelope)
+		assert.Equal(t, http.StatusBadRequest, status)
+		assert.Contains(t, body, `"tx_too_late"`, "the old one can indeed never apply")
+	})
+
+	t.Run("its number used by another transaction of the old account: built anew", func(t *testing.T) {
+		h, old := setup(t)
+		first := &recorder{hook: func(n int) { h.s.FailNext(http.StatusServiceUnavailable, 1) }}
+		_, err := old.Pay(t.Context(), req, first.record)
+		require.Error(t, err)
+		require.NoError(t, h.s.StealSequence(oldKey.Address()))
+
+		r := req
+		r.Prior = first.last()
+		rec := &recorder{}
+		res, err := h.p.Pay(t.Context(), r, rec.record)
+		require.NoError(t, err)
+		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, 1, h.s.Submissions())
+		assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+	})
+}
+
+// envelopeFee is the fee a recorded envelope bids, in stroops.
+func envelopeFee(t *testing.T, envelope string) int64 {
+	t.Helper()
+	var env xdr.TransactionEnvelope
+	require.NoError(t, xdr.SafeUnmarshalBase64(envelope, &env))
+	require.False(t, env.IsFeeBump(), "what is recorded is the payment, never a fee bump")
+	return int64(env.Fee())
+}
+
+// TestPayBidsFromTheFeeStatistics: under surge pricing a new transaction
+// bids Horizon's fee statistics, within MaxFee; above MaxFee the payout
+// waits (ErrFeeTooLow) with the same transaction, which applies once the
+// fee drops.
+func TestPayBidsFromTheFeeStatistics(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, func(c *payout.Config) { c.MaxFee = 1000 }, horizontest.Account{ID: dest, XLM: "5"})
+	h.s.SetBaseFee(300)
+	rec := &recorder{}
+	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, int64(300), envelopeFee(t, rec.last().Envelope), "the statistics' bid")
+	assert.Equal(t, 1, h.s.Submissions())
+
+	h.s.SetBaseFee(5000)
+	rec = &recorder{}
+	req := refund("rfd_2", dest, "XLM", "3")
+	_, err = h.p.Pay(t.Context(), req, rec.record)
+	require.ErrorIs(t, err, payout.ErrFeeTooLow)
+	assert.Equal(t, models.CodeInternal, models.CodeOf(err), "retryable")
+	require.Equal(t, 1, rec.count())
+	assert.Equal(t, int64(1000), envelopeFee(t, rec.last().Envelope), "MaxFee")
+	assert.Len(t, paidTo(h.s, dest), 1)
+
+	h.s.SetBaseFee(800)
+	req.Prior = rec.last()
+	res, err = h.p.Pay(t.Context(), req, rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res, "the same transaction")
+	assert.Equal(t, 1, rec.count(), "nothing new built")
+	assert.Len(t, paidTo(h.s, dest), 2)
+}
+
+// TestPayBumpsATransactionRefusedForItsFee: fees rise between building
+// and submitting; the recorded transaction, refused with
+// tx_insufficient_fee, is submitted again inside a fee bump and applies:
+// one payment, under the recorded hash.
+func TestPayBumpsATransactionRefusedForItsFee(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5"})
+	rec := &recorder{hook: func(int) { h.s.SetBaseFee(400) }}
+	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res, "under the recorded hash")
+	assert.Equal(t, 1, rec.count(), "nothing new built")
+	assert.Equal(t, int64(100), envelopeFee(t, rec.last().Envelope))
+	assert.Equal(t, 2, h.s.Submissions(), "the transaction, then its fee bump")
+	assert.Len(t, paidTo(h.s, dest), 1)
+	assert.Equal(t, int64(payoutSequence+1), mustAccount(t, h.s, payoutKey.Address()).Sequence)
+	assert.Equal(t, "997.9999200", mustAccount(t, h.s, payoutKey.Address()).XLM, "2 XLM and the base fee for two operations")
+	assert.Contains(t, h.logs.String(), "fee bump")
+}
+
+// bumpByHand submits a fee bump of the recorded envelope at baseFee, as
+// an attempt that died before reading the answer did.
+func bumpByHand(t *testing.T, h *harness, envelope string, baseFee int64) {
+	t.Helper()
+	generic, err := txnbuild.TransactionFromXDR(envelope)
+	require.NoError(t, err)
+	inner, ok := generic.Transaction()
+	require.True(t, ok)
+	fb, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: payoutKey.Address(), BaseFee: baseFee})
+	require.NoError(t, err)
+	fb, err = fb.Sign(network.TestNetworkPassphrase, payoutKey)
+	require.NoError(t, err)
+	b64, err := fb.Base64()
+	require.NoError(t, err)
+	status, body := submitByHand(t, h.s, b64)
+	require.Equal(t, http.StatusOK, status, body)
+}
+
+// TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory: the recorded
+// transaction applied inside a fee bump, and its retry, past its time
+// bounds, misses it by hash on a lagging instance: the account's history,
+// which lists the fee bump under its own hash, shows that the recorded
+// one used the sequence number. It is sent, not paid again.
+func TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory(t *testing.T) {
+	const lagBehind = 10
+	dest := key("destination").Address()
+	h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5"})
+	req := refund("rfd_1", dest, "XLM", "2")
+	rec, prior := priorNeverSubmitted(t, h, req)
+	h.s.SetBaseFee(400)
+	bumpByHand(t, h, prior.Envelope, 400)
+	require.Len(t, paidTo(h.s, dest), 1)
+
+	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+	// The lookup by hash asks the lagging instance; the account, its
+	// history and whatever comes next, caught-up ones.
+	h.s.SetInstances(lagBehind, 0, 0, 0, 0, 0, 0, 0)
+	req.Prior = prior
+	res, err := h.p.Pay(t.Context(), req, rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: prior.Hash}, res)
+	assert.Equal(t, 1, rec.count(), "nothing new built")
+	assert.Len(t, paidTo(h.s, dest), 1, "paid once")
+}
+
+// TestPayBumpsToMaxFeeWhenTheStatisticsTrail: the fee statistics still
+// show the fee before a surge; the fee bump at their rate is refused
+// too, and one bidding MaxFee applies. Above MaxFee, the payout waits.
+func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, func(c *payout.Config) { c.MaxFee = 2000 }, horizontest.Account{ID: dest, XLM: "5"})
+	rec := &recorder{hook: func(int) {
+		h.s.SetBaseFee(1500)
+		h.s.SetFeeStats(300)
+	}}
+	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.NoError(t, err)
+	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, 1, rec.count())
+	assert.Equal(t, 3, h.s.Submissions(), "the transaction, a bump at the statistics' rate, one at MaxFee")
+	assert.Len(t, paidTo(h.s, dest), 1)
+
+	h.s.SetBaseFee(2500)
+	rec = &recorder{}
+	_, err = h.p.Pay(t.Context(), refund("rfd_2", dest, "XLM", "2"), rec.record)
+	require.ErrorIs(t, err, payout.ErrFeeTooLow)
+	assert.Len(t, paidTo(h.s, dest), 1)
 }

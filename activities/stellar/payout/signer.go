@@ -23,6 +23,8 @@ type Signer interface {
 	// must not change the transaction: the Payer checks that the hash is
 	// unchanged.
 	Sign(tx *txnbuild.Transaction, passphrase string) (*txnbuild.Transaction, error)
+	// SignFeeBump signs a fee bump the payout account pays, likewise.
+	SignFeeBump(tx *txnbuild.FeeBumpTransaction, passphrase string) (*txnbuild.FeeBumpTransaction, error)
 }
 
 // maxSeedFile bounds what NewFileSigner reads: a seed is 56 characters.
@@ -93,6 +95,14 @@ func (s FileSigner) Address() string {
 
 // Sign signs tx with the seed.
 func (s FileSigner) Sign(tx *txnbuild.Transaction, passphrase string) (*txnbuild.Transaction, error) {
+	if s.kp == nil {
+		return nil, errNoKey
+	}
+	return tx.Sign(passphrase, s.kp)
+}
+
+// SignFeeBump signs tx with the seed.
+func (s FileSigner) SignFeeBump(tx *txnbuild.FeeBumpTransaction, passphrase string) (*txnbuild.FeeBumpTransaction, error) {
 	if s.kp == nil {
 		return nil, errNoKey
 	}

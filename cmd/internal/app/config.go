@@ -18,6 +18,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/activities/zinc"
 	"github.com/memocart/memocart/models"
 )
@@ -62,6 +63,9 @@ type Config struct {
 	// API, which never reads the seed, refuses it as a refund destination;
 	// a worker with the seed checks that they match.
 	StellarPayoutAccount string
+	// StellarPayoutMaxFee is the most a payout bids per operation under
+	// surge pricing, in stroops (payout.Config.MaxFee).
+	StellarPayoutMaxFee  int64
 	RefundAutoApproveMax decimal.Decimal
 	RefundDailyMax       decimal.Decimal
 	XLMRateURL           string
@@ -395,6 +399,16 @@ var envVars = []envVar{
 			c.StellarPayoutAccount = v
 			return nil
 		}},
+	{name: "MEMOCART_STELLAR_PAYOUT_MAX_FEE", def: strconv.Itoa(payout.DefaultMaxFee),
+		help: "live mode: the most a refund payout bids per operation under surge pricing, in stroops (100 to 10000000; the network charges its fee of the ledger, not the bid); a payout the network wants more for waits, with the alert refund_payout_fee_too_low",
+		set: func(c *Config, v string) error {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < payout.DefaultBaseFee || n > maxPayoutFee {
+				return fmt.Errorf("must be an integer number of stroops from %d to %d", payout.DefaultBaseFee, maxPayoutFee)
+			}
+			c.StellarPayoutMaxFee = n
+			return nil
+		}},
 	{name: "MEMOCART_REFUND_AUTO_APPROVE_MAX", def: "0",
 		help: "live mode: a refund worth at most this (in the order's currency) is paid without an operator's approval; 0 = every live refund waits for `memocart refunds approve` (test mode approves all)",
 		set:  func(c *Config, v string) error { return parseNonNegativeDecimal(v, &c.RefundAutoApproveMax) }},
@@ -583,6 +597,10 @@ func parseCacheTTL(v string, dst *time.Duration) error {
 	*dst = d
 	return nil
 }
+
+// maxPayoutFee caps MEMOCART_STELLAR_PAYOUT_MAX_FEE at 1 XLM per
+// operation, so that a typo cannot bid a fortune.
+const maxPayoutFee = 10_000_000
 
 func parsePositiveInt(v string, dst *int) error {
 	n, err := strconv.Atoi(v)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/sandbox"
+	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -189,5 +190,21 @@ func TestPayoutAccountConfig(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, kp.Address(), payoutAccount)
 		assert.ElementsMatch(t, []string{other.Address(), kp.Address()}, p.ServiceAccounts)
+	}
+}
+
+// TestPayoutMaxFeeConfig: MEMOCART_STELLAR_PAYOUT_MAX_FEE is a number of
+// stroops from the network's minimum fee to 1 XLM, by default
+// payout.DefaultMaxFee.
+func TestPayoutMaxFeeConfig(t *testing.T) {
+	cfg, err := loadConfig(envOf(map[string]string{}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(payout.DefaultMaxFee), cfg.StellarPayoutMaxFee)
+	cfg, err = loadConfig(envOf(map[string]string{"MEMOCART_STELLAR_PAYOUT_MAX_FEE": "5000"}))
+	require.NoError(t, err)
+	assert.Equal(t, int64(5000), cfg.StellarPayoutMaxFee)
+	for _, bad := range []string{"99", "0", "-1", "10000001", "1e4", "0.5"} {
+		_, err := loadConfig(envOf(map[string]string{"MEMOCART_STELLAR_PAYOUT_MAX_FEE": bad}))
+		assert.ErrorContainsf(t, err, "MEMOCART_STELLAR_PAYOUT_MAX_FEE", "%q must be refused", bad)
 	}
 }

@@ -129,6 +129,7 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 			HorizonURL: e.Cfg.StellarHorizonURL, HTTPClient: &http.Client{},
 			NetworkPassphrase: e.Cfg.StellarNetwork.Passphrase(), USDCIssuer: e.Cfg.USDCIssuer,
 			Signer: signer, Logger: e.Log.With(slog.String("component", "stellar-payout")),
+			MaxFee: e.Cfg.StellarPayoutMaxFee,
 			// Every worker on the database pays from this account.
 			Lock: payoutLock{st},
 		})
