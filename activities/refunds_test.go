@@ -346,7 +346,9 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 // erringPayer fails every payout with err, recording nothing.
 type erringPayer struct{ err error }
 
-func (erringPayer) CheckDestination(context.Context, string, string) error { return nil }
+func (erringPayer) CheckDestination(context.Context, models.RefundDestination, string) error {
+	return nil
+}
 
 func (p erringPayer) Pay(context.Context, payout.Request, func(context.Context, string, string) error) (payout.Result, error) {
 	return payout.Result{}, p.err
