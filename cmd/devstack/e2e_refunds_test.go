@@ -215,15 +215,7 @@ func (s *liveStack) refundOutcome(id string) workflows.RefundOutcome {
 // operator would.
 func (s *liveStack) refunds(args ...string) (string, error) {
 	s.t.Helper()
-	env := func(k string) string {
-		if k == "MEMOCART_TEMPORAL_ADDRESS" {
-			return s.temporal
-		}
-		return s.env[k]
-	}
-	var out, errOut syncBuffer
-	err := run(context.Background(), append([]string{"refunds"}, args...), env, &out, &errOut)
-	return out.String() + errOut.String(), err
+	return s.operator(append([]string{"refunds"}, args...)...)
 }
 
 // activityCompleted reports whether an activity of the type completed in
