@@ -139,7 +139,7 @@ func Reconcile(b Books) ([]Ledger, []Discrepancy) {
 	ownRefunds := map[string][]Refund{}
 	for _, r := range b.Refunds {
 		refundByKey[r.Key] = r
-		if slices.Contains(RefundReasonsOfOrder(), r.Reason) {
+		if r.Reason.ofOrder() {
 			ownRefunds[r.OrderID] = append(ownRefunds[r.OrderID], r)
 		}
 	}
@@ -192,7 +192,7 @@ func Reconcile(b Books) ([]Ledger, []Discrepancy) {
 			}
 			hashes = append(hashes, hashClaim{hash: r.TransactionHash, what: "refund " + r.ID, refund: r.ID, mode: r.Mode, asset: r.Asset})
 		}
-		if slices.Contains(RefundReasonsOfOrder(), r.Reason) {
+		if r.Reason.ofOrder() {
 			continue // placed with its order
 		}
 		pid := strings.TrimPrefix(r.Key, PaymentRefundKey(""))
