@@ -116,6 +116,23 @@ type Discrepancy struct {
 	Detail     string
 }
 
+// BooksCheck is the last check of the books made for the metrics: when
+// it ran (zero: never) and how many discrepancies Reconcile found per mode.
+type BooksCheck struct {
+	CheckedAt     time.Time
+	Discrepancies map[Mode]int
+}
+
+// CheckBooks reconciles b and counts its discrepancies per mode, as of at.
+func CheckBooks(b Books, at time.Time) BooksCheck {
+	_, found := Reconcile(b)
+	c := BooksCheck{CheckedAt: at, Discrepancies: map[Mode]int{ModeTest: 0, ModeLive: 0}}
+	for _, d := range found {
+		c.Discrepancies[d.Mode]++
+	}
+	return c
+}
+
 type ledgerKey struct {
 	mode  Mode
 	asset string

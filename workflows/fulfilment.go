@@ -198,7 +198,7 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 				return
 			}
 			o.logger.Info("Buying provider signalled a change", "EventID", sig.EventID, "Ref", sig.Ref, "OrderRef", ref)
-			err = o.localFirst(ctx, localCheckOptions(), checkOptions(o.status), &p, a.CheckOrder, o.in.OrderID, ref)
+			err = localFirst(ctx, o.logger, localCheckOptions(), checkOptions(o.status), &p, a.CheckOrder, o.in.OrderID, ref)
 			checked = true
 		})
 		sel.Select(ctx)

@@ -50,7 +50,11 @@ const (
 // a run started after an earlier one was terminated or cancelled may be
 // given a copy older than that run's last move (a refund it approved
 // looks unapproved, and the new run would wait for a move the refund can
-// no longer take, its payout never made). Version 1 reads it.
+// no longer take, its payout never made). Version 1 reads it with an
+// activity; version 2 with a local activity (localFirst), a marker in the
+// run's first workflow task instead of an activity's three events, its
+// action and a workflow task of its own, since every run pays for the read
+// and only a restarted one needs it.
 const changeRefundReadsStore = "refund-reads-store"
 
 // SearchAttrRefundStatus is a Refund run's status (models.RefundStatus),
@@ -205,9 +209,15 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 	}
 	run.showDetails()
 	var runErr error
-	if workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 1) == 1 {
-		var a *activities.Activities
+	var a *activities.Activities
+	switch workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 2) {
+	case 1:
 		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
+	case 2:
+		runErr = run.locked(func(got *models.Refund) error {
+			return localFirst(run.bg, run.logger, localWriteOptions(), storeOptions("Read the refund"), got,
+				a.LoadRefund, activities.RefundInput{RefundID: run.r.ID})
+		})
 	}
 	for !run.r.Status.Settled() && runErr == nil {
 		runErr = run.step(ctx)
@@ -241,12 +251,20 @@ func (run *refundRun) step(ctx workflow.Context) error {
 // answering the refund as written) under the write lock, and takes its
 // answer as the refund's state.
 func (run *refundRun) write(opts workflow.ActivityOptions, fn any) error {
+	return run.locked(func(got *models.Refund) error {
+		return workflow.ExecuteActivity(withOptions(run.bg, opts), fn, activities.RefundInput{RefundID: run.r.ID}).Get(run.bg, got)
+	})
+}
+
+// locked runs call under the write lock and takes the refund it answers
+// as the run's state.
+func (run *refundRun) locked(call func(got *models.Refund) error) error {
 	if err := run.writeMu.Lock(run.bg); err != nil {
 		return err
 	}
 	defer run.writeMu.Unlock()
 	var got models.Refund
-	if err := workflow.ExecuteActivity(withOptions(run.bg, opts), fn, activities.RefundInput{RefundID: run.r.ID}).Get(run.bg, &got); err != nil {
+	if err := call(&got); err != nil {
 		return err
 	}
 	return run.took(got)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -509,8 +510,13 @@ func TestRefundRunTakesTheStoredRefund(t *testing.T) {
 	h := newRefundHarness(t, stored)
 	h.payer.applied = map[string]payout.Request{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
 	h.register()
+	var local []string
+	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		local = append(local, info.ActivityType.Name)
+	})
 	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: stale, OrderNumber: orderNumber})
 	require.True(t, h.env.IsWorkflowCompleted(), "the run went on with the stored refund")
+	assert.Equal(t, []string{"LoadRefund"}, local, "the read is a local activity")
 	require.NoError(t, h.env.GetWorkflowError())
 	var res workflows.RefundOutcome
 	require.NoError(t, h.env.GetWorkflowResult(&res))

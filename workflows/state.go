@@ -188,7 +188,7 @@ func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any)
 		o.localWrites = &local
 	}
 	if *o.localWrites {
-		return o.localFirst(ctx, localWriteOptions(), storeOptions(summary), nil, fn, args...)
+		return localFirst(ctx, o.logger, localWriteOptions(), storeOptions(summary), nil, fn, args...)
 	}
 	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), fn, args...).Get(ctx, nil)
 }
@@ -201,12 +201,12 @@ func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any)
 // its action and a workflow task of its own. Both are idempotent, so a
 // local attempt whose outcome was lost and the regular one after it act
 // once. result receives fn's result (nil: none).
-func (o *order) localFirst(ctx workflow.Context, local workflow.LocalActivityOptions, regular workflow.ActivityOptions, result any, fn any, args ...any) error {
+func localFirst(ctx workflow.Context, logger log.Logger, local workflow.LocalActivityOptions, regular workflow.ActivityOptions, result any, fn any, args ...any) error {
 	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), fn, args...).Get(ctx, result)
 	var appErr *temporal.ApplicationError
 	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
 		return err
 	}
-	o.logger.Warn("Local activity failed; retrying it as an activity", "Activity", regular.Summary, "Error", err)
+	logger.Warn("Local activity failed; retrying it as an activity", "Activity", regular.Summary, "Error", err)
 	return workflow.ExecuteActivity(withOptions(ctx, regular), fn, args...).Get(ctx, result)
 }

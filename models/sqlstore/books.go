@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -126,3 +127,53 @@ func pages[R any, P interface {
 
 func (r *paymentRow) rowID() string { return r.ID }
 func (r *refundRow) rowID() string  { return r.ID }
+
+// booksCheckRow is the one row of books_checks.
+type booksCheckRow struct {
+	CheckedAt         *time.Time
+	TestDiscrepancies int
+	LiveDiscrepancies int
+}
+
+// ClaimBooksCheck claims the next check of the books for this process,
+// as of now: true when no process claimed one within every before now,
+// so that one process of a deployment reads the books per period. A
+// claimer that dies lets another claim after every.
+func (s *Store) ClaimBooksCheck(ctx context.Context, now time.Time, every time.Duration) (bool, error) {
+	res := s.db.WithContext(ctx).Table("books_checks").
+		Where("id = 1 AND (claimed_at IS NULL OR claimed_at <= ?)", now.Add(-every).UTC()).
+		Update("claimed_at", now.UTC())
+	if res.Error != nil {
+		return false, fmt.Errorf("claiming the check of the books: %w", res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// RecordBooksCheck records c as the last check of the books.
+func (s *Store) RecordBooksCheck(ctx context.Context, c models.BooksCheck) error {
+	err := s.db.WithContext(ctx).Table("books_checks").Where("id = 1").Updates(map[string]any{
+		"checked_at":         c.CheckedAt.UTC(),
+		"test_discrepancies": c.Discrepancies[models.ModeTest],
+		"live_discrepancies": c.Discrepancies[models.ModeLive],
+	}).Error
+	if err != nil {
+		return fmt.Errorf("recording the check of the books: %w", err)
+	}
+	return nil
+}
+
+// LastBooksCheck answers the last check of the books recorded, with a
+// zero CheckedAt before the first.
+func (s *Store) LastBooksCheck(ctx context.Context) (models.BooksCheck, error) {
+	var row booksCheckRow
+	if err := s.db.WithContext(ctx).Table("books_checks").
+		Select("checked_at, test_discrepancies, live_discrepancies").Where("id = 1").Take(&row).Error; err != nil {
+		return models.BooksCheck{}, fmt.Errorf("reading the last check of the books: %w", err)
+	}
+	c := models.BooksCheck{Discrepancies: map[models.Mode]int{
+		models.ModeTest: row.TestDiscrepancies, models.ModeLive: row.LiveDiscrepancies}}
+	if row.CheckedAt != nil {
+		c.CheckedAt = row.CheckedAt.UTC()
+	}
+	return c, nil
+}

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +155,50 @@ func TestBooksFindACorruptedRow(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBooksCheckClaimedOncePerPeriod: of processes claiming the check of
+// the books at once, one gets it; none again until the period has passed
+// since the claim; the recorded check reads back as written.
+func TestBooksCheckClaimedOncePerPeriod(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		last, err := st.LastBooksCheck(ctx)
+		require.NoError(t, err)
+		assert.True(t, last.CheckedAt.IsZero(), "never checked")
+
+		const every = 15 * time.Minute
+		won := make(chan bool, 8)
+		var wg sync.WaitGroup
+		for range cap(won) {
+			wg.Go(func() {
+				ok, err := st.ClaimBooksCheck(ctx, t0, every)
+				assert.NoError(t, err)
+				won <- ok
+			})
+		}
+		wg.Wait()
+		close(won)
+		claims := 0
+		for ok := range won {
+			if ok {
+				claims++
+			}
+		}
+		assert.Equal(t, 1, claims, "one claim of the period")
+
+		ok, err := st.ClaimBooksCheck(ctx, t0.Add(every-time.Second), every)
+		require.NoError(t, err)
+		assert.False(t, ok, "within the period")
+		ok, err = st.ClaimBooksCheck(ctx, t0.Add(every), every)
+		require.NoError(t, err)
+		assert.True(t, ok, "the next period")
+
+		check := models.BooksCheck{CheckedAt: t0.Add(every), Discrepancies: map[models.Mode]int{models.ModeLive: 3}}
+		require.NoError(t, st.RecordBooksCheck(ctx, check))
+		last, err = st.LastBooksCheck(ctx)
+		require.NoError(t, err)
+		assert.True(t, check.CheckedAt.Equal(last.CheckedAt))
+		assert.Equal(t, map[models.Mode]int{models.ModeTest: 0, models.ModeLive: 3}, last.Discrepancies)
+	})
 }

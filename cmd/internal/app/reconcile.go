@@ -171,17 +171,26 @@ func nonNil(ids []string) []string {
 	return ids
 }
 
-// booksEvery is how often each api process reconciles the books for its
-// metrics: every run reads every payment, refund and order they reached
-// (sqlstore.Books), so it is minutes, not seconds.
-const booksEvery = 15 * time.Minute
+// booksEvery is how often a deployment checks its books for the metrics.
+// A check reads every payment, refund and order they reached
+// (sqlstore.Books), so it is minutes apart, and one process of the
+// deployment makes it: the one that claims it (ClaimBooksCheck). Every
+// process reads the last check's counts each booksReportEvery, so every
+// replica's gauges say the same.
+const (
+	booksEvery       = 15 * time.Minute
+	booksReportEvery = time.Minute
+)
 
-// booksReader reads the books (sqlstore.Store).
-type booksReader interface {
+// booksStore is the database as the books' metrics use it (sqlstore.Store).
+type booksStore interface {
 	Books(ctx context.Context, mode models.Mode) (models.Books, error)
+	ClaimBooksCheck(ctx context.Context, now time.Time, every time.Duration) (bool, error)
+	RecordBooksCheck(ctx context.Context, c models.BooksCheck) error
+	LastBooksCheck(ctx context.Context) (models.BooksCheck, error)
 }
 
-// booksMetrics are what the api process reports of the books.
+// booksMetrics are what a process reports of the books.
 type booksMetrics struct {
 	discrepancies *prometheus.GaugeVec
 	lastRun       prometheus.Gauge
@@ -191,11 +200,11 @@ func newBooksMetrics(reg prometheus.Registerer) *booksMetrics {
 	m := &booksMetrics{
 		discrepancies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "memocart_reconcile_discrepancies",
-			Help: "Discrepancies memocart reconcile finds in the database's books, per mode, as of the last run (every 15 minutes).",
+			Help: "Discrepancies memocart reconcile found in the database's books, per mode, as of the deployment's last check (every 15 minutes).",
 		}, []string{"mode"}),
 		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "memocart_reconcile_last_run_timestamp_seconds",
-			Help: "Unix time the api process last reconciled the books.",
+			Help: "Unix time the deployment last checked the books (0: not yet).",
 		}),
 	}
 	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
@@ -205,40 +214,52 @@ func newBooksMetrics(reg prometheus.Registerer) *booksMetrics {
 	return m
 }
 
-// observe reconciles the books once and sets the gauges; on an error it
-// leaves them as they were (lastRun then ages, which its alert watches).
-func (m *booksMetrics) observe(ctx context.Context, st booksReader) error {
-	b, err := st.Books(ctx, "")
+// observe checks the books as of now if this process claims the check,
+// then reports the last check recorded. On an error the gauges stay as
+// they were (lastRun then ages, which its alert watches).
+func (m *booksMetrics) observe(ctx context.Context, st booksStore, now time.Time) error {
+	claimed, err := st.ClaimBooksCheck(ctx, now, booksEvery)
 	if err != nil {
 		return err
 	}
-	_, found := models.Reconcile(b)
-	counts := map[models.Mode]int{}
-	for _, d := range found {
-		counts[d.Mode]++
+	if claimed {
+		b, err := st.Books(ctx, "")
+		if err != nil {
+			return err
+		}
+		if err := st.RecordBooksCheck(ctx, models.CheckBooks(b, now)); err != nil {
+			return err
+		}
+	}
+	c, err := st.LastBooksCheck(ctx)
+	if err != nil {
+		return err
+	}
+	if c.CheckedAt.IsZero() {
+		return nil
 	}
 	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
-		m.discrepancies.WithLabelValues(string(mode)).Set(float64(counts[mode]))
+		m.discrepancies.WithLabelValues(string(mode)).Set(float64(c.Discrepancies[mode]))
 	}
-	m.lastRun.SetToCurrentTime()
+	m.lastRun.Set(float64(c.CheckedAt.Unix()))
 	return nil
 }
 
-// watchBooks reconciles the books every booksEvery until ctx ends, for
-// the metrics; nothing without telemetry.
-func (t *Telemetry) watchBooks(ctx context.Context, st booksReader, log *slog.Logger) {
+// watchBooks keeps the books' metrics until ctx ends (observe, every
+// booksReportEvery); nothing without telemetry.
+func (t *Telemetry) watchBooks(ctx context.Context, st booksStore, log *slog.Logger) {
 	if t == nil {
 		return
 	}
 	m := newBooksMetrics(t.registry)
 	for {
-		if err := m.observe(ctx, st); err != nil && ctx.Err() == nil {
-			log.Warn("reconciling the books", slog.Any("error", err))
+		if err := m.observe(ctx, st, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("checking the books", slog.Any("error", err))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(booksEvery):
+		case <-time.After(booksReportEvery):
 		}
 	}
 }

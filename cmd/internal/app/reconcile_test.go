@@ -17,6 +17,7 @@ import (
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
+	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 // TestReconcileCommand: balanced books print their table and exit zero; a
@@ -65,10 +66,21 @@ func TestReconcileCommand(t *testing.T) {
 	assert.NotErrorIs(t, err, errBooksUnbalanced)
 }
 
-// booksFunc is a booksReader.
-type booksFunc func() (models.Books, error)
+// countedBooks is the store with its reads of the books counted, or
+// failing with err.
+type countedBooks struct {
+	*sqlstore.Store
+	reads int
+	err   error
+}
 
-func (f booksFunc) Books(context.Context, models.Mode) (models.Books, error) { return f() }
+func (c *countedBooks) Books(ctx context.Context, mode models.Mode) (models.Books, error) {
+	c.reads++
+	if c.err != nil {
+		return models.Books{}, c.err
+	}
+	return c.Store.Books(ctx, mode)
+}
 
 // gauge is the value of the gauge name (of mode, when given) in reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name, mode string) float64 {
@@ -95,29 +107,48 @@ func gauge(t *testing.T, reg *prometheus.Registry, name, mode string) float64 {
 	return 0
 }
 
-// TestBooksMetrics: the api process reports the discrepancies of each
-// mode; a failed read leaves the last count and the time of the last run.
+// TestBooksMetrics: of two processes on one database, one reads the books
+// per booksEvery and both report its counts per mode and its time; a
+// failed read leaves the last check's counts and time.
 func TestBooksMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := newBooksMetrics(reg)
+	dsn := sqlstoretest.DSN(t, sqlstore.DialectSQLite)
+	st, err := sqlstore.Open(t.Context(), dsn, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = st.Migrate(t.Context())
+	require.NoError(t, err)
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	late := models.Books{Payments: []models.BookPayment{
-		{ID: "p1", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("2"), State: models.PaymentStateRefundDue},
-		{ID: "p2", Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateRefundDue},
-		{ID: "p3", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), State: models.PaymentStateRefunded,
-			RefundedAt: &at, RefundTx: strings.Repeat("a", 64)},
-	}}
-	require.NoError(t, m.observe(t.Context(), booksFunc(func() (models.Books, error) { return late, nil })))
-	assert.Equal(t, 2.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"))
-	assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "test"))
-	ran := gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", "")
-	assert.Greater(t, ran, 1e9)
+	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "p1", Mode: models.ModeLive, Asset: "USDC",
+		Amount: decimal.RequireFromString("2"), Memo: "nobody", ReceivedAt: at}, ""))
+	one, two := &countedBooks{Store: st}, &countedBooks{Store: st}
+	regOne, regTwo := prometheus.NewRegistry(), prometheus.NewRegistry()
+	mOne, mTwo := newBooksMetrics(regOne), newBooksMetrics(regTwo)
 
-	err := m.observe(t.Context(), booksFunc(func() (models.Books, error) { return models.Books{}, errors.New("db down") }))
-	require.Error(t, err)
-	assert.Equal(t, 2.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"), "the last count stays")
-	assert.Equal(t, ran, gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", ""))
+	require.NoError(t, mOne.observe(t.Context(), one, at))
+	require.NoError(t, mTwo.observe(t.Context(), two, at.Add(time.Minute)))
+	assert.Equal(t, []int{1, 0}, []int{one.reads, two.reads}, "one read of the books per period")
+	for _, reg := range []*prometheus.Registry{regOne, regTwo} {
+		assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"))
+		assert.Equal(t, float64(at.Unix()), gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", ""))
+	}
 
-	require.NoError(t, m.observe(t.Context(), booksFunc(func() (models.Books, error) { return models.Books{}, nil })))
-	assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"), "balanced again")
+	raw, err := sql.Open("sqlite", strings.TrimPrefix(dsn, "sqlite://"))
+	require.NoError(t, err)
+	defer raw.Close()
+	_, err = raw.Exec("UPDATE payments SET status = 'refund_due' WHERE id = 'p1'")
+	require.NoError(t, err)
+	later := at.Add(booksEvery)
+	require.NoError(t, mTwo.observe(t.Context(), two, later))
+	require.NoError(t, mOne.observe(t.Context(), one, later.Add(time.Minute)))
+	assert.Equal(t, []int{1, 1}, []int{one.reads, two.reads}, "the next period's check, by whoever claims it")
+	for _, reg := range []*prometheus.Registry{regOne, regTwo} {
+		assert.Equal(t, 1.0, gauge(t, reg, "memocart_reconcile_discrepancies", "live"), "payment_unrefunded")
+		assert.Equal(t, 0.0, gauge(t, reg, "memocart_reconcile_discrepancies", "test"))
+		assert.Equal(t, float64(later.Unix()), gauge(t, reg, "memocart_reconcile_last_run_timestamp_seconds", ""))
+	}
+
+	one.err = errors.New("db down")
+	require.Error(t, mOne.observe(t.Context(), one, later.Add(booksEvery)))
+	assert.Equal(t, 1.0, gauge(t, regOne, "memocart_reconcile_discrepancies", "live"), "the last count stays")
+	assert.Equal(t, float64(later.Unix()), gauge(t, regOne, "memocart_reconcile_last_run_timestamp_seconds", ""))
 }
