@@ -3,6 +3,7 @@ package models
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -123,9 +124,8 @@ type BooksCheck struct {
 	Discrepancies map[Mode]int
 }
 
-// CheckBooks reconciles b and counts its discrepancies per mode, as of at.
-func CheckBooks(b Books, at time.Time) BooksCheck {
-	_, found := Reconcile(b)
+// NewBooksCheck counts the discrepancies found per mode by a check at at.
+func NewBooksCheck(at time.Time, found []Discrepancy) BooksCheck {
 	c := BooksCheck{CheckedAt: at, Discrepancies: map[Mode]int{ModeTest: 0, ModeLive: 0}}
 	for _, d := range found {
 		c.Discrepancies[d.Mode]++
@@ -138,9 +138,14 @@ type ledgerKey struct {
 	asset string
 }
 
-// Reconcile computes the books: per mode and asset, where the money
-// received went (Ledger, sorted by mode then asset), and every
-// discrepancy found (sorted by kind, then ids). It reads nothing but b.
+// Bookkeeper reconciles the books one part at a time, so that a reader
+// holds one page of them at once: each payment with the refund that
+// returns it whole (Payment), each order with its credited payments and
+// its refunds of its own money (Order), and each row that names one not
+// stored (StrayRefunds, StrayCredit). Every payment and every refund is
+// handed over once. Finish answers the ledgers and the discrepancies.
+// It keeps one small record per transaction hash claimed (sent refunds,
+// records by hand), to find a hash claimed twice.
 //
 // A payment is placed by its state: credited (matched and handed to its
 // workflow) money is its order's, placed by the order; a payment due back
@@ -150,127 +155,184 @@ type ledgerKey struct {
 // nothing refunded yet), which its refunds of that money place, or its
 // record by hand (mark-refunded), or nothing (owed by hand: its workflow
 // waits for mark-refunded).
+type Bookkeeper struct {
+	ledgers map[ledgerKey]*Ledger
+	found   []Discrepancy
+	hashes  []hashClaim
+}
+
+// NewBookkeeper returns a Bookkeeper with nothing in its books.
+func NewBookkeeper() *Bookkeeper {
+	return &Bookkeeper{ledgers: map[ledgerKey]*Ledger{}}
+}
+
+// Reconcile computes the books held whole in b (Bookkeeper): per mode and
+// asset, where the money received went (Ledger, sorted by mode then
+// asset), and every discrepancy found (sorted by kind, then ids).
 func Reconcile(b Books) ([]Ledger, []Discrepancy) {
-	rc := reconciler{ledgers: map[ledgerKey]*Ledger{}}
-	refundByKey := map[string]Refund{}
-	ownRefunds := map[string][]Refund{}
+	k := NewBookkeeper()
+	stored := map[string]bool{}
+	for _, p := range b.Payments {
+		stored[p.ID] = true
+	}
+	returning := map[string]Refund{}
+	own := map[string][]Refund{}
 	for _, r := range b.Refunds {
-		refundByKey[r.Key] = r
-		if r.Reason.ofOrder() {
-			ownRefunds[r.OrderID] = append(ownRefunds[r.OrderID], r)
+		switch {
+		case r.Reason.ofOrder():
+			own[r.OrderID] = append(own[r.OrderID], r)
+		case stored[strings.TrimPrefix(r.Key, PaymentRefundKey(""))] && strings.HasPrefix(r.Key, PaymentRefundKey("")):
+			returning[r.Key] = r
+		default:
+			k.StrayRefunds("", []Refund{r})
 		}
 	}
 	credited := map[string][]BookPayment{}
-	payments := map[string]BookPayment{}
-	var hashes []hashClaim
-
 	for _, p := range b.Payments {
-		payments[p.ID] = p
-		l := rc.ledger(p.Mode, p.Asset)
-		l.Received = l.Received.Add(p.Amount)
-		r, hasRefund := refundByKey[PaymentRefundKey(p.ID)]
-		switch {
-		case p.State == PaymentStateReceived || (p.State == PaymentStateMatched && !p.Signaled):
-			l.Pending = l.Pending.Add(p.Amount)
-		case p.State == PaymentStateMatched:
+		var r *Refund
+		if x, ok := returning[PaymentRefundKey(p.ID)]; ok {
+			r = &x
+		}
+		k.Payment(p, r)
+		if p.Credited() {
 			credited[p.OrderID] = append(credited[p.OrderID], p)
-		case p.State == PaymentStateUnmatched:
-			l.Unmatched = l.Unmatched.Add(p.Amount)
-		case hasRefund:
-			// Placed with the refund below; its state must follow it.
-			if (p.State == PaymentStateRefunded) != r.Status.Settled() {
-				rc.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
-					PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
-					Detail: fmt.Sprintf("payment is %s, its refund is %s", p.State, r.Status)})
-			}
-		case p.State == PaymentStateRefunded:
-			l.SentByHand = l.SentByHand.Add(p.Amount)
-			hashes = append(hashes, hashClaim{hash: p.RefundTx, what: "payment " + p.ID + " (by hand)", payment: p.ID, mode: p.Mode, asset: p.Asset})
-		case p.State.DueBack() && p.OrderID != "":
-			// Recorded late or in another asset before refunds were paid
-			// out: an operator's to send (payments list, mark-refunded).
-			l.OwedByHand = l.OwedByHand.Add(p.Amount)
-		case p.State.DueBack():
-			// An unmatched payment becomes due back only with its refund.
-			l.OwedByHand = l.OwedByHand.Add(p.Amount)
-			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnrefunded, Mode: p.Mode, Asset: p.Asset,
-				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("%s %s %s of no order is due back with no refund", p.State, p.Amount, p.Asset)})
-		default:
-			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
-				PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("payment is in unknown state %q", p.State)})
 		}
 	}
-
-	for _, r := range b.Refunds {
-		if r.Status == RefundSent {
-			if r.TransactionHash == "" {
-				rc.add(Discrepancy{Kind: DiscrepancySentWithoutTransaction, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
-					PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "sent with no transaction hash"})
-			}
-			hashes = append(hashes, hashClaim{hash: r.TransactionHash, what: "refund " + r.ID, refund: r.ID, mode: r.Mode, asset: r.Asset})
-		}
-		if r.Reason.ofOrder() {
-			continue // placed with its order
-		}
-		pid := strings.TrimPrefix(r.Key, PaymentRefundKey(""))
-		p, ok := payments[pid]
-		if !ok || r.Key != PaymentRefundKey(pid) {
-			rc.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
-				PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "returns a payment that is not stored"})
-			continue
-		}
-		if !p.Amount.Equal(r.Amount) || !strings.EqualFold(p.Asset, r.Asset) {
-			rc.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
-				PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
-				Detail: fmt.Sprintf("refund is %s %s, its payment %s %s", r.Amount, r.Asset, p.Amount, p.Asset)})
-		}
-		switch p.State {
-		case PaymentStateUnmatched:
-			rc.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset,
-				PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID}, Detail: "payment is unmatched while a refund returns it"})
-			continue
-		case PaymentStateMatched, PaymentStateReceived:
-			continue // its order's money, or not through the books yet: placed above
-		}
-		rc.place(rc.ledger(p.Mode, p.Asset), r.Status, p.Amount)
-	}
-
 	for _, o := range b.Orders {
-		rc.order(o, credited[o.ID], ownRefunds[o.ID], &hashes)
+		k.Order(o, credited[o.ID], own[o.ID])
 		delete(credited, o.ID)
-		delete(ownRefunds, o.ID)
+		delete(own, o.ID)
 	}
-	for orderID, rs := range ownRefunds {
-		rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: rs[0].Mode, Asset: rs[0].Asset, OrderID: orderID,
+	for _, orderID := range slices.Sorted(maps.Keys(own)) {
+		k.StrayRefunds(orderID, own[orderID])
+	}
+	for _, orderID := range slices.Sorted(maps.Keys(credited)) {
+		for _, p := range credited[orderID] {
+			k.StrayCredit(p)
+		}
+	}
+	return k.Finish()
+}
+
+// Credited reports whether p is its order's money: matched and handed to
+// the order's workflow. Bookkeeper.Order places it.
+func (p BookPayment) Credited() bool {
+	return p.State == PaymentStateMatched && p.Signaled
+}
+
+// Payment counts p received and places it, with r, the refund keyed
+// PaymentRefundKey(p.ID), when there is one; a credited payment is placed
+// by its order.
+func (k *Bookkeeper) Payment(p BookPayment, r *Refund) {
+	l := k.ledger(p.Mode, p.Asset)
+	l.Received = l.Received.Add(p.Amount)
+	switch {
+	case p.State == PaymentStateReceived || (p.State == PaymentStateMatched && !p.Signaled):
+		l.Pending = l.Pending.Add(p.Amount)
+	case p.Credited():
+	case p.State == PaymentStateUnmatched:
+		l.Unmatched = l.Unmatched.Add(p.Amount)
+	case r != nil:
+		// Placed with the refund below; its state must follow it.
+		if (p.State == PaymentStateRefunded) != r.Status.Settled() {
+			k.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+				PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
+				Detail: fmt.Sprintf("payment is %s, its refund is %s", p.State, r.Status)})
+		}
+	case p.State == PaymentStateRefunded:
+		l.SentByHand = l.SentByHand.Add(p.Amount)
+		k.hashes = append(k.hashes, hashClaim{hash: p.RefundTx, what: "payment " + p.ID + " (by hand)", payment: p.ID, mode: p.Mode, asset: p.Asset})
+	case p.State.DueBack() && p.OrderID != "":
+		// Recorded late or in another asset before refunds were paid
+		// out: an operator's to send (payments list, mark-refunded).
+		l.OwedByHand = l.OwedByHand.Add(p.Amount)
+	case p.State.DueBack():
+		// An unmatched payment becomes due back only with its refund.
+		l.OwedByHand = l.OwedByHand.Add(p.Amount)
+		k.add(Discrepancy{Kind: DiscrepancyPaymentUnrefunded, Mode: p.Mode, Asset: p.Asset,
+			PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("%s %s %s of no order is due back with no refund", p.State, p.Amount, p.Asset)})
+	default:
+		k.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+			PaymentIDs: []string{p.ID}, Detail: fmt.Sprintf("payment is in unknown state %q", p.State)})
+	}
+	if r == nil {
+		return
+	}
+	k.refund(*r)
+	if !p.Amount.Equal(r.Amount) || !strings.EqualFold(p.Asset, r.Asset) {
+		k.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+			PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID},
+			Detail: fmt.Sprintf("refund is %s %s, its payment %s %s", r.Amount, r.Asset, p.Amount, p.Asset)})
+	}
+	switch p.State {
+	case PaymentStateUnmatched:
+		k.add(Discrepancy{Kind: DiscrepancyPaymentRefundState, Mode: p.Mode, Asset: p.Asset,
+			PaymentIDs: []string{p.ID}, RefundIDs: []string{r.ID}, Detail: "payment is unmatched while a refund returns it"})
+	case PaymentStateMatched, PaymentStateReceived:
+		// Its order's money, or not through the books yet: placed above.
+	default:
+		k.place(k.ledger(p.Mode, p.Asset), r.Status, p.Amount)
+	}
+}
+
+// StrayRefunds lists refunds that name a row not stored: of orderID's own
+// money when orderID is not empty (the order is not stored), else each
+// returning a payment whole that is not stored.
+func (k *Bookkeeper) StrayRefunds(orderID string, rs []Refund) {
+	if len(rs) == 0 {
+		return
+	}
+	for _, r := range rs {
+		k.refund(r)
+		if orderID == "" {
+			k.add(Discrepancy{Kind: DiscrepancyRefundPaymentMismatch, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
+				PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "returns a payment that is not stored"})
+		}
+	}
+	if orderID != "" {
+		k.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: rs[0].Mode, Asset: rs[0].Asset, OrderID: orderID,
 			RefundIDs: idsOf(rs), Detail: "refunds of the money of an order that is not stored"})
 	}
-	for orderID, ps := range credited {
-		for _, p := range ps {
-			rc.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: orderID,
-				PaymentIDs: []string{p.ID}, Detail: "payment is credited to an order that is not stored"})
-		}
-	}
-	rc.transactions(hashes)
+}
 
+// StrayCredit lists p, credited to an order that is not stored.
+func (k *Bookkeeper) StrayCredit(p BookPayment) {
+	k.add(Discrepancy{Kind: DiscrepancyPaymentUnplaced, Mode: p.Mode, Asset: p.Asset, OrderID: p.OrderID,
+		PaymentIDs: []string{p.ID}, Detail: "payment is credited to an order that is not stored"})
+}
+
+// refund checks what every refund must hold, whatever it returns: a sent
+// one names its transaction, which it claims.
+func (k *Bookkeeper) refund(r Refund) {
+	if r.Status != RefundSent {
+		return
+	}
+	if r.TransactionHash == "" {
+		k.add(Discrepancy{Kind: DiscrepancySentWithoutTransaction, Mode: r.Mode, Asset: r.Asset, OrderID: r.OrderID,
+			PaymentIDs: r.PaymentIDs, RefundIDs: []string{r.ID}, Detail: "sent with no transaction hash"})
+	}
+	k.hashes = append(k.hashes, hashClaim{hash: r.TransactionHash, what: "refund " + r.ID, refund: r.ID, mode: r.Mode, asset: r.Asset})
+}
+
+// Finish answers the books: per mode and asset, where the money received
+// went (sorted by mode then asset), and every discrepancy found (sorted
+// by kind, then ids).
+func (k *Bookkeeper) Finish() ([]Ledger, []Discrepancy) {
+	k.transactions()
 	var ledgers []Ledger
-	for _, l := range rc.ledgers {
-		l.Difference = l.Difference.Add(l.Received.Sub(l.Kept).Sub(l.Sent).Sub(l.SentByHand).Sub(l.Cancelled).
-			Sub(l.Owed).Sub(l.OwedByHand).Sub(l.Unmatched).Sub(l.Pending))
+	for _, l := range k.ledgers {
+		l.Difference = l.Received.Sub(l.Kept).Sub(l.Sent).Sub(l.SentByHand).Sub(l.Cancelled).
+			Sub(l.Owed).Sub(l.OwedByHand).Sub(l.Unmatched).Sub(l.Pending)
 		ledgers = append(ledgers, *l)
 	}
 	slices.SortFunc(ledgers, func(a, b Ledger) int {
 		return cmp.Or(cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Asset, b.Asset))
 	})
-	slices.SortStableFunc(rc.found, func(a, b Discrepancy) int {
+	slices.SortStableFunc(k.found, func(a, b Discrepancy) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
 			slices.Compare(a.PaymentIDs, b.PaymentIDs), slices.Compare(a.RefundIDs, b.RefundIDs))
 	})
-	return ledgers, rc.found
-}
-
-type reconciler struct {
-	ledgers map[ledgerKey]*Ledger
-	found   []Discrepancy
+	return ledgers, k.found
 }
 
 type hashClaim struct {
@@ -283,20 +345,20 @@ type hashClaim struct {
 	asset   string
 }
 
-func (rc *reconciler) add(d Discrepancy) { rc.found = append(rc.found, d) }
+func (k *Bookkeeper) add(d Discrepancy) { k.found = append(k.found, d) }
 
-func (rc *reconciler) ledger(mode Mode, asset string) *Ledger {
-	k := ledgerKey{mode, strings.ToUpper(asset)}
-	l, ok := rc.ledgers[k]
+func (k *Bookkeeper) ledger(mode Mode, asset string) *Ledger {
+	key := ledgerKey{mode, strings.ToUpper(asset)}
+	l, ok := k.ledgers[key]
 	if !ok {
-		l = &Ledger{Mode: mode, Asset: k.asset}
-		rc.ledgers[k] = l
+		l = &Ledger{Mode: mode, Asset: key.asset}
+		k.ledgers[key] = l
 	}
 	return l
 }
 
 // place counts amount, returned by a refund at status, in l.
-func (rc *reconciler) place(l *Ledger, status RefundStatus, amount decimal.Decimal) {
+func (k *Bookkeeper) place(l *Ledger, status RefundStatus, amount decimal.Decimal) {
 	switch status {
 	case RefundSent:
 		l.Sent = l.Sent.Add(amount)
@@ -307,11 +369,15 @@ func (rc *reconciler) place(l *Ledger, status RefundStatus, amount decimal.Decim
 	}
 }
 
-// order places order o's own money: what its credited payments brought
+// Order places order o's own money: what its credited payments brought
 // (checked against its amount_received), kept but for what it owes back,
-// which its refunds of that money or its record by hand place.
-func (rc *reconciler) order(o Order, credited []BookPayment, refunds []Refund, hashes *[]hashClaim) {
-	l := rc.ledger(o.Mode, o.PaymentAsset)
+// which refunds, its refunds of that money (Reason ofOrder), or its record
+// by hand place.
+func (k *Bookkeeper) Order(o Order, credited []BookPayment, refunds []Refund) {
+	for _, r := range refunds {
+		k.refund(r)
+	}
+	l := k.ledger(o.Mode, o.PaymentAsset)
 	var sum decimal.Decimal
 	var ids []string
 	for _, p := range credited {
@@ -319,14 +385,14 @@ func (rc *reconciler) order(o Order, credited []BookPayment, refunds []Refund, h
 		ids = append(ids, p.ID)
 	}
 	if !sum.Equal(o.AmountReceived) {
-		rc.add(Discrepancy{Kind: DiscrepancyCreditMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, PaymentIDs: ids,
+		k.add(Discrepancy{Kind: DiscrepancyCreditMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, PaymentIDs: ids,
 			Detail: fmt.Sprintf("order %s credited payments add up to %s, its amount_received is %s", o.Number, sum, o.AmountReceived)})
 	}
 
 	if o.Status == OrderCreated {
 		l.Pending = l.Pending.Add(o.AmountReceived)
 		if len(refunds) > 0 || o.RefundedAt != nil {
-			rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID,
+			k.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID,
 				RefundIDs: idsOf(refunds), Detail: fmt.Sprintf("order %s waits for payment and has refunds of its money", o.Number)})
 		}
 		return
@@ -345,13 +411,13 @@ func (rc *reconciler) order(o Order, credited []BookPayment, refunds []Refund, h
 	refundIDs := idsOf(refunds)
 	for _, r := range refunds {
 		refunded = refunded.Add(r.Amount)
-		rc.place(l, r.Status, r.Amount)
+		k.place(l, r.Status, r.Amount)
 	}
 	switch {
 	case o.RefundedAt != nil:
-		*hashes = append(*hashes, hashClaim{hash: o.RefundTx, what: "order " + o.Number + " (by hand)", order: o.ID, mode: o.Mode, asset: o.PaymentAsset})
+		k.hashes = append(k.hashes, hashClaim{hash: o.RefundTx, what: "order " + o.Number + " (by hand)", order: o.ID, mode: o.Mode, asset: o.PaymentAsset})
 		if len(refunds) > 0 {
-			rc.add(Discrepancy{Kind: DiscrepancyRefundedTwice, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
+			k.add(Discrepancy{Kind: DiscrepancyRefundedTwice, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
 				Detail: fmt.Sprintf("order %s is recorded refunded by hand and has refunds of the same money", o.Number)})
 			return
 		}
@@ -359,17 +425,17 @@ func (rc *reconciler) order(o Order, credited []BookPayment, refunds []Refund, h
 	case len(refunds) == 0:
 		l.OwedByHand = l.OwedByHand.Add(owed)
 	case !refunded.Equal(owed):
-		rc.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
+		k.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
 			Detail: fmt.Sprintf("order %s owes back %s, its refunds add up to %s", o.Number, owed, refunded)})
 	}
 }
 
 // transactions lists each transaction hash claimed twice: a payout counts
 // for one refund (or one record by hand) only.
-func (rc *reconciler) transactions(claims []hashClaim) {
+func (k *Bookkeeper) transactions() {
 	by := map[string][]hashClaim{}
 	var order []string
-	for _, c := range claims {
+	for _, c := range k.hashes {
 		h := strings.ToLower(strings.TrimSpace(c.hash))
 		if h == "" {
 			continue
@@ -399,7 +465,7 @@ func (rc *reconciler) transactions(claims []hashClaim) {
 			}
 		}
 		d.Detail = fmt.Sprintf("transaction %s is claimed by %s", h, strings.Join(whats, ", "))
-		rc.add(d)
+		k.add(d)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -12,90 +11,167 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// booksPage is how many rows Books reads per query (a variable so that a
-// test can page through a few rows).
+// booksPage is how many rows ReadBooks reads per query (a variable so
+// that a test can page through a few rows).
 var booksPage = 1000
 
-// Books reads what models.Reconcile needs, of one mode (both when mode is
-// empty): every payment, every refund, and every order a payment or a
-// refund reached. It reads in one transaction, on Postgres a read-only
-// repeatable-read snapshot, so the three tables are read as of one
-// instant while the service keeps writing; on SQLite the transaction
-// holds the one writer's lock while it reads.
+// Columns the books read of each table.
+const (
+	bookPaymentCols = "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx"
+	bookRefundCols  = `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash`
+	bookOrderCols   = "id, number, mode, status, payment_status, status_reason, cancellation_reason, " +
+		"payment_asset, payment_amount, amount_received, refunded_at, refund_tx"
+)
+
+// ReadBooks hands the books of mode (both when empty) to k, a page at a
+// time: every payment with the refund that returns it whole, every order
+// with its credited payments and its refunds of its own money, then the
+// rows that name a row not stored. It reads in one transaction, on
+// Postgres a read-only repeatable-read snapshot, so the three tables are
+// read as of one instant while the service keeps writing; on SQLite the
+// transaction holds the one writer's lock while it reads.
 //
-// Cost: payments and refunds are read in pages of booksPage rows by id
-// (an index walk of the primary key), orders by id in batches of
-// booksPage; only the columns the books use are read. Every row read is
-// held in memory (a few hundred bytes per payment, refund and order), since
-// Reconcile sets each payment against its order and refunds.
-func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, error) {
-	var b models.Books
+// Cost: payments and orders are read in pages of booksPage rows by id (an
+// index walk of the primary key), each page with one query for its
+// refunds (by key, or by order) and, for orders, one for their credited
+// payments (by order_id); the stray rows are three anti-joins, which find
+// none on a healthy database. Only the columns the books use are read,
+// and a page at a time is held (k keeps one small record per transaction
+// hash claimed).
+func (s *Store) ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error {
 	var opts []*sql.TxOptions
 	if s.dialect == DialectPostgres {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	}
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		orderIDs := map[string]bool{}
-		err := pages(tx, mode, "payments", "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx",
-			func(rows []paymentRow) {
-				for _, r := range rows {
-					p := models.BookPayment{ID: r.ID, Mode: models.Mode(r.Mode), Asset: r.Asset, Amount: r.Amount,
-						State: models.PaymentState(r.Status), Signaled: r.SignaledAt != nil,
-						RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx}
-					if r.OrderID != nil {
-						p.OrderID = *r.OrderID
-						orderIDs[p.OrderID] = true
-					}
-					b.Payments = append(b.Payments, p)
-				}
-			})
+	ofOrder := refundReasonsOfOrder()
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		inMode := func(q *gorm.DB, table string) *gorm.DB {
+			if mode != "" {
+				q = q.Where(table+".mode = ?", string(mode))
+			}
+			return q
+		}
+		err := pages(tx, mode, "payments", bookPaymentCols, func(rows []paymentRow) error {
+			keys := make([]string, len(rows))
+			for i, r := range rows {
+				keys[i] = models.PaymentRefundKey(r.ID)
+			}
+			refunds, err := bookRefunds(inMode(tx.Table("refunds"), "refunds").
+				Where(`"key" IN ? AND reason NOT IN ?`, keys, ofOrder))
+			if err != nil {
+				return err
+			}
+			byKey := map[string]*models.Refund{}
+			for i := range refunds {
+				byKey[refunds[i].Key] = &refunds[i]
+			}
+			for _, r := range rows {
+				k.Payment(r.toBook(), byKey[models.PaymentRefundKey(r.ID)])
+			}
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("reading payments: %w", err)
 		}
-		var convErr error
-		err = pages(tx, mode, "refunds", `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash`,
-			func(rows []refundRow) {
-				for _, row := range rows {
-					r, err := row.toModel()
-					if err != nil && convErr == nil {
-						convErr = err
-					}
-					if r.OrderID != "" {
-						orderIDs[r.OrderID] = true
-					}
-					b.Refunds = append(b.Refunds, r)
-				}
-			})
-		if err == nil {
-			err = convErr
-		}
-		if err != nil {
-			return fmt.Errorf("reading refunds: %w", err)
-		}
 
-		ids := make([]string, 0, len(orderIDs))
-		for id := range orderIDs {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for batch := range slices.Chunk(ids, booksPage) {
-			var rows []orderRow
-			err := tx.Select("id, number, mode, status, payment_status, status_reason, cancellation_reason, "+
-				"payment_asset, payment_amount, amount_received, refunded_at, refund_tx").
-				Where("id IN ?", batch).Order("id").Find(&rows).Error
+		err = pages(tx, mode, "orders", bookOrderCols, func(rows []orderRow) error {
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.ID
+			}
+			var credited []paymentRow
+			err := tx.Table("payments").Select(bookPaymentCols).
+				Where("order_id IN ? AND status = ? AND signaled_at IS NOT NULL", ids, string(models.PaymentStateMatched)).
+				Order("id").Find(&credited).Error
 			if err != nil {
-				return fmt.Errorf("reading orders: %w", err)
+				return err
+			}
+			refunds, err := bookRefunds(tx.Table("refunds").Where("order_id IN ? AND reason IN ?", ids, ofOrder))
+			if err != nil {
+				return err
+			}
+			creditedTo := map[string][]models.BookPayment{}
+			for _, p := range credited {
+				creditedTo[*p.OrderID] = append(creditedTo[*p.OrderID], p.toBook())
+			}
+			refundsOf := map[string][]models.Refund{}
+			for _, r := range refunds {
+				refundsOf[r.OrderID] = append(refundsOf[r.OrderID], r)
 			}
 			for _, r := range rows {
-				b.Orders = append(b.Orders, r.toModel(nil, nil))
+				k.Order(r.toModel(nil, nil), creditedTo[r.ID], refundsOf[r.ID])
 			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading orders: %w", err)
+		}
+
+		// Refunds of an order's own money whose order is not stored, then
+		// refunds returning a payment whole that is not stored.
+		noOrder := "NOT EXISTS (SELECT 1 FROM orders WHERE orders.id = refunds.order_id)"
+		strays, err := bookRefunds(inMode(tx.Table("refunds"), "refunds").
+			Where("reason IN ? AND "+noOrder, ofOrder).Order("order_id, id"))
+		if err != nil {
+			return fmt.Errorf("reading refunds of orders not stored: %w", err)
+		}
+		for i := 0; i < len(strays); {
+			j := i + 1
+			for j < len(strays) && strays[j].OrderID == strays[i].OrderID {
+				j++
+			}
+			k.StrayRefunds(strays[i].OrderID, strays[i:j])
+			i = j
+		}
+		prefix := models.PaymentRefundKey("")
+		strays, err = bookRefunds(inMode(tx.Table("refunds"), "refunds").
+			Where(`reason NOT IN ? AND NOT ("key" LIKE ? AND EXISTS (SELECT 1 FROM payments WHERE payments.id = substr(refunds."key", ?)))`,
+				ofOrder, prefix+"%", len(prefix)+1).Order("id"))
+		if err != nil {
+			return fmt.Errorf("reading refunds of payments not stored: %w", err)
+		}
+		k.StrayRefunds("", strays)
+
+		var lost []paymentRow
+		err = inMode(tx.Table("payments"), "payments").Select(bookPaymentCols).
+			Where("status = ? AND signaled_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM orders WHERE orders.id = payments.order_id)",
+				string(models.PaymentStateMatched)).Order("id").Find(&lost).Error
+		if err != nil {
+			return fmt.Errorf("reading payments credited to orders not stored: %w", err)
+		}
+		for _, p := range lost {
+			k.StrayCredit(p.toBook())
 		}
 		return nil
 	}, opts...)
-	if err != nil {
-		return models.Books{}, err
+}
+
+// bookRefunds reads the refunds q selects, in the books' columns.
+func bookRefunds(q *gorm.DB) ([]models.Refund, error) {
+	var rows []refundRow
+	if err := q.Select(bookRefundCols).Find(&rows).Error; err != nil {
+		return nil, err
 	}
-	return b, nil
+	out := make([]models.Refund, 0, len(rows))
+	for _, row := range rows {
+		r, err := row.toModel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// toBook is the payment as the books read it.
+func (r paymentRow) toBook() models.BookPayment {
+	p := models.BookPayment{ID: r.ID, Mode: models.Mode(r.Mode), Asset: r.Asset, Amount: r.Amount,
+		State: models.PaymentState(r.Status), Signaled: r.SignaledAt != nil,
+		RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx}
+	if r.OrderID != nil {
+		p.OrderID = *r.OrderID
+	}
+	return p
 }
 
 // pages reads table's rows of mode (all when empty), columns cols, in
@@ -103,7 +179,7 @@ func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, erro
 func pages[R any, P interface {
 	*R
 	rowID() string
-}](tx *gorm.DB, mode models.Mode, table, cols string, each func([]R)) error {
+}](tx *gorm.DB, mode models.Mode, table, cols string, each func([]R) error) error {
 	after := ""
 	for {
 		q := tx.Table(table).Select(cols).Where("id > ?", after)
@@ -117,7 +193,9 @@ func pages[R any, P interface {
 		if len(rows) == 0 {
 			return nil
 		}
-		each(rows)
+		if err := each(rows); err != nil {
+			return err
+		}
 		if len(rows) < booksPage {
 			return nil
 		}
@@ -126,7 +204,7 @@ func pages[R any, P interface {
 }
 
 func (r *paymentRow) rowID() string { return r.ID }
-func (r *refundRow) rowID() string  { return r.ID }
+func (r *orderRow) rowID() string   { return r.ID }
 
 // booksCheckRow is the one row of books_checks.
 type booksCheckRow struct {

@@ -54,11 +54,12 @@ func runReconcile(ctx context.Context, e Env, args []string) error {
 }
 
 func reconcile(ctx context.Context, e Env, st *sqlstore.Store, mode models.Mode, asJSON bool) error {
-	b, err := st.Books(ctx, mode)
-	if err != nil {
+	k := models.NewBookkeeper()
+	if err := st.ReadBooks(ctx, mode, k); err != nil {
 		return err
 	}
-	ledgers, found := models.Reconcile(b)
+	ledgers, found := k.Finish()
+	var err error
 	if asJSON {
 		err = printJSON(e, reconcileOutOf(ledgers, found))
 	} else {
@@ -173,7 +174,7 @@ func nonNil(ids []string) []string {
 
 // booksEvery is how often a deployment checks its books for the metrics.
 // A check reads every payment, refund and order they reached
-// (sqlstore.Books), so it is minutes apart, and one process of the
+// (sqlstore.ReadBooks), so it is minutes apart, and one process of the
 // deployment makes it: the one that claims it (ClaimBooksCheck). Every
 // process reads the last check's counts each booksReportEvery, so every
 // replica's gauges say the same.
@@ -184,7 +185,7 @@ const (
 
 // booksStore is the database as the books' metrics use it (sqlstore.Store).
 type booksStore interface {
-	Books(ctx context.Context, mode models.Mode) (models.Books, error)
+	ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error
 	ClaimBooksCheck(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 	RecordBooksCheck(ctx context.Context, c models.BooksCheck) error
 	LastBooksCheck(ctx context.Context) (models.BooksCheck, error)
@@ -223,11 +224,12 @@ func (m *booksMetrics) observe(ctx context.Context, st booksStore, now time.Time
 		return err
 	}
 	if claimed {
-		b, err := st.Books(ctx, "")
-		if err != nil {
+		k := models.NewBookkeeper()
+		if err := st.ReadBooks(ctx, "", k); err != nil {
 			return err
 		}
-		if err := st.RecordBooksCheck(ctx, models.CheckBooks(b, now)); err != nil {
+		_, found := k.Finish()
+		if err := st.RecordBooksCheck(ctx, models.NewBooksCheck(now, found)); err != nil {
 			return err
 		}
 	}

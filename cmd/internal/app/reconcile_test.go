@@ -74,12 +74,12 @@ type countedBooks struct {
 	err   error
 }
 
-func (c *countedBooks) Books(ctx context.Context, mode models.Mode) (models.Books, error) {
+func (c *countedBooks) ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error {
 	c.reads++
 	if c.err != nil {
-		return models.Books{}, c.err
+		return c.err
 	}
-	return c.Store.Books(ctx, mode)
+	return c.Store.ReadBooks(ctx, mode, k)
 }
 
 // gauge is the value of the gauge name (of mode, when given) in reg.
