@@ -52,16 +52,17 @@ type Ledger struct {
 	// Cancelled is what refunds an operator cancelled settled another way.
 	Cancelled decimal.Decimal
 	// Owed is what open refunds (not sent, not cancelled) still owe;
-	// OwedByHand what is owed back with no refund and no record of it
-	// being sent: an order still waiting for mark-refunded, from before
-	// the service paid refunds out.
+	// OwedByHand what a closed order owes back with no refund and no
+	// record of it being sent: an order still waiting for mark-refunded,
+	// from before the service paid refunds out.
 	Owed       decimal.Decimal
 	OwedByHand decimal.Decimal
 	// Unmatched is what named no order and waits for an operator.
 	Unmatched decimal.Decimal
 	// Pending is what is not through the books yet: stored and not
-	// matched, matched and being credited by its order's workflow, or
-	// credited to an order still waiting for payment.
+	// matched, matched and being credited by its order's workflow,
+	// credited to an order still waiting for payment, or owed back by an
+	// order still open, whose run creates its refunds as it closes.
 	Pending decimal.Decimal
 	// Difference is Received less every amount above: non-zero only
 	// where a discrepancy is listed.
@@ -159,11 +160,16 @@ type Bookkeeper struct {
 	ledgers map[ledgerKey]*Ledger
 	found   []Discrepancy
 	hashes  []hashClaim
+	// dueOfOrder are payments of an order due back whole with no refund
+	// (late, another asset), placed by their order (or, not stored, as
+	// owed by hand by Finish). Few: a refund covers such a payment from
+	// when its order closes.
+	dueOfOrder map[string][]BookPayment
 }
 
 // NewBookkeeper returns a Bookkeeper with nothing in its books.
 func NewBookkeeper() *Bookkeeper {
-	return &Bookkeeper{ledgers: map[ledgerKey]*Ledger{}}
+	return &Bookkeeper{ledgers: map[ledgerKey]*Ledger{}, dueOfOrder: map[string][]BookPayment{}}
 }
 
 // Reconcile computes the books held whole in b (Bookkeeper): per mode and
@@ -243,9 +249,7 @@ func (k *Bookkeeper) Payment(p BookPayment, r *Refund) {
 		l.SentByHand = l.SentByHand.Add(p.Amount)
 		k.hashes = append(k.hashes, hashClaim{hash: p.RefundTx, what: "payment " + p.ID + " (by hand)", payment: p.ID, mode: p.Mode, asset: p.Asset})
 	case p.State.DueBack() && p.OrderID != "":
-		// Recorded late or in another asset before refunds were paid
-		// out: an operator's to send (payments list, mark-refunded).
-		l.OwedByHand = l.OwedByHand.Add(p.Amount)
+		k.dueOfOrder[p.OrderID] = append(k.dueOfOrder[p.OrderID], p)
 	case p.State.DueBack():
 		// An unmatched payment becomes due back only with its refund.
 		l.OwedByHand = l.OwedByHand.Add(p.Amount)
@@ -318,6 +322,10 @@ func (k *Bookkeeper) refund(r Refund) {
 // went (sorted by mode then asset), and every discrepancy found (sorted
 // by kind, then ids).
 func (k *Bookkeeper) Finish() ([]Ledger, []Discrepancy) {
+	for _, ps := range k.dueOfOrder {
+		k.dueWithNoRefund(ps, true)
+	}
+	clear(k.dueOfOrder)
 	k.transactions()
 	var ledgers []Ledger
 	for _, l := range k.ledgers {
@@ -377,6 +385,8 @@ func (k *Bookkeeper) Order(o Order, credited []BookPayment, refunds []Refund) {
 	for _, r := range refunds {
 		k.refund(r)
 	}
+	k.dueWithNoRefund(k.dueOfOrder[o.ID], o.Status.Final())
+	delete(k.dueOfOrder, o.ID)
 	l := k.ledger(o.Mode, o.PaymentAsset)
 	var sum decimal.Decimal
 	var ids []string
@@ -422,11 +432,28 @@ func (k *Bookkeeper) Order(o Order, credited []BookPayment, refunds []Refund) {
 			return
 		}
 		l.SentByHand = l.SentByHand.Add(owed)
+	case len(refunds) == 0 && !o.Status.Final():
+		l.Pending = l.Pending.Add(owed) // its refunds are created as it closes
 	case len(refunds) == 0:
 		l.OwedByHand = l.OwedByHand.Add(owed)
 	case !refunded.Equal(owed):
 		k.add(Discrepancy{Kind: DiscrepancyOrderRefundsMismatch, Mode: o.Mode, Asset: o.PaymentAsset, OrderID: o.ID, RefundIDs: refundIDs,
 			Detail: fmt.Sprintf("order %s owes back %s, its refunds add up to %s", o.Number, owed, refunded)})
+	}
+}
+
+// dueWithNoRefund places payments of one order due back whole with no
+// refund: owed by hand once the order is closed (recorded before refunds
+// were paid out: an operator's to send, payments list, mark-refunded),
+// pending while it is open (its run creates their refunds as it closes).
+func (k *Bookkeeper) dueWithNoRefund(ps []BookPayment, closed bool) {
+	for _, p := range ps {
+		l := k.ledger(p.Mode, p.Asset)
+		if closed {
+			l.OwedByHand = l.OwedByHand.Add(p.Amount)
+		} else {
+			l.Pending = l.Pending.Add(p.Amount)
+		}
 	}
 }
 

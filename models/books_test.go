@@ -182,3 +182,38 @@ func TestReconcileFindsEachDiscrepancy(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileOpenOrderOwesNothingByHandYet: an order still open that
+// was overpaid, or paid in another asset, has no refund yet (its run
+// creates them as it closes): that money is pending, not owed by hand;
+// once the order is closed with no refund, it is owed by hand.
+func TestReconcileOpenOrderOwesNothingByHandYet(t *testing.T) {
+	d := decimal.RequireFromString
+	books := func(status OrderStatus) Books {
+		return Books{
+			Orders: []Order{{ID: "o1", Number: "n-o1", Mode: ModeLive, Status: status, PaymentStatus: PaymentOverpaid,
+				PaymentAsset: "USDC", PaymentAmount: d("10"), AmountReceived: d("12")}},
+			Payments: []BookPayment{
+				{ID: "p1", Mode: ModeLive, Asset: "USDC", Amount: d("12"), State: PaymentStateMatched, Signaled: true, OrderID: "o1"},
+				{ID: "p2", Mode: ModeLive, Asset: "XLM", Amount: d("30"), State: PaymentStateRefundDue, OrderID: "o1"},
+			},
+		}
+	}
+	for _, c := range []struct {
+		status            OrderStatus
+		pending, byHand   string
+		xlmPend, xlmByHnd string
+	}{
+		{OrderShipped, "2", "0", "30", "0"},
+		{OrderDelivered, "0", "2", "0", "30"},
+	} {
+		ledgers, found := Reconcile(books(c.status))
+		assert.Empty(t, found)
+		require.Len(t, ledgers, 2)
+		usdc, xlm := ledgers[0], ledgers[1]
+		assert.True(t, d(c.pending).Equal(usdc.Pending) && d(c.byHand).Equal(usdc.OwedByHand) && usdc.Difference.IsZero(),
+			"%s USDC: %+v", c.status, usdc)
+		assert.True(t, d(c.xlmPend).Equal(xlm.Pending) && d(c.xlmByHnd).Equal(xlm.OwedByHand) && xlm.Difference.IsZero(),
+			"%s XLM: %+v", c.status, xlm)
+	}
+}
