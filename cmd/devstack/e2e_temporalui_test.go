@@ -182,7 +182,7 @@ func TestE2EFailedOrderInTheTemporalUI(t *testing.T) {
 	if *recordHistories {
 		writeHistory(t, s, str(o, "id"), "order_failed_refunds_handed_over.json")
 		writeHistory(t, s, str(o, "id"), "order_failed_baseline.json") // one version marker
-		writeWorkflowHistory(t, s, models.RefundWorkflowID(str(refund, "id")), "refund_sent_sandbox.json")
+		writeWorkflowHistory(t, s, models.RefundWorkflowID(str(refund, "id")), "refund_sent_local_read.json")
 	}
 }
 

@@ -59,6 +59,18 @@ func TestCountCommittedHistories(t *testing.T) {
 			Events: 63, WorkflowTasks: 10,
 			Actions: cost.Actions{Starts: 1, Signals: 1, Activities: 8, Timers: 1, Upserts: 5},
 		}},
+		// refund_sent_local_read.json, 34 events: started (1); the
+		// Version marker at 5 (not billed) and its upsert at 6 (only
+		// TemporalChangeVersion: free); the LocalActivity marker at 7 (the
+		// refund's read), in the task completed at 4 (1 marker task);
+		// update accepted at 11 (1); activities at 12, 20, 27, each
+		// started at attempt 1 (3); upserts at 18, 26, 33 (RefundStatus)
+		// (3); workflow tasks completed at 4, 10, 17, 25, 32 (5).
+		// 1+1+1+3+3 = 9 actions.
+		{"refund_sent_local_read.json", cost.Counts{
+			Events: 34, WorkflowTasks: 5, VersionMarkers: 1,
+			Actions: cost.Actions{Starts: 1, Updates: 1, Activities: 3, Upserts: 3, MarkerTasks: 1},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -100,6 +112,7 @@ func TestClassifyCommittedHistories(t *testing.T) {
 		"order_sourcing_failed.json":              cost.PathFailedRefund,
 		"order_sourcing_failed_polling.json":      cost.PathFailedRefund,
 		"refund_sent_sandbox.json":                "Refund",
+		"refund_sent_local_read.json":             "Refund",
 		"webhook_event_retried.json":              "WebhookEvent",
 	}
 	for file, path := range want {
