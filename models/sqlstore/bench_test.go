@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -187,4 +188,115 @@ func benchOrder(b *testing.B, st *sqlstore.Store, acct string, i int) string {
 		b.Fatal(err)
 	}
 	return o.Number
+}
+
+// BenchmarkReadBooks is the check of the books (memocart reconcile, and
+// the metrics' check every 15 minutes) on Postgres at
+// MEMOCART_BENCH_BOOKS_ORDERS orders (default 100,000), each paid by one
+// payment, one in fifty failed with its money owed by hand. Beside it,
+// scan is the reference: the same payments and orders read in one query
+// each into nothing, the least a check of every row can cost. peak-MB is
+// the most heap the check held above what it started with (sampled every
+// millisecond): a page of rows at a time, whatever the table sizes.
+func BenchmarkReadBooks(b *testing.B) {
+	n := 100000
+	if v := os.Getenv("MEMOCART_BENCH_BOOKS_ORDERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
+			b.Fatalf("MEMOCART_BENCH_BOOKS_ORDERS=%q: want a number of orders, at least 1000", v)
+		}
+	}
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	acct, err := st.EnsureAccount(ctx, "bench", t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedListOrder(b, st, acct.ID, models.ModeTest, "ord_tmpl", t0, models.OrderDelivered)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	seedOrders(b, raw, "ord_tmpl", n, "t.account_id")
+	for _, q := range []string{
+		`UPDATE orders SET payment_status = 'refund_due' WHERE status = 'failed'`,
+		`INSERT INTO payments (id, mode, asset, amount, memo, received_at, order_id, status, signaled_at, created_at)
+			SELECT 'pay_' || o.id, o.mode, o.payment_asset, o.amount_received, o.number, o.created_at, o.id, 'matched', o.created_at, o.created_at
+			FROM orders o`,
+		`ANALYZE`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	b.Run(fmt.Sprintf("check/orders=%d", n), func(b *testing.B) {
+		var peak uint64
+		for b.Loop() {
+			k := models.NewBookkeeper()
+			stop := heapPeak(&peak)
+			err := st.ReadBooks(ctx, "", k)
+			stop()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, found := k.Finish(); len(found) > 0 {
+				b.Fatalf("the seeded books do not balance: %d discrepancies, first %+v", len(found), found[0])
+			}
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+	})
+	b.Run(fmt.Sprintf("scan/orders=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			for _, q := range []string{"SELECT id, amount, status FROM payments", "SELECT id, amount_received, status FROM orders"} {
+				rows, err := raw.Query(q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for rows.Next() {
+				}
+				if err := rows.Err(); err != nil {
+					b.Fatal(err)
+				}
+				rows.Close()
+			}
+		}
+	})
+}
+
+// heapPeak samples the live heap every millisecond until stop is called,
+// raising *peak to the most it held above its size at the start.
+func heapPeak(peak *uint64) (stop func()) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	base := m.HeapAlloc
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > base && m.HeapAlloc-base > *peak {
+				*peak = m.HeapAlloc - base
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
