@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
@@ -155,4 +156,44 @@ func TestE2ETestModeRefundsSpendNoLiveBudget(t *testing.T) {
 	code, b := s.setRefundDestination(o, dest, "live budget")
 	require.Equal(t, http.StatusOK, code, b)
 	s.waitRefund(str(r, "id"), "sent")
+}
+
+// TestE2EMarkSentIsCheckedOnHorizon: an operator's `refunds mark-sent`
+// of a live refund is taken only for a transaction Horizon shows paying
+// it. A payment of another amount, or the payer's own payment into the
+// receiving account (a copy-paste slip of the same amount), is refused
+// with what does not match, and the refund keeps waiting; the
+// transaction that paid it settles it.
+func TestE2EMarkSentIsCheckedOnHorizon(t *testing.T) {
+	s := startLive(t, "sqlite", nil)
+	o, r := s.failedLiveOrder()
+	refundID := str(r, "id")
+	amount := decimal.RequireFromString(str(r, "amount"))
+	wallet := horizontest.AccountID("operator wallet")
+	dest := s.refundAccount("paid by hand", true)
+	byHand := func(hash string, to string, amount decimal.Decimal) {
+		p := usdc(amount.StringFixed(7), "")
+		p.From, p.To, p.TxHash, p.MemoType, p.Memo = wallet, to, hash, "", ""
+		s.horizon.AddPayment(p)
+	}
+
+	short, incoming, paid := strings.Repeat("a1", 32), strings.Repeat("b2", 32), strings.Repeat("c3", 32)
+	byHand(short, dest, amount.Sub(decimal.RequireFromString("0.01")))
+	in := usdc(amount.StringFixed(7), "no order")
+	in.TxHash = incoming
+	s.pay(in)
+	byHand(paid, dest, amount)
+
+	for _, hash := range []string{short, incoming, strings.Repeat("d4", 32)} {
+		out, err := s.refunds("mark-sent", refundID, "--tx", hash)
+		require.Error(t, err, out)
+		assert.Contains(t, err.Error(), "Transaction "+hash, "the refusal says which transaction, and why")
+		assert.Equal(t, "awaiting_destination", str(s.getRefund(refundID), "status"))
+	}
+	out, err := s.refunds("mark-sent", refundID, "--tx", paid)
+	require.NoError(t, err, out)
+	got := s.waitRefund(refundID, "sent")
+	assert.Equal(t, paid, str(got, "transaction_hash"))
+	_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
 }
