@@ -23,6 +23,9 @@ type BookPayment struct {
 	OrderID    string // empty while unmatched
 	RefundedAt *time.Time
 	RefundTx   string
+	// Sender is the account that paid (G…, or M… from a custodian):
+	// where a to_sender refund of it goes.
+	Sender string
 }
 
 // Books is what reconciling reads: every payment, every order a payment
@@ -65,6 +68,12 @@ type Ledger struct {
 	// Difference is Received less every amount above: non-zero only
 	// where a discrepancy is listed.
 	Difference decimal.Decimal
+	// Chain is set when the chain was read (CompareChain, live mode):
+	// ChainReceived is then what the receiving account was credited on
+	// it, ChainPaidOut what left the payout account.
+	Chain         bool
+	ChainReceived decimal.Decimal
+	ChainPaidOut  decimal.Decimal
 }
 
 // DiscrepancyKind names one way the books can fail to balance.
@@ -244,11 +253,16 @@ func Reconcile(b Books) ([]Ledger, []Discrepancy) {
 	slices.SortFunc(ledgers, func(a, b Ledger) int {
 		return cmp.Or(cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Asset, b.Asset))
 	})
-	slices.SortStableFunc(rc.found, func(a, b Discrepancy) int {
+	sortDiscrepancies(rc.found)
+	return ledgers, rc.found
+}
+
+// sortDiscrepancies sorts ds by kind, then the ids they name.
+func sortDiscrepancies(ds []Discrepancy) {
+	slices.SortStableFunc(ds, func(a, b Discrepancy) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
 			slices.Compare(a.PaymentIDs, b.PaymentIDs), slices.Compare(a.RefundIDs, b.RefundIDs))
 	})
-	return ledgers, rc.found
 }
 
 type reconciler struct {

@@ -35,12 +35,12 @@ func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, erro
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		orderIDs := map[string]bool{}
-		err := pages(tx, mode, "payments", "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx",
+		err := pages(tx, mode, "payments", "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx, sender",
 			func(rows []paymentRow) {
 				for _, r := range rows {
 					p := models.BookPayment{ID: r.ID, Mode: models.Mode(r.Mode), Asset: r.Asset, Amount: r.Amount,
 						State: models.PaymentState(r.Status), Signaled: r.SignaledAt != nil,
-						RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx}
+						RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx, Sender: r.Sender}
 					if r.OrderID != nil {
 						p.OrderID = *r.OrderID
 						orderIDs[p.OrderID] = true
@@ -52,7 +52,11 @@ func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, erro
 			return fmt.Errorf("reading payments: %w", err)
 		}
 		var convErr error
-		err = pages(tx, mode, "refunds", `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash`,
+		// The envelope is read as a mark, not whole: the books only ask
+		// whether the service's payout recorded one (models.CompareChain).
+		err = pages(tx, mode, "refunds", `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash, `+
+			`destination_address, destination_memo_type, destination_memo, destination_to_sender, `+
+			`CASE WHEN envelope <> '' THEN '`+envelopeMark+`' ELSE '' END AS envelope`,
 			func(rows []refundRow) {
 				for _, row := range rows {
 					r, err := row.toModel()
@@ -96,6 +100,9 @@ func (s *Store) Books(ctx context.Context, mode models.Mode) (models.Books, erro
 	}
 	return b, nil
 }
+
+// envelopeMark stands for a refund's recorded envelope in the books.
+const envelopeMark = "recorded"
 
 // pages reads table's rows of mode (all when empty), columns cols, in
 // pages of booksPage by id, handing each page to each.

@@ -155,3 +155,42 @@ func TestBooksFindACorruptedRow(t *testing.T) {
 		})
 	}
 }
+
+// TestBooksReadWhatTheChainIsComparedWith: the books carry what
+// models.CompareChain compares with the chain: each payment's sender, each
+// refund's destination, and whether the service's payout recorded an
+// envelope (a mark, not the envelope).
+func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		failed := failedOrder(t, st, a.ID, "crt_chain", nil)
+		rs, err := st.CreateOwedRefunds(ctx, failed.ID, t0)
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		dest := models.RefundDestination{Address: models.StellarAccountID([32]byte{8}), MemoType: "id", Memo: "7"}
+		for _, m := range []func(models.Refund) (models.Refund, error){
+			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, dest) },
+			func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, t0) },
+			func(r models.Refund) (models.Refund, error) {
+				return models.RecordRefundTransaction(r, payoutTx, strings.Repeat("QUFB", 100))
+			},
+			func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) },
+		} {
+			_, err := st.UpdateRefund(ctx, rs[0].ID, t0, m)
+			require.NoError(t, err)
+		}
+
+		b, err := st.Books(ctx, "")
+		require.NoError(t, err)
+		require.Len(t, b.Refunds, 1)
+		r := b.Refunds[0]
+		assert.Equal(t, &dest, r.Destination)
+		assert.Equal(t, "recorded", r.Envelope, "a mark that the payout recorded one")
+		require.NotEmpty(t, b.Payments)
+		for _, p := range b.Payments {
+			assert.Equal(t, "GSENDER", p.Sender, p.ID)
+		}
+	})
+}
