@@ -1,12 +1,17 @@
 package stellar
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
+	"github.com/stellar/go-stellar-sdk/keypair"
+	"github.com/stellar/go-stellar-sdk/network"
+	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -98,4 +103,51 @@ func TestChainReader(t *testing.T) {
 		require.ErrorAs(t, err, &he)
 		assert.Equal(t, http.StatusServiceUnavailable, he.Status)
 	})
+}
+
+// TestChainReaderFeeBump: a payout applied in a fee bump is read with its
+// inner transaction's hash, the one the refund recorded.
+func TestChainReaderFeeBump(t *testing.T) {
+	payoutKey, err := keypair.FromRawSeed(sha256.Sum256([]byte("chain reader payout")))
+	require.NoError(t, err)
+	dest := horizontest.AccountID("fee bump destination")
+	srv := newHorizon(t)
+	srv.SetUSDCIssuer(usdcIssuer)
+	require.NoError(t, srv.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "100", Sequence: 10}))
+	require.NoError(t, srv.SetAccount(horizontest.Account{ID: dest, XLM: "5"}))
+
+	inner, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+		SourceAccount:        &txnbuild.SimpleAccount{AccountID: payoutKey.Address(), Sequence: 10},
+		IncrementSequenceNum: true,
+		Operations:           []txnbuild.Operation{&txnbuild.Payment{Destination: dest, Amount: "3", Asset: txnbuild.NativeAsset{}}},
+		BaseFee:              txnbuild.MinBaseFee,
+		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewInfiniteTimeout()},
+	})
+	require.NoError(t, err)
+	inner, err = inner.Sign(network.TestNetworkPassphrase, payoutKey)
+	require.NoError(t, err)
+	bump, err := txnbuild.NewFeeBumpTransaction(txnbuild.FeeBumpTransactionParams{Inner: inner, FeeAccount: payoutKey.Address(), BaseFee: 1000})
+	require.NoError(t, err)
+	bump, err = bump.Sign(network.TestNetworkPassphrase, payoutKey)
+	require.NoError(t, err)
+	env, err := bump.Base64()
+	require.NoError(t, err)
+	resp, err := http.PostForm(srv.URL+"/transactions", url.Values{"tx": {env}})
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	innerHash, err := inner.HashHex(network.TestNetworkPassphrase)
+	require.NoError(t, err)
+	outerHash, err := bump.HashHex(network.TestNetworkPassphrase)
+	require.NoError(t, err)
+
+	r, err := NewChainReader(ChainConfig{HorizonURL: srv.URL, Network: "testnet", USDCIssuer: usdcIssuer}, nil)
+	require.NoError(t, err)
+	c, err := r.Chain(t.Context(), account, payoutKey.Address())
+	require.NoError(t, err)
+	require.Len(t, c.Paid, 1)
+	assert.Equal(t, outerHash, c.Paid[0].TxHash)
+	assert.Equal(t, innerHash, c.Paid[0].InnerTxHash)
+	assert.Equal(t, "3", c.Paid[0].Amount.String())
+	assert.Equal(t, dest, c.Paid[0].To)
 }
