@@ -72,7 +72,8 @@ func NewChainReader(cfg ChainConfig, hc *http.Client) (*ChainReader, error) {
 // them: payments and path payments of successful transactions from any
 // other account, and accounts merged into it with the XLM they credited)
 // and, when payout is not empty, the payments leaving payout to any other
-// account.
+// account (and the XLM of accounts it created). An account merge of the
+// payout account itself is not read: nothing is left to reconcile.
 //
 // Cost: each account's whole payments history, oldest first, 200
 // operations per GET (join=transactions, for fee bumps' inner hashes and
@@ -116,7 +117,12 @@ func (c *ChainReader) Chain(ctx context.Context, receiving, payout string) (mode
 	}
 	conv = converter{network: c.cfg.Network, account: payout, usdcIssuer: c.cfg.USDCIssuer}
 	err = c.payments(ctx, payout, func(r record) error {
-		if !creditedTypes[r.Type] || r.From != payout || r.To == payout || !successful(r) {
+		if r.Type == "create_account" && r.Funder == payout && r.Account != payout && successful(r) {
+			// XLM out as a new account's starting balance: never a
+			// refund's payout, listed all the same.
+			r = record{ID: r.ID, TransactionHash: r.TransactionHash, Transaction: r.Transaction, Type: r.Type,
+				From: r.Funder, To: r.Account, AssetType: "native", Amount: r.StartingBalance}
+		} else if !creditedTypes[r.Type] || r.From != payout || r.To == payout || !successful(r) {
 			return nil
 		}
 		amount, err := models.StellarAmount(r.Amount)

@@ -46,6 +46,7 @@ func TestChainReader(t *testing.T) {
 	refund := srv.AddPayment(horizontest.Payment{From: payoutAccount, To: dest, Amount: "3", TxHash: refundTx, ToMuxed: "", AssetType: "credit_alphanum4",
 		AssetCode: "USDC", AssetIssuer: usdcIssuer})
 	srv.AddPayment(horizontest.Payment{From: sender, To: payoutAccount, Amount: "100"}) // topping it up: not money out
+	created := srv.AddPayment(horizontest.Payment{Type: "create_account", From: payoutAccount, To: horizontest.AccountID("new"), Amount: "1.5"})
 
 	r, err := NewChainReader(ChainConfig{HorizonURL: srv.URL, Network: "testnet", USDCIssuer: usdcIssuer}, nil)
 	require.NoError(t, err)
@@ -63,8 +64,11 @@ func TestChainReader(t *testing.T) {
 	assert.Equal(t, "USDC", c.Received[401].Asset)
 	assert.Equal(t, "6.25", c.Received[401].Amount.String(), "a path payment credits its amount")
 	assert.Equal(t, "2.5", c.Received[402].Amount.String(), "a merge credits the XLM of its effect")
-	assert.Equal(t, []models.ChainPayment{{ID: paymentID(refund), TxHash: refundTx, From: payoutAccount, To: dest,
-		Asset: "USDC", Amount: decimal.RequireFromString("3")}}, c.Paid)
+	require.Len(t, c.Paid, 2)
+	assert.Equal(t, models.ChainPayment{ID: paymentID(refund), TxHash: refundTx, From: payoutAccount, To: dest,
+		Asset: "USDC", Amount: decimal.RequireFromString("3")}, c.Paid[0])
+	assert.Equal(t, paymentID(created), c.Paid[1].ID)
+	assert.Equal(t, "XLM 1.5", c.Paid[1].Asset+" "+c.Paid[1].Amount.String(), "a new account's starting balance left it too")
 
 	var pages []string
 	for _, req := range srv.Requests() {
@@ -72,7 +76,7 @@ func TestChainReader(t *testing.T) {
 			pages = append(pages, req)
 		}
 	}
-	require.Len(t, pages, 3, "408 records: 200, 200, 8")
+	require.Len(t, pages, 3, "409 records: 200, 200, 9")
 	assert.NotContains(t, pages[0], "cursor=")
 	assert.Contains(t, pages[1], "cursor="+want[199])
 	assert.Contains(t, pages[2], "cursor="+want[399])

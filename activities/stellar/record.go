@@ -35,6 +35,10 @@ type record struct {
 	// destination; its record has no amount (see mergedIn).
 	Account string `json:"account"`
 	Into    string `json:"into"`
+	// Funder and StartingBalance are a create_account's: the XLM it
+	// moved to the new account (Account).
+	Funder          string `json:"funder"`
+	StartingBalance string `json:"starting_balance"`
 }
 
 // transaction is the joined transaction of a record.
