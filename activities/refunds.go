@@ -55,6 +55,11 @@ type Payer interface {
 	// transaction is still the last one the call knows (the one it was
 	// given, then each it recorded): a compare-and-set.
 	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
+	// VerifyPayment checks that transaction hash paid want (an operator's
+	// mark-sent): an invalid_request error naming transaction_hash says
+	// what does not match; any other error is a failure to ask, worth
+	// retrying.
+	VerifyPayment(ctx context.Context, hash string, want models.RefundPayment) error
 }
 
 // Alerter raises an alert for operators (memocart payments alerts).
@@ -428,13 +433,77 @@ func (a *Activities) CancelRefund(ctx context.Context, m RefundMove) (models.Ref
 }
 
 // MarkRefundSent records that an operator paid a refund from another
-// wallet, in transaction m.TxHash.
+// wallet, in transaction m.TxHash, once the refund's payer has checked
+// that the transaction paid it (Payer.VerifyPayment: on the chain in live
+// mode): its destination (the paying account for to_sender), amount,
+// asset and memo. A refund with no destination yet is checked against
+// any account but the service's own. A transaction that does not pay the
+// refund is refused (invalid_request on transaction_hash) and nothing is
+// written; a failure to ask the network is retried.
 func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	logger(ctx).Info("Refund marked sent by an operator", "By", m.By, "TxHash", m.TxHash)
-	return a.moveRefund(ctx, m.RefundID, func(r models.Refund, now time.Time) (models.Refund, error) {
-		return models.MarkRefundSent(r, strings.TrimSpace(m.TxHash), now)
+	p, err := a.payouts()
+	if err != nil {
+		return models.Refund{}, err
+	}
+	hash := strings.TrimSpace(m.TxHash)
+	r, err := p.Store.Refund(ctx, m.RefundID)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	if _, err := models.MarkRefundSent(r, hash, a.clock()); err != nil || r.Status == models.RefundSent {
+		// Refused by the refund's rules, or a retried write of this very
+		// hash (already checked): the move says so without the network.
+		return a.moveRefund(ctx, m.RefundID, func(r models.Refund, now time.Time) (models.Refund, error) {
+			return models.MarkRefundSent(r, hash, now)
+		})
+	}
+	want, err := a.refundPayment(ctx, r)
+	if err != nil {
+		return r, temporalError(err)
+	}
+	payer := p.Payers[r.Mode]
+	if payer == nil {
+		return r, temporalError(models.Errorf(models.CodeInvalidRefundState,
+			"Refund %s is in %s mode: its transaction is checked on the network by a worker with that mode's payout account (MEMOCART_STELLAR_PAYOUT_SECRET_FILE), and this worker has none",
+			r.ID, r.Mode))
+	}
+	if err := payer.VerifyPayment(ctx, hash, want); err != nil {
+		return r, temporalError(err)
+	}
+	logger(ctx).Info("Refund marked sent by an operator", "By", m.By, "TxHash", hash)
+	return a.moveRefund(ctx, m.RefundID, func(now models.Refund, at time.Time) (models.Refund, error) {
+		if !sameDestination(now.Destination, r.Destination) {
+			// Checked against another destination: the check is redone.
+			return now, errors.New("the refund's destination changed while its transaction was checked")
+		}
+		return models.MarkRefundSent(now, hash, at)
 	})
+}
+
+// refundPayment is what a transaction must pay for r (models.RefundPayment):
+// its destination, or the paying account for to_sender (any account when
+// that is not one known account), and never the service's own accounts.
+func (a *Activities) refundPayment(ctx context.Context, r models.Refund) (models.RefundPayment, error) {
+	want := models.RefundPayment{Asset: r.Asset, Amount: r.Amount, NotTo: a.Payouts.ServiceAccounts}
+	if r.Destination == nil {
+		return want, nil
+	}
+	d, why, err := a.payoutDestination(ctx, r)
+	if err != nil || (why != "" && d.ToSender) {
+		// No one paying account is known: any account will do.
+		return want, err
+	}
+	want.To = d
+	return want, nil
+}
+
+// sameDestination reports whether two refunds' destinations are the same.
+func sameDestination(a, b *models.RefundDestination) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // moveRefund writes one move at the activity's clock, and dispatches the

@@ -114,6 +114,8 @@ func (scriptedPayer) CheckDestination(context.Context, models.RefundDestination,
 	return nil
 }
 
+func (scriptedPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
+
 func (p scriptedPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	hash := strings.Repeat("cd", 32)
 	if err := record(ctx, hash, ""); err != nil {
@@ -208,6 +210,8 @@ func (rebuildingPayer) CheckDestination(context.Context, models.RefundDestinatio
 	return nil
 }
 
+func (rebuildingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
+
 func (p rebuildingPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	if p.meddle != nil {
 		p.meddle()
@@ -267,6 +271,8 @@ type countingPayer struct {
 func (*countingPayer) CheckDestination(context.Context, models.RefundDestination, string) error {
 	return nil
 }
+
+func (*countingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
 func (p *countingPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
 	p.mu.Lock()
@@ -350,6 +356,8 @@ func (erringPayer) CheckDestination(context.Context, models.RefundDestination, s
 	return nil
 }
 
+func (p erringPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return p.err }
+
 func (p erringPayer) Pay(context.Context, payout.Request, func(context.Context, string, string) error) (payout.Result, error) {
 	return payout.Result{}, p.err
 }
@@ -385,4 +393,103 @@ func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
 	got, err := store.Refund(t.Context(), "rfd_1")
 	require.NoError(t, err)
 	assert.Equal(t, models.RefundSending, got.Status, "still being sent: retried")
+}
+
+// verifyingPayer answers VerifyPayment with err, keeping what it was
+// asked.
+type verifyingPayer struct {
+	erringPayer
+	mu    sync.Mutex
+	asked []models.RefundPayment
+}
+
+func (p *verifyingPayer) VerifyPayment(_ context.Context, _ string, want models.RefundPayment) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, want)
+	return p.err
+}
+
+// TestMarkRefundSentAsksThePayer: an operator's mark-sent is written only
+// once the refund's payer says the transaction paid it: its destination
+// (the paying account for to_sender; any account but the service's own
+// when it has none yet), amount and asset. A refusal is final and writes
+// nothing; a failure to ask is retried; a retried mark of the same hash
+// asks nothing; a live refund on a worker with no live payer is refused.
+func TestMarkRefundSentAsksThePayer(t *testing.T) {
+	const receiving = "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"
+	dest := models.RefundDestination{Address: models.StellarAccountID([32]byte{3}), MemoType: "text", Memo: "x"}
+	sender := models.StellarAccountID([32]byte{4})
+	refund := func(id string, d *models.RefundDestination) models.Refund {
+		r := models.Refund{ID: id, OrderID: "ord_" + id, Mode: models.ModeLive, Asset: "USDC", Amount: decimal.RequireFromString("7.5"),
+			Status: models.RefundAwaitingDestination, PaymentIDs: []string{"pay_" + id}}
+		if d != nil {
+			r.Status, r.Destination = models.RefundAwaitingApproval, d
+		}
+		return r
+	}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_dest":   refund("rfd_dest", &dest),
+		"rfd_sender": refund("rfd_sender", &models.RefundDestination{ToSender: true}),
+		"rfd_none":   refund("rfd_none", nil),
+	}, senders: map[string]string{"pay_rfd_sender": sender}}
+	payer := &verifyingPayer{}
+	payers := map[models.Mode]Payer{models.ModeLive: payer}
+	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, ServiceAccounts: []string{receiving}}}
+	env := newEnv(t, a)
+	hash := strings.Repeat("ef", 32)
+	mark := func(id string) (models.Refund, error) {
+		v, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: id, TxHash: hash, By: "ops"})
+		var r models.Refund
+		if err == nil {
+			require.NoError(t, v.Get(&r))
+		}
+		return r, err
+	}
+	ask := func() models.RefundPayment {
+		payer.mu.Lock()
+		defer payer.mu.Unlock()
+		require.NotEmpty(t, payer.asked)
+		return payer.asked[len(payer.asked)-1]
+	}
+
+	payer.err = models.FieldError(models.CodeInvalidRequest, "transaction_hash", "Transaction %s does not pay the refund", hash)
+	_, err := mark("rfd_dest")
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, string(models.CodeInvalidRequest), ae.Type())
+	assert.True(t, ae.NonRetryable(), "a refusal is final")
+	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_dest"].Status, "nothing written")
+	assert.Equal(t, models.RefundPayment{To: dest, Asset: "USDC", Amount: decimal.RequireFromString("7.5"), NotTo: []string{receiving}}, ask())
+
+	payer.err = &payout.HorizonError{Status: 503}
+	_, err = mark("rfd_dest")
+	require.ErrorAs(t, err, &ae)
+	assert.False(t, ae.NonRetryable(), "Horizon unavailable: retried")
+	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_dest"].Status)
+
+	payer.err = nil
+	r, err := mark("rfd_dest")
+	require.NoError(t, err)
+	assert.Equal(t, models.RefundSent, r.Status)
+	assert.Equal(t, hash, r.TransactionHash)
+	n := len(payer.asked)
+	_, err = mark("rfd_dest")
+	require.NoError(t, err, "a retried mark of the same hash")
+	assert.Len(t, payer.asked, n, "is not asked again")
+
+	_, err = mark("rfd_sender")
+	require.NoError(t, err)
+	assert.Equal(t, sender, ask().To.Address, "to_sender: the paying account")
+	_, err = mark("rfd_none")
+	require.NoError(t, err)
+	assert.Equal(t, models.RefundDestination{}, ask().To, "no destination yet: any account but the service's")
+	assert.Equal(t, []string{receiving}, ask().NotTo)
+
+	delete(payers, models.ModeLive)
+	store.refunds["rfd_nopayer"] = refund("rfd_nopayer", &dest)
+	_, err = mark("rfd_nopayer")
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, string(models.CodeInvalidRefundState), ae.Type())
+	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_nopayer"].Status)
 }

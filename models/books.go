@@ -24,6 +24,9 @@ type BookPayment struct {
 	OrderID    string // empty while unmatched
 	RefundedAt *time.Time
 	RefundTx   string
+	// Sender is the account that paid (G…, or M… from a custodian):
+	// where a to_sender refund of it goes.
+	Sender string
 }
 
 // Books is what reconciling reads: every payment, every order a payment
@@ -67,6 +70,12 @@ type Ledger struct {
 	// Difference is Received less every amount above: non-zero only
 	// where a discrepancy is listed.
 	Difference decimal.Decimal
+	// Chain is set when the chain was read (CompareChain, live mode):
+	// ChainReceived is then what the receiving account was credited on
+	// it, ChainPaidOut what left the payout account.
+	Chain         bool
+	ChainReceived decimal.Decimal
+	ChainPaidOut  decimal.Decimal
 }
 
 // DiscrepancyKind names one way the books can fail to balance.
@@ -139,12 +148,9 @@ type ledgerKey struct {
 	asset string
 }
 
-// Bookkeeper reconciles the books one part at a time, so that a reader
-// holds one page of them at once: each payment with the refund that
-// returns it whole (Payment), each order with its credited payments and
-// its refunds of its own money (Order), and each row that names one not
-// stored (StrayRefunds, StrayCredit). Every payment and every refund is
-// handed over once. Finish answers the ledgers and the discrepancies.
+// Bookkeeper reconciles the books one part at a time (BookParts), so that
+// a reader holds one page of them at once. Finish answers the ledgers and
+// the discrepancies.
 // It keeps one small record per transaction hash claimed (sent refunds,
 // records by hand), to find a hash claimed twice.
 //
@@ -165,6 +171,49 @@ type Bookkeeper struct {
 	// owed by hand by Finish). Few: a refund covers such a payment from
 	// when its order closes.
 	dueOfOrder map[string][]BookPayment
+}
+
+// BookParts takes the books part by part, as a reader of the whole books
+// hands them over (sqlstore.ReadBooks): each payment with the refund that
+// returns it whole, each order with its credited payments and its
+// refunds of its own money, and each row that names one not stored. Every
+// payment and every refund is handed over once. Bookkeeper reconciles
+// them; LiveBooks keeps what CompareChain needs; EachOf hands them to
+// several.
+type BookParts interface {
+	Payment(p BookPayment, r *Refund)
+	Order(o Order, credited []BookPayment, own []Refund)
+	StrayRefunds(orderID string, rs []Refund)
+	StrayCredit(p BookPayment)
+}
+
+// EachOf hands every part to each of parts, in order.
+func EachOf(parts ...BookParts) BookParts { return eachOf(parts) }
+
+type eachOf []BookParts
+
+func (e eachOf) Payment(p BookPayment, r *Refund) {
+	for _, x := range e {
+		x.Payment(p, r)
+	}
+}
+
+func (e eachOf) Order(o Order, credited []BookPayment, own []Refund) {
+	for _, x := range e {
+		x.Order(o, credited, own)
+	}
+}
+
+func (e eachOf) StrayRefunds(orderID string, rs []Refund) {
+	for _, x := range e {
+		x.StrayRefunds(orderID, rs)
+	}
+}
+
+func (e eachOf) StrayCredit(p BookPayment) {
+	for _, x := range e {
+		x.StrayCredit(p)
+	}
 }
 
 // NewBookkeeper returns a Bookkeeper with nothing in its books.
@@ -336,11 +385,16 @@ func (k *Bookkeeper) Finish() ([]Ledger, []Discrepancy) {
 	slices.SortFunc(ledgers, func(a, b Ledger) int {
 		return cmp.Or(cmp.Compare(a.Mode, b.Mode), cmp.Compare(a.Asset, b.Asset))
 	})
-	slices.SortStableFunc(k.found, func(a, b Discrepancy) int {
+	sortDiscrepancies(k.found)
+	return ledgers, k.found
+}
+
+// sortDiscrepancies sorts ds by kind, then the ids they name.
+func sortDiscrepancies(ds []Discrepancy) {
+	slices.SortStableFunc(ds, func(a, b Discrepancy) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.OrderID, b.OrderID),
 			slices.Compare(a.PaymentIDs, b.PaymentIDs), slices.Compare(a.RefundIDs, b.RefundIDs))
 	})
-	return ledgers, k.found
 }
 
 type hashClaim struct {

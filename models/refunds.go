@@ -276,7 +276,7 @@ func RecordRefundTransaction(r Refund, hash, envelope string) (Refund, error) {
 	if r.Status != RefundSending {
 		return r, refundStateError(r, "a payout transaction is recorded only while it is being sent")
 	}
-	h, err := refundTxHash(hash)
+	h, err := RefundTxHash(hash)
 	if err != nil {
 		return r, err
 	}
@@ -291,7 +291,7 @@ func RecordRefundTransaction(r Refund, hash, envelope string) (Refund, error) {
 // changes nothing; with another hash it is refused, since the money goes
 // back once.
 func MarkRefundSent(r Refund, hash string, now time.Time) (Refund, error) {
-	h, err := refundTxHash(hash)
+	h, err := RefundTxHash(hash)
 	if err != nil {
 		return r, err
 	}
@@ -306,6 +306,19 @@ func MarkRefundSent(r Refund, hash string, now time.Time) (Refund, error) {
 	r.FailureReason = ""
 	r.SentAt = &now
 	return r, nil
+}
+
+// RefundPayment is what the transaction an operator says paid a refund
+// (mark-sent) must hold to be taken as its payout: a successful payment
+// of exactly Amount in Asset to To, and, when To has a memo, that memo.
+// To.Address is empty when the refund has no destination yet: a payment
+// to any account counts, but for NotTo (the service's own accounts, so a
+// payer's incoming payment is never mistaken for its refund).
+type RefundPayment struct {
+	To     RefundDestination
+	Asset  string
+	Amount decimal.Decimal
+	NotTo  []string
 }
 
 // FailRefund records that the payout of r was refused, for reason (shown
@@ -343,10 +356,10 @@ func CancelRefund(r Refund, now time.Time) (Refund, error) {
 	return r, nil
 }
 
-// refundTxHash checks that hash is a Stellar transaction hash (64 hex
+// RefundTxHash checks that hash is a Stellar transaction hash (64 hex
 // digits; the sandbox's fake hashes have the same shape) and returns it
 // in lower case, as Horizon writes it.
-func refundTxHash(hash string) (string, error) {
+func RefundTxHash(hash string) (string, error) {
 	h := strings.ToLower(strings.TrimSpace(hash))
 	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
 		return "", FieldError(CodeInvalidRequest, "transaction_hash", "transaction_hash must be 64 hexadecimal digits")

@@ -39,7 +39,9 @@ const (
 	// settled the refund another way; nothing will be sent.
 	UpdateCancelRefund = "cancel"
 	// UpdateMarkRefundSent carries a RefundOperatorRequest with TxHash: an
-	// operator paid the refund from another wallet.
+	// operator paid the refund from another wallet. The refund's payer
+	// checks that the transaction paid it (on Horizon in live mode); one
+	// that does not is refused with invalid_request.
 	UpdateMarkRefundSent = "mark-sent"
 	// QueryRefund returns the refund as this run knows it (models.Refund).
 	QueryRefund = "refund"

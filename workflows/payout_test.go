@@ -144,6 +144,20 @@ type fakePayer struct {
 	applied  map[string]payout.Request // by hash
 	attempts int
 	badDest  map[string]bool // destinations CheckDestination refuses
+	// notPaying are the transactions VerifyPayment refuses; verified
+	// what it was asked.
+	notPaying map[string]bool
+	verified  []models.RefundPayment
+}
+
+func (p *fakePayer) VerifyPayment(_ context.Context, hash string, want models.RefundPayment) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.verified = append(p.verified, want)
+	if p.notPaying[hash] {
+		return models.FieldError(models.CodeInvalidRequest, "transaction_hash", "Transaction %s does not pay the refund", hash)
+	}
+	return nil
 }
 
 func (p *fakePayer) CheckDestination(_ context.Context, d models.RefundDestination, _ string) error {
@@ -481,6 +495,35 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
 		assert.Empty(t, h.payer.payments())
 	})
+}
+
+// TestRefundMarkSentIsCheckedByThePayer: an operator's transaction that
+// the payer says does not pay the refund is refused at once, answered to
+// the operator as invalid_request, and the refund keeps waiting, until a
+// transaction that pays it.
+func TestRefundMarkSentIsCheckedByThePayer(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+	h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+	bad, good := strings.Repeat("cd", 32), strings.Repeat("ab", 32)
+	h.payer.notPaying = map[string]bool{bad: true}
+	wrong := h.updateAt(time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: bad})
+	right := h.updateAt(2*time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: good})
+	res, err := h.run()
+	require.NoError(t, err)
+	require.True(t, wrong.completed, "%+v", wrong)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, wrong.err, &ae)
+	assert.Equal(t, string(models.CodeInvalidRequest), ae.Type())
+	assert.Contains(t, ae.Message(), "does not pay the refund")
+	require.NoError(t, right.err)
+	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: good}, res)
+	_, writes := h.store.snapshot()
+	assert.Equal(t, []string{"sent"}, writes, "nothing written for the refused hash")
+	require.Len(t, h.payer.verified, 2, "each hash asked once: a refusal is not retried")
+	assert.Equal(t, *dest, h.payer.verified[0].To)
+	assert.Equal(t, "USDC", h.payer.verified[0].Asset)
+	assert.Equal(t, "50", h.payer.verified[0].Amount.String())
+	assert.Empty(t, h.payer.payments())
 }
 
 // TestRefundStartOptions: a refund's run closed without settling it

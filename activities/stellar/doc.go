@@ -11,5 +11,9 @@
 // payment: the watcher resumes from the saved cursor, and the service's
 // reconciler re-drives payments that were saved but not handled.
 //
+// A ChainReader reads the whole payments history of the receiving and
+// payout accounts, for memocart reconcile to compare with the books
+// (models.CompareChain).
+//
 // It may import models, shopspring/decimal and the standard library.
 package stellar

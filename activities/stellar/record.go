@@ -28,12 +28,17 @@ type record struct {
 	From                  string       `json:"from"`
 	FromMuxed             string       `json:"from_muxed"`
 	To                    string       `json:"to"`
+	ToMuxedID             string       `json:"to_muxed_id"`
 	Amount                string       `json:"amount"`
 	Transaction           *transaction `json:"transaction"`
 	// Account and Into are an account_merge's merged account and
 	// destination; its record has no amount (see mergedIn).
 	Account string `json:"account"`
 	Into    string `json:"into"`
+	// Funder and StartingBalance are a create_account's: the XLM it
+	// moved to the new account (Account).
+	Funder          string `json:"funder"`
+	StartingBalance string `json:"starting_balance"`
 }
 
 // transaction is the joined transaction of a record.
@@ -42,6 +47,10 @@ type transaction struct {
 	Successful *bool  `json:"successful"`
 	MemoType   string `json:"memo_type"`
 	Memo       string `json:"memo"`
+	// InnerTransaction is a fee bump's inner transaction.
+	InnerTransaction *struct {
+		Hash string `json:"hash"`
+	} `json:"inner_transaction"`
 }
 
 // page is a Horizon collection page. Its _links are deliberately not read:

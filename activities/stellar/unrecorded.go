@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/memocart/memocart/models"
 )
 
@@ -41,27 +43,11 @@ type effect struct {
 // failure to ask is an error, retried like a page.
 func (r *run) merge(ctx context.Context, rec record) (models.Payment, bool, error) {
 	w := r.w
-	var body struct {
-		Embedded struct {
-			Records []effect `json:"records"`
-		} `json:"_embedded"`
-	}
-	err := w.getJSON(ctx, w.base+"/operations/"+url.PathEscape(rec.ID)+"/effects?"+url.Values{"limit": {"50"}}.Encode(), &body)
-	var he *httpError
-	if errors.As(err, &he) && he.Status == http.StatusNotFound {
-		return models.Payment{}, false, fmt.Errorf("%w: account_merge %s: Horizon does not know its effects: %v", errBadRecord, rec.ID, err)
-	}
+	amount, ok, err := mergeCredit(ctx, w.getJSON, w.base, w.cfg.Account, rec)
 	if err != nil {
-		return models.Payment{}, false, fmt.Errorf("reading the effects of account_merge %s: %w", rec.ID, err)
+		return models.Payment{}, false, err
 	}
-	for _, e := range body.Embedded.Records {
-		if e.Type != "account_credited" || e.Account != w.cfg.Account || e.AssetType != "native" {
-			continue
-		}
-		amount, err := models.StellarAmount(e.Amount)
-		if err != nil || !amount.IsPositive() {
-			break
-		}
+	if ok {
 		p, err := w.conv.merge(rec, amount)
 		return p, err == nil, err
 	}
@@ -69,6 +55,36 @@ func (r *run) merge(ctx context.Context, rec record) (models.Payment, bool, erro
 	w.alerts.Alert(ctx, AlertAccountMerge, fmt.Sprintf("%s account %s: account %s was merged into it (operation %s, transaction %s) but Horizon gives no amount it credited: not recorded; look the operation up and record its XLM by hand",
 		w.cfg.Network, w.cfg.Account, rec.Account, rec.ID, rec.TransactionHash))
 	return models.Payment{}, false, nil
+}
+
+// mergeCredit reads the XLM that account_merge rec credited account, from
+// its account_credited effect; false when its effects hold none. An
+// operation Horizon does not know is an unusable record (errBadRecord).
+func mergeCredit(ctx context.Context, get func(ctx context.Context, u string, v any) error, base, account string, rec record) (decimal.Decimal, bool, error) {
+	var body struct {
+		Embedded struct {
+			Records []effect `json:"records"`
+		} `json:"_embedded"`
+	}
+	err := get(ctx, base+"/operations/"+url.PathEscape(rec.ID)+"/effects?"+url.Values{"limit": {"50"}}.Encode(), &body)
+	var he *httpError
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		return decimal.Decimal{}, false, fmt.Errorf("%w: account_merge %s: Horizon does not know its effects: %v", errBadRecord, rec.ID, err)
+	}
+	if err != nil {
+		return decimal.Decimal{}, false, fmt.Errorf("reading the effects of account_merge %s: %w", rec.ID, err)
+	}
+	for _, e := range body.Embedded.Records {
+		if e.Type != "account_credited" || e.Account != account || e.AssetType != "native" {
+			continue
+		}
+		amount, err := models.StellarAmount(e.Amount)
+		if err != nil || !amount.IsPositive() {
+			break
+		}
+		return amount, true, nil
+	}
+	return decimal.Decimal{}, false, nil
 }
 
 // claimableBalance is the part of a Horizon claimable balance the check
@@ -117,14 +133,20 @@ func (r *run) checkClaimable(ctx context.Context) {
 // getJSON GETs u (built from the configured base, never from a
 // response's links) and decodes its JSON into v.
 func (w *Watcher) getJSON(ctx context.Context, u string, v any) error {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.RequestTimeout)
+	return getJSON(ctx, w.hc, w.cfg.RequestTimeout, u, v)
+}
+
+// getJSON GETs u within timeout and decodes its JSON into v; an answer
+// other than 200 is an *httpError.
+func getJSON(ctx context.Context, hc *http.Client, timeout time.Duration, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/hal+json, application/json")
-	resp, err := w.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
@@ -28,6 +30,29 @@ func (s *liveStack) operator(args ...string) (string, error) {
 	var out, errOut syncBuffer
 	err := run(context.Background(), args, env, &out, &errOut)
 	return out.String() + errOut.String(), err
+}
+
+// reconcileLive runs `memocart reconcile --mode live --json` as an
+// operator with the payout account's seed file (the dev stack's) would:
+// the books compared with both accounts on the Horizon test server. It
+// answers the discrepancies' kinds and the live ledgers.
+func (s *liveStack) reconcileLive() (kinds []string, ledgers []map[string]string) {
+	s.t.Helper()
+	s.env["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(s.env["MEMOCART_DATA_DIR"], devPayoutSeedFile)
+	defer delete(s.env, "MEMOCART_STELLAR_PAYOUT_SECRET_FILE")
+	out, _ := s.operator("reconcile", "--mode", "live", "--json")
+	var got struct {
+		Ledgers       []map[string]string `json:"ledgers"`
+		Discrepancies []struct {
+			Kind   string `json:"kind"`
+			Detail string `json:"detail"`
+		} `json:"discrepancies"`
+	}
+	require.NoError(s.t, json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &got), out)
+	for _, d := range got.Discrepancies {
+		kinds = append(kinds, d.Kind+": "+d.Detail)
+	}
+	return kinds, got.Ledgers
 }
 
 // owedByHand is what `memocart payments list --json` shows an operator:
@@ -111,6 +136,15 @@ func TestE2EOneRefundLedger(t *testing.T) {
 	rs, _ = obj(b, "order")["refunds"].([]any)
 	require.Len(t, rs, 1, "the order still shows its refund, settled")
 	assert.Equal(t, str(sent, "transaction_hash"), str(rs[0].(map[string]any), "transaction_hash"))
+
+	// The books balance with the chain: both payments received are
+	// stored, and the payout account paid the one refund, as sent.
+	found, ledgers := s.reconcileLive()
+	assert.Empty(t, found)
+	require.Len(t, ledgers, 1)
+	assert.Equal(t, "USDC", ledgers[0]["asset"])
+	assert.Equal(t, ledgers[0]["received"], ledgers[0]["chain_received"])
+	assert.Equal(t, str(sent, "amount"), ledgers[0]["chain_paid_out"])
 }
 
 // TestE2ETestModeRefundsSpendNoLiveBudget: the daily maximum of automatic
@@ -155,4 +189,51 @@ func TestE2ETestModeRefundsSpendNoLiveBudget(t *testing.T) {
 	code, b := s.setRefundDestination(o, dest, "live budget")
 	require.Equal(t, http.StatusOK, code, b)
 	s.waitRefund(str(r, "id"), "sent")
+}
+
+// TestE2EMarkSentIsCheckedOnHorizon: an operator's `refunds mark-sent`
+// of a live refund is taken only for a transaction Horizon shows paying
+// it. A payment of another amount, or the payer's own payment into the
+// receiving account (a copy-paste slip of the same amount), is refused
+// with what does not match, and the refund keeps waiting; the
+// transaction that paid it settles it.
+func TestE2EMarkSentIsCheckedOnHorizon(t *testing.T) {
+	s := startLive(t, "sqlite", nil)
+	o, r := s.failedLiveOrder()
+	refundID := str(r, "id")
+	amount := decimal.RequireFromString(str(r, "amount"))
+	wallet := horizontest.AccountID("operator wallet")
+	dest := s.refundAccount("paid by hand", true)
+	byHand := func(hash string, to string, amount decimal.Decimal) {
+		p := usdc(amount.StringFixed(7), "")
+		p.From, p.To, p.TxHash, p.MemoType, p.Memo = wallet, to, hash, "", ""
+		s.horizon.AddPayment(p)
+	}
+
+	short, incoming, paid := strings.Repeat("a1", 32), strings.Repeat("b2", 32), strings.Repeat("c3", 32)
+	byHand(short, dest, amount.Sub(decimal.RequireFromString("0.01")))
+	in := usdc(amount.StringFixed(7), "no order")
+	in.TxHash = incoming
+	s.pay(in)
+	byHand(paid, dest, amount)
+
+	for _, hash := range []string{short, incoming, strings.Repeat("d4", 32)} {
+		out, err := s.refunds("mark-sent", refundID, "--tx", hash)
+		require.Error(t, err, out)
+		assert.Contains(t, err.Error(), "Transaction "+hash, "the refusal says which transaction, and why")
+		assert.Equal(t, "awaiting_destination", str(s.getRefund(refundID), "status"))
+	}
+	out, err := s.refunds("mark-sent", refundID, "--tx", paid)
+	require.NoError(t, err, out)
+	got := s.waitRefund(refundID, "sent")
+	assert.Equal(t, paid, str(got, "transaction_hash"))
+	_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
+
+	// Paid from another wallet, the refund is not looked for in the
+	// payout account's history: the books balance with the chain.
+	found, ledgers := s.reconcileLive()
+	assert.Empty(t, found)
+	require.Len(t, ledgers, 1)
+	assert.Equal(t, "0", ledgers[0]["chain_paid_out"])
 }

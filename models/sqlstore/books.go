@@ -15,10 +15,14 @@ import (
 // that a test can page through a few rows).
 var booksPage = 1000
 
-// Columns the books read of each table.
+// Columns the books read of each table. A refund's envelope is read as a
+// mark, not whole: the books only ask whether the service's payout
+// recorded one (models.CompareChain).
 const (
-	bookPaymentCols = "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx"
-	bookRefundCols  = `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash`
+	bookPaymentCols = "id, mode, asset, amount, status, signaled_at, order_id, refunded_at, refund_tx, sender"
+	bookRefundCols  = `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash, ` +
+		`destination_address, destination_memo_type, destination_memo, destination_to_sender, ` +
+		`CASE WHEN envelope <> '' THEN '` + envelopeMark + `' ELSE '' END AS envelope`
 	bookOrderCols   = "id, number, mode, status, payment_status, status_reason, cancellation_reason, " +
 		"payment_asset, payment_amount, amount_received, refunded_at, refund_tx"
 )
@@ -38,7 +42,7 @@ const (
 // none on a healthy database. Only the columns the books use are read,
 // and a page at a time is held (k keeps one small record per transaction
 // hash claimed).
-func (s *Store) ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error {
+func (s *Store) ReadBooks(ctx context.Context, mode models.Mode, k models.BookParts) error {
 	var opts []*sql.TxOptions
 	if s.dialect == DialectPostgres {
 		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
@@ -168,12 +172,15 @@ func bookRefunds(q *gorm.DB) ([]models.Refund, error) {
 func (r paymentRow) toBook() models.BookPayment {
 	p := models.BookPayment{ID: r.ID, Mode: models.Mode(r.Mode), Asset: r.Asset, Amount: r.Amount,
 		State: models.PaymentState(r.Status), Signaled: r.SignaledAt != nil,
-		RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx}
+		RefundedAt: utcPtr(r.RefundedAt), RefundTx: r.RefundTx, Sender: r.Sender}
 	if r.OrderID != nil {
 		p.OrderID = *r.OrderID
 	}
 	return p
 }
+
+// envelopeMark stands for a refund's recorded envelope in the books.
+const envelopeMark = "recorded"
 
 // pages reads table's rows of mode (all when empty), columns cols, in
 // pages of booksPage by id, handing each page to each.

@@ -206,3 +206,59 @@ func TestBooksCheckClaimedOncePerPeriod(t *testing.T) {
 		assert.Equal(t, map[models.Mode]int{models.ModeTest: 0, models.ModeLive: 3}, last.Discrepancies)
 	})
 }
+
+// TestBooksReadWhatTheChainIsComparedWith: the books carry what
+// models.CompareChain compares with the chain: each payment's sender, each
+// refund's destination, and whether the service's payout recorded an
+// envelope (a mark, not the envelope).
+func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		failed := failedOrder(t, st, a.ID, "crt_chain", nil)
+		rs, err := st.CreateOwedRefunds(ctx, failed.ID, t0)
+		require.NoError(t, err)
+		require.Len(t, rs, 1)
+		dest := models.RefundDestination{Address: models.StellarAccountID([32]byte{8}), MemoType: "id", Memo: "7"}
+		for _, m := range []func(models.Refund) (models.Refund, error){
+			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, dest) },
+			func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, t0) },
+			func(r models.Refund) (models.Refund, error) {
+				return models.RecordRefundTransaction(r, payoutTx, strings.Repeat("QUFB", 100))
+			},
+			func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) },
+		} {
+			_, err := st.UpdateRefund(ctx, rs[0].ID, t0, m)
+			require.NoError(t, err)
+		}
+
+		var b allBooks
+		require.NoError(t, st.ReadBooks(ctx, "", &b))
+		require.Len(t, b.Refunds, 1)
+		r := b.Refunds[0]
+		assert.Equal(t, &dest, r.Destination)
+		assert.Equal(t, "recorded", r.Envelope, "a mark that the payout recorded one")
+		require.NotEmpty(t, b.Payments)
+		for _, p := range b.Payments {
+			assert.Equal(t, "GSENDER", p.Sender, p.ID)
+		}
+	})
+}
+
+// allBooks keeps every payment and refund of the books read part by part.
+type allBooks struct{ models.Books }
+
+func (b *allBooks) Payment(p models.BookPayment, r *models.Refund) {
+	b.Payments = append(b.Payments, p)
+	if r != nil {
+		b.Refunds = append(b.Refunds, *r)
+	}
+}
+
+func (b *allBooks) Order(_ models.Order, _ []models.BookPayment, own []models.Refund) {
+	b.Refunds = append(b.Refunds, own...)
+}
+
+func (b *allBooks) StrayRefunds(_ string, rs []models.Refund) { b.Refunds = append(b.Refunds, rs...) }
+func (b *allBooks) StrayCredit(models.BookPayment)            {}

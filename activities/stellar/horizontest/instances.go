@@ -61,8 +61,8 @@ func (s *Server) view() int64 {
 }
 
 // servesFromLedger reports whether the path is one an instance answers
-// from the ledgers it has ingested: the root, a transaction, a ledger, an
-// account or an account's transactions.
+// from the ledgers it has ingested: the root, a transaction or its
+// payments, a ledger, an account or an account's transactions.
 func (s *Server) servesFromLedger(parts []string) bool {
 	switch len(parts) {
 	case 1:
@@ -70,7 +70,7 @@ func (s *Server) servesFromLedger(parts []string) bool {
 	case 2:
 		return parts[0] == "transactions" || parts[0] == "ledgers" || parts[0] == "accounts"
 	case 3:
-		return parts[0] == "accounts" && parts[2] == "transactions"
+		return (parts[0] == "accounts" && parts[2] == "transactions") || (parts[0] == "transactions" && parts[2] == "payments")
 	}
 	return false
 }

@@ -16,7 +16,10 @@
 // /accounts/{id} (with its
 // Latest-Ledger header), GET /accounts/{id}/transactions and GET
 // /ledgers/{sequence} read the result, GET / says how far the history
-// reaches, and LedgerPayments lists every payment the ledger took. The
+// reaches, and LedgerPayments lists every payment the ledger took. GET
+// /transactions/{hash}/payments and GET /accounts/{id}/payments of any
+// other account serve the payments of the whole network's history
+// (history.go). The
 // network closes a ledger every five seconds of the server's clock.
 // Submissions can be delayed, answered 504 after being applied, and have
 // their sequence number stolen; the history can be made to trail the
@@ -129,6 +132,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	records    []*record
+	history    []historyOp // every payment of the network (history.go)
 	ledger     int64
 	lastTxHash string
 	lastOp     int64
@@ -240,7 +244,9 @@ func (s *Server) AddPayment(p Payment) string {
 		p.TxHash = hex.EncodeToString(sum[:])
 	}
 	s.lastTxHash = p.TxHash
-	return s.appendLocked(p, s.ledger, s.lastOp, nil)
+	id := s.appendLocked(p, s.ledger, s.lastOp, nil)
+	s.historyLocked(p, s.ledger, s.lastOp, nil)
+	return id
 }
 
 // txTOID is the id of a ledger's transaction, as Horizon's ids are TOIDs:
@@ -254,7 +260,7 @@ func txTOID(ledger int64) int64 { return ledger<<32 | 1<<12 }
 func (s *Server) appendLocked(p Payment, ledger, op int64, tx json.RawMessage) string {
 	txID := txTOID(ledger)
 	rec := &record{token: txID | op}
-	rec.plain, rec.joined = s.render(p, rec.token, txID, ledger, tx)
+	rec.plain, rec.joined, _ = s.render(p, rec.token, txID, ledger, tx)
 	if p.Type == "account_merge" {
 		rec.effects = s.mergeEffects(p, rec.token)
 	}
@@ -485,7 +491,7 @@ type tlink struct {
 }
 
 // render builds the operation's JSON without and with its transaction.
-func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMessage) (plain, joined []byte) {
+func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMessage) (plain, joined, txRes []byte) {
 	id := strconv.FormatInt(token, 10)
 	created := p.CreatedAt.UTC().Format(time.RFC3339)
 	op := map[string]any{
@@ -534,7 +540,7 @@ func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMes
 	plain = mustJSON(op)
 	if txBody != nil {
 		op["transaction"] = txBody
-		return plain, mustJSON(op)
+		return plain, mustJSON(op), txBody
 	}
 
 	tx := map[string]any{
@@ -563,7 +569,7 @@ func (s *Server) render(p Payment, token, txID, ledger int64, txBody json.RawMes
 	}
 	op["transaction"] = tx
 	joined = mustJSON(op)
-	return plain, joined
+	return plain, joined, mustJSON(tx)
 }
 
 func putAsset(m map[string]any, prefix, typ, code, issuer string) {
@@ -676,6 +682,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case len(parts) == 1 && parts[0] == "":
 			s.root(w, view)
+		case parts[0] == "transactions" && len(parts) == 3:
+			s.transactionPayments(w, r, parts[1], view)
 		case parts[0] == "transactions":
 			s.getTransaction(w, parts[1], view)
 		case parts[0] == "ledgers":
@@ -687,7 +695,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" || parts[1] != s.account {
+	if r.Method != http.MethodGet || len(parts) != 3 || parts[0] != "accounts" || parts[2] != "payments" {
 		writeProblem(w, http.StatusNotFound, "not_found", "Resource Missing",
 			"The resource at the url requested was not found.")
 		return
@@ -695,6 +703,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r.URL.Query())
 	if err != nil {
 		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", err.Error())
+		return
+	}
+	if parts[1] != s.account {
+		s.accountPayments(w, r, parts[1], q)
 		return
 	}
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
@@ -761,18 +773,32 @@ func (s *Server) afterLocked(cursor int64) int {
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request, q query) {
 	s.mu.Lock()
+	recs := selectPage(s.records, q)
+	s.mu.Unlock()
+	s.writePage(w, r, q, recs)
+}
+
+// selectPage picks the records of list (in token order) that a page of q
+// holds.
+func selectPage(list []*record, q query) []*record {
+	after := func(cursor int64) int {
+		return sort.Search(len(list), func(i int) bool { return list[i].token > cursor })
+	}
 	var recs []*record
 	if q.desc {
-		for i := s.afterLocked(q.cursor-1) - 1; i >= 0 && len(recs) < q.limit; i-- {
-			recs = appendRecord(recs, s.records[i], q.limit)
+		for i := after(q.cursor-1) - 1; i >= 0 && len(recs) < q.limit; i-- {
+			recs = appendRecord(recs, list[i], q.limit)
 		}
 	} else {
-		for i := s.afterLocked(q.cursor); i < len(s.records) && len(recs) < q.limit; i++ {
-			recs = appendRecord(recs, s.records[i], q.limit)
+		for i := after(q.cursor); i < len(list) && len(recs) < q.limit; i++ {
+			recs = appendRecord(recs, list[i], q.limit)
 		}
 	}
-	s.mu.Unlock()
+	return recs
+}
 
+// writePage answers a page of recs with Horizon's links.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, q query, recs []*record) {
 	body := make([]json.RawMessage, len(recs))
 	for i, rec := range recs {
 		body[i] = rec.body(q.join)

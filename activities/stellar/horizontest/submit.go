@@ -20,8 +20,9 @@ import (
 // what GET /transactions/{hash} serves and what a resubmission of the
 // same envelope is answered with.
 type txEntry struct {
-	resource   []byte // Horizon's transaction resource
-	failure    []byte // the transaction_failed problem, for a failed one
+	resource   []byte    // Horizon's transaction resource
+	ops        []*record // its payment operations (history.go)
+	failure    []byte    // the transaction_failed problem, for a failed one
 	ledger     int64
 	successful bool
 	accounts   []string // the accounts it involves: its source, then its payments' destinations
@@ -361,9 +362,13 @@ func (s *Server) applyLocked(env xdr.TransactionEnvelope, raw string) (int, stri
 	for i, op := range ops {
 		p := paymentRecord(opSources[i], *op.Body.PaymentOp, env.Memo(), successful, hash, closed)
 		s.applied = append(s.applied, p)
+		s.historyLocked(p, ledger, int64(i+1), resource)
 		if p.From == s.account || p.To == s.account {
 			s.appendLocked(p, ledger, int64(i+1), resource)
 		}
+	}
+	if inner, ok := s.txs[txHashOf(bump)]; ok && bump != nil {
+		inner.ops = e.ops
 	}
 	s.lastTxHash, s.lastOp = hash, int64(len(ops))
 	return e.answer()

@@ -9,6 +9,9 @@
 // without it. A crash, a timeout or a lost answer at any point therefore
 // ends in one payment, never two.
 //
+// VerifyPayment checks, for an operator's mark-sent, that a transaction
+// paid from another wallet paid a refund.
+//
 // The secret key stays behind Signer: a FileSigner reads it from a file,
 // and a KMS or remote signer can take its place.
 //

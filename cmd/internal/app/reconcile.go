@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memocart/memocart/activities/stellar"
+	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 )
@@ -23,6 +26,10 @@ const reconcileUsage = `Usage:
       back by a refund or by hand, settled another way, owed by an open refund
       or by hand, unmatched, or not through the books yet), and every
       discrepancy with the ids to look at. Exits non-zero when any is found.
+      In live mode, with MEMOCART_STELLAR_ACCOUNT set, it also reads the
+      receiving account's payments and the payout account's
+      (MEMOCART_STELLAR_PAYOUT_ACCOUNT) from Horizon
+      (MEMOCART_STELLAR_HORIZON_URL) and compares them with the books.
       docs/operators.md ("Reconciling the books") says what each means.
 
 Works on the database of MEMOCART_DATABASE_URL (or the dev SQLite file, which it
@@ -55,10 +62,28 @@ func runReconcile(ctx context.Context, e Env, args []string) error {
 
 func reconcile(ctx context.Context, e Env, st *sqlstore.Store, mode models.Mode, asJSON bool) error {
 	k := models.NewBookkeeper()
-	if err := st.ReadBooks(ctx, mode, k); err != nil {
+	var parts models.BookParts = k
+	var live *models.LiveBooks
+	if chainCompared(e, mode) {
+		live = &models.LiveBooks{}
+		parts = models.EachOf(k, live)
+	}
+	if err := st.ReadBooks(ctx, mode, parts); err != nil {
 		return err
 	}
 	ledgers, found := k.Finish()
+	if live != nil {
+		// The chain is read after the books: a payment the watcher has not
+		// stored yet, or a payout not yet written sent, shows until the
+		// next run; nothing the books hold can be newer than the chain.
+		chain, err := readChain(ctx, e)
+		if err != nil {
+			return err
+		}
+		var more []models.Discrepancy
+		ledgers, more = models.CompareChain(ledgers, live.Books, chain)
+		found = append(found, more...)
+	}
 	var err error
 	if asJSON {
 		err = printJSON(e, reconcileOutOf(ledgers, found))
@@ -74,8 +99,51 @@ func reconcile(ctx context.Context, e Env, st *sqlstore.Store, mode models.Mode,
 	return nil
 }
 
+// chainCompared reports whether reconcile compares the books of mode
+// with the chain: the live books, with a receiving account configured.
+func chainCompared(e Env, mode models.Mode) bool {
+	return mode != models.ModeTest && e.Cfg.StellarAccount != ""
+}
+
+// readChain reads the live accounts' payments from Horizon
+// (stellar.ChainReader). The payout account is
+// MEMOCART_STELLAR_PAYOUT_ACCOUNT, else the address of the seed in
+// MEMOCART_STELLAR_PAYOUT_SECRET_FILE; with neither, only the receiving
+// side is compared.
+func readChain(ctx context.Context, e Env) (models.Chain, error) {
+	payoutAccount := e.Cfg.StellarPayoutAccount
+	if payoutAccount == "" && e.Cfg.StellarPayoutSecretFile != "" {
+		signer, err := payout.NewFileSigner(e.Cfg.StellarPayoutSecretFile)
+		if err != nil {
+			return models.Chain{}, fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
+		}
+		payoutAccount = signer.Address()
+	}
+	r, err := stellar.NewChainReader(stellar.ChainConfig{
+		HorizonURL: e.Cfg.StellarHorizonURL, Network: string(e.Cfg.StellarNetwork), USDCIssuer: e.Cfg.USDCIssuer,
+	}, &http.Client{})
+	if err != nil {
+		return models.Chain{}, fmt.Errorf("configuring the Horizon reader: %w", err)
+	}
+	c, err := r.Chain(ctx, e.Cfg.StellarAccount, payoutAccount)
+	if err != nil {
+		return models.Chain{}, fmt.Errorf("reading the chain from %s: %w", e.Cfg.StellarHorizonURL, err)
+	}
+	return c, nil
+}
+
 // ledgerRows are the rows of one ledger's table, in the order printed.
 func ledgerRows(l models.Ledger) [][2]string {
+	if l.Chain {
+		return append(bookRows(l),
+			[2]string{"received on chain", l.ChainReceived.String()},
+			[2]string{"paid out on chain", l.ChainPaidOut.String()})
+	}
+	return bookRows(l)
+}
+
+// bookRows are the rows of what the books hold.
+func bookRows(l models.Ledger) [][2]string {
 	return [][2]string{
 		{"received", l.Received.String()},
 		{"kept by orders", l.Kept.String()},
@@ -138,6 +206,9 @@ type ledgerOut struct {
 	Unmatched  string `json:"unmatched"`
 	Pending    string `json:"pending"`
 	Difference string `json:"difference"`
+	// The chain's totals, when it was read (live mode).
+	ChainReceived string `json:"chain_received,omitempty"`
+	ChainPaidOut  string `json:"chain_paid_out,omitempty"`
 }
 
 type discrepancyOut struct {
@@ -153,10 +224,14 @@ type discrepancyOut struct {
 func reconcileOutOf(ledgers []models.Ledger, found []models.Discrepancy) reconcileOut {
 	out := reconcileOut{Ledgers: []ledgerOut{}, Discrepancies: []discrepancyOut{}}
 	for _, l := range ledgers {
-		out.Ledgers = append(out.Ledgers, ledgerOut{Mode: string(l.Mode), Asset: l.Asset, Received: l.Received.String(),
+		lo := ledgerOut{Mode: string(l.Mode), Asset: l.Asset, Received: l.Received.String(),
 			Kept: l.Kept.String(), Sent: l.Sent.String(), SentByHand: l.SentByHand.String(), Cancelled: l.Cancelled.String(),
 			Owed: l.Owed.String(), OwedByHand: l.OwedByHand.String(), Unmatched: l.Unmatched.String(),
-			Pending: l.Pending.String(), Difference: l.Difference.String()})
+			Pending: l.Pending.String(), Difference: l.Difference.String()}
+		if l.Chain {
+			lo.ChainReceived, lo.ChainPaidOut = l.ChainReceived.String(), l.ChainPaidOut.String()
+		}
+		out.Ledgers = append(out.Ledgers, lo)
 	}
 	for _, d := range found {
 		out.Discrepancies = append(out.Discrepancies, discrepancyOut{Kind: string(d.Kind), Mode: string(d.Mode), Asset: d.Asset,
@@ -185,7 +260,7 @@ const (
 
 // booksStore is the database as the books' metrics use it (sqlstore.Store).
 type booksStore interface {
-	ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error
+	ReadBooks(ctx context.Context, mode models.Mode, k models.BookParts) error
 	ClaimBooksCheck(ctx context.Context, now time.Time, every time.Duration) (bool, error)
 	RecordBooksCheck(ctx context.Context, c models.BooksCheck) error
 	LastBooksCheck(ctx context.Context) (models.BooksCheck, error)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
@@ -74,7 +75,7 @@ type countedBooks struct {
 	err   error
 }
 
-func (c *countedBooks) ReadBooks(ctx context.Context, mode models.Mode, k *models.Bookkeeper) error {
+func (c *countedBooks) ReadBooks(ctx context.Context, mode models.Mode, k models.BookParts) error {
 	c.reads++
 	if c.err != nil {
 		return c.err
@@ -151,4 +152,62 @@ func TestBooksMetrics(t *testing.T) {
 	require.Error(t, mOne.observe(t.Context(), one, later.Add(booksEvery)))
 	assert.Equal(t, 1.0, gauge(t, regOne, "memocart_reconcile_discrepancies", "live"), "the last count stays")
 	assert.Equal(t, float64(later.Unix()), gauge(t, regOne, "memocart_reconcile_last_run_timestamp_seconds", ""))
+}
+
+// TestReconcileCommandReadsTheChain: in live mode, with the receiving and
+// payout accounts configured, reconcile compares the books with their
+// payments on Horizon: the table shows the chain's totals, and a payment
+// received on the chain that is not stored, or money out of the payout
+// account for no refund, is a discrepancy that fails the command. Test
+// mode reads no chain.
+func TestReconcileCommandReadsTheChain(t *testing.T) {
+	receiving := horizontest.AccountID("reconcile receiving")
+	payoutAccount := horizontest.AccountID("reconcile payout")
+	issuer := horizontest.AccountID("reconcile issuer")
+	srv := horizontest.New(receiving)
+	t.Cleanup(srv.Close)
+	srv.SetUSDCIssuer(issuer)
+	dir := t.TempDir()
+	c := cli{t: t, vars: map[string]string{
+		"MEMOCART_DATA_DIR": dir, "MEMOCART_STELLAR_NETWORK": "testnet", "MEMOCART_STELLAR_ACCOUNT": receiving,
+		"MEMOCART_STELLAR_HORIZON_URL": srv.URL, "MEMOCART_STELLAR_USDC_ISSUER": issuer,
+		"MEMOCART_STELLAR_PAYOUT_ACCOUNT": payoutAccount,
+	}}
+	c.ok("migrate")
+	usdc := func(from, to, amount string) horizontest.Payment {
+		return horizontest.Payment{From: from, To: to, AssetType: "credit_alphanum4", AssetCode: "USDC", AssetIssuer: issuer,
+			Amount: amount, MemoType: "text", Memo: "nobody"}
+	}
+	tok := srv.AddPayment(usdc(horizontest.AccountID("a payer"), receiving, "3.5000000"))
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(dir, "memocart.db"), nil)
+	require.NoError(t, err)
+	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "stellar:testnet:" + tok, Mode: models.ModeLive, Asset: "USDC",
+		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: time.Now().UTC()}, ""))
+	require.NoError(t, st.Close())
+
+	out := c.ok("reconcile")
+	assert.Regexp(t, `received on chain\s+3.5`, out)
+	assert.Regexp(t, `paid out on chain\s+0`, out)
+	assert.Contains(t, out, "the books balance")
+
+	late := srv.AddPayment(usdc(horizontest.AccountID("a payer"), receiving, "1.0000000"))
+	srv.AddPayment(usdc(payoutAccount, horizontest.AccountID("someone"), "2.0000000"))
+	out, _, err = c.run("reconcile", "--mode", "live")
+	require.ErrorIs(t, err, errBooksUnbalanced)
+	assert.Contains(t, err.Error(), "2 discrepancies")
+	assert.Regexp(t, `chain_payment_unrecorded\s+live\s+USDC\s+-\s+stellar:testnet:`+late, out)
+	assert.Regexp(t, `payout_unrefunded\s+live\s+USDC`, out)
+	assert.Regexp(t, `received on chain\s+4.5`, out)
+
+	out, _, err = c.run("reconcile", "--json")
+	require.ErrorIs(t, err, errBooksUnbalanced)
+	var got reconcileOut
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Len(t, got.Ledgers, 1)
+	assert.Equal(t, "4.5", got.Ledgers[0].ChainReceived)
+	assert.Equal(t, "2", got.Ledgers[0].ChainPaidOut)
+
+	before := len(srv.Requests())
+	assert.Contains(t, c.ok("reconcile", "--mode", "test"), "no payments")
+	assert.Len(t, srv.Requests(), before, "test mode reads no chain")
 }
