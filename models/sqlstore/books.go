@@ -23,7 +23,7 @@ const (
 	bookRefundCols  = `id, "key", order_id, mode, payment_ids, reason, amount, asset, status, transaction_hash, ` +
 		`destination_address, destination_memo_type, destination_memo, destination_to_sender, ` +
 		`CASE WHEN envelope <> '' THEN '` + envelopeMark + `' ELSE '' END AS envelope`
-	bookOrderCols   = "id, number, mode, status, payment_status, status_reason, cancellation_reason, " +
+	bookOrderCols = "id, number, mode, status, payment_status, status_reason, cancellation_reason, " +
 		"payment_asset, payment_amount, amount_received, refunded_at, refund_tx"
 )
 
