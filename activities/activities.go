@@ -250,10 +250,8 @@ type WatchOrderInput struct {
 	OrderID   string
 	Ref       string
 	NotBefore time.Time
-	// Written is the order as its workflow has written it. Given, the
-	// watch writes the steps it finds on the workflow's behalf, with these
-	// payment fields; nil (watches started by older workflow code) leaves
-	// them to the workflow.
+	// Written is set only by runs from before watch-reports, whose watch
+	// wrote the steps it found on their behalf (watch_legacy.go).
 	Written *models.Transition `json:",omitempty"`
 }
 
@@ -264,14 +262,11 @@ const OrderUnchanged = "order_unchanged"
 // WatchOrder checks the order at its provider, as CheckOrder does, until
 // the provider reports news to the order as the database holds it
 // (models.Progress.News: what its workflow has written), and returns that
-// progress. Comparing with the database, not with a copy in the input,
-// keeps a watch current while the workflow moves the order on a webhook's
-// check, so it never has to be cancelled and started again.
-//
-// The news's steps are written here, when the workflow gives its last
-// write (WatchOrderInput.Written), and returned as Progress.Recorded: the
-// workflow then upserts its search attributes and writes nothing, where
-// a write of its own would cost a local activity's action per step.
+// progress for the workflow to write: the workflow is the only writer of
+// its order's steps; a watch stores only the provider's snapshot, as
+// every check does. Comparing with the database, not with a copy in the
+// input, keeps a watch current while the workflow moves the order on a
+// webhook's check, so it never has to be cancelled and started again.
 //
 // An attempt that finds no news (or is early) fails as OrderUnchanged,
 // with the provider's advised wait as the next retry's delay: Temporal
@@ -298,56 +293,16 @@ func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models
 	if err != nil {
 		return p, err
 	}
-	// Steps a watch wrote that the workflow has not heard of: an attempt
-	// lost after writing them (its result never reached the workflow), or
-	// a watch dropped with its run. A check storing its snapshot since
-	// clears WatchWrote, and the workflow knows what the check found.
-	unheard := in.Written != nil && o.Fulfilment != nil && o.Fulfilment.WatchWrote &&
-		models.Progress{Status: o.Status, Shipment: o.Shipment}.News(in.Written.Status, shipmentOf(in.Written))
-	if !unheard && !p.News(o.Status, o.Shipment) {
-		if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
-			return models.Progress{}, err
-		}
-		return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
+	if in.Written != nil {
+		return a.watchWrites(ctx, in, o, snap, p)
 	}
-	if in.Written == nil {
-		return p, a.recordSnapshot(ctx, in.OrderID, snap)
-	}
-	// From the order as stored, as News compares: steps the workflow has
-	// written since this watch started are not written again.
-	from := *in.Written
-	from.Status, from.Shipment = o.Status, nil
-	if o.Shipment != (models.Shipment{}) {
-		s := o.Shipment
-		from.Shipment = &s
-	}
-	ts := p.Transitions(from, a.clock())
-	// Marked before the writes, and kept until the workflow hears of them.
-	snap.WatchWrote = len(ts) > 0 || unheard
 	if err := a.recordSnapshot(ctx, in.OrderID, snap); err != nil {
 		return models.Progress{}, err
 	}
-	for i := range ts {
-		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i]); err != nil {
-			return models.Progress{}, temporalError(err)
-		}
-		p.Recorded = &ts[i]
-	}
-	if len(ts) > 0 {
-		a.dispatchEvents(ctx, in.OrderID)
-	} else if unheard && p.Status != models.OrderFailed { // all written already, by a lost attempt
-		from.At = o.Steps[o.Status]
-		p.Recorded = &from
+	if !p.News(o.Status, o.Shipment) {
+		return models.Progress{}, unchanged("no news from the buying provider (still "+string(p.Status)+")", p.NextCheck)
 	}
 	return p, nil
-}
-
-// shipmentOf is t's shipment, zero when it has none.
-func shipmentOf(t *models.Transition) models.Shipment {
-	if t.Shipment == nil {
-		return models.Shipment{}
-	}
-	return *t.Shipment
 }
 
 // maxWatchSleep is the longest wait for a first check that WatchOrder

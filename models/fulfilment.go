@@ -90,9 +90,10 @@ type Fulfilment struct {
 	// retailer was rate limiting or briefly down): nothing was bought.
 	Retryable bool
 	// WatchWrote is set by a watch that writes the steps this snapshot
-	// shows on its workflow's behalf, before it writes them: until a later
-	// check stores a snapshot, the workflow may not have heard of them (a
-	// lost attempt), and the next watch reports them (WatchOrder).
+	// shows on the behalf of a run from before watch-reports, before it
+	// writes them: until a later check stores a snapshot, the workflow may
+	// not have heard of them (a lost attempt), and the next watch reports
+	// them (activities/watch_legacy.go).
 	WatchWrote bool `json:",omitempty"`
 }
 
@@ -115,8 +116,8 @@ type Progress struct {
 	// succeed (see Fulfilment.Retryable).
 	Retry bool
 	// Recorded is the last of the transitions a watch wrote for this
-	// progress on its workflow's behalf (Transitions); nil when nothing
-	// wrote them, as from a check, which leaves the writes to the workflow.
+	// progress on the behalf of a run from before watch-reports
+	// (activities/watch_legacy.go); nil otherwise: the workflow writes.
 	Recorded *Transition `json:",omitempty"`
 }
 

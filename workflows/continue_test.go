@@ -133,6 +133,7 @@ func TestOrderBackorderedFor120DaysStaysBounded(t *testing.T) {
 					Payouts: &activities.RefundPayouts{Store: orderRefunds{store}, Start: func(context.Context, models.Refund, string) error { return nil }},
 				})
 				if tc.timers {
+					env.OnGetVersion("baseline-2026-12", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 					env.OnGetVersion("baseline-2026-11", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 					env.OnGetVersion("watch-by-retry", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 				}

@@ -146,6 +146,19 @@ func (o *order) followOrder(ctx workflow.Context, ref string, attempt int, wait 
 // (DefaultVersion).
 const changeWatchByRetry = "watch-by-retry"
 
+// changeWatchReports is the workflow.GetVersion change id of the run as
+// the only writer of its order: version 1 starts each watch without
+// WatchOrderInput.Written, so the watch returns the news it found and the
+// run writes the steps (advance, local activities). DefaultVersion runs
+// had the watch write them on their behalf (Progress.Recorded), which took
+// a marker protocol (Fulfilment.WatchWrote) to keep two writers of one
+// order from losing an update. Drop that path, WatchOrderInput.Written and
+// WatchWrote once no such run is open: `WorkflowType = "Order" AND
+// ExecutionStatus = "Running" AND StartTime < T` (T the deploy of this
+// change) finds none; order_delivered_watch_writes.json and the other
+// histories whose watches carry Written go in the same change.
+const changeWatchReports = "watch-reports"
+
 // watch is the WatchOrder activity following the order, if one is
 // running. It compares the provider's progress with the order as the
 // database holds it, so it stays current while the run moves the order
@@ -175,8 +188,11 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 		if w.running == nil {
 			var watchCtx workflow.Context
 			watchCtx, w.cancel = workflow.WithCancel(ctx)
-			written := o.transition()
-			in := activities.WatchOrderInput{OrderID: o.in.OrderID, Ref: ref, NotBefore: workflow.Now(ctx).Add(wait), Written: &written}
+			in := activities.WatchOrderInput{OrderID: o.in.OrderID, Ref: ref, NotBefore: workflow.Now(ctx).Add(wait)}
+			if !o.atLatest(ctx, changeWatchReports) {
+				written := o.transition()
+				in.Written = &written
+			}
 			w.running = workflow.ExecuteActivity(withOptions(watchCtx, watchOptions(o.status)), a.WatchOrder, in)
 		}
 		checked := false
@@ -289,9 +305,9 @@ func (o *order) newHint(sig FulfilmentSignal) bool {
 // advance moves the order as far as the provider's progress says, one
 // allowed step at a time (models.Progress.Transitions), and keeps the
 // shipment current: estimated delivery dates change while a parcel
-// travels. Progress behind the order's status changes nothing. Steps a
-// watch has written already (p.Recorded) are taken as written: the run
-// writes only what it would have written differently.
+// travels. Progress behind the order's status changes nothing. In runs
+// from before changeWatchReports, steps a watch has written already
+// (p.Recorded) are taken as written.
 func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	if p.Status == models.OrderFailed {
 		o.logger.Warn("Buying provider failed the order; payment due back", "Reason", p.Reason)
@@ -299,7 +315,7 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	}
 	// Each step is written, but the search attributes are upserted once,
 	// with the last (runs from the baseline: older runs upserted each).
-	o.holdAttrs, o.holdWrites = o.baseline, p.Recorded != nil
+	o.holdAttrs, o.holdWrites = o.baseline > 0, p.Recorded != nil
 	defer func() { o.holdAttrs, o.holdWrites = false, false }()
 	for _, t := range p.Transitions(o.transition(), workflow.Now(ctx)) {
 		if t.Shipment != nil {

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
@@ -233,12 +234,11 @@ func TestOrderJumpsStepsAndFollowsTheEstimate(t *testing.T) {
 	assert.Equal(t, []string{"created", "paid", "shipped", "delivered"}, upserted, "the steps one check finds are upserted once, the last")
 }
 
-// TestOrderWatchWritesTheStepsItFinds: the steps a watch finds are written
-// by the watch (WatchOrder), stamped when it found them; the run takes
-// them as written, upserts its search attributes and writes nothing more:
-// its only local write after placing is none, and each step is written
-// once.
-func TestOrderWatchWritesTheStepsItFinds(t *testing.T) {
+// TestOrderRunWritesTheStepsItsWatchFinds: the run is the only writer of
+// its order: its watches (WatchOrder) are given nothing to write with and
+// report what they found; the run writes each step once, as a local
+// activity, stamped when the watch found it.
+func TestOrderRunWritesTheStepsItsWatchFinds(t *testing.T) {
 	h := newHarness(t)
 	var mu sync.Mutex
 	locals := map[string]int{}
@@ -246,6 +246,17 @@ func TestOrderWatchWritesTheStepsItFinds(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		locals[info.ActivityType.Name]++
+	})
+	var watches []activities.WatchOrderInput
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != "WatchOrder" {
+			return
+		}
+		var in activities.WatchOrderInput
+		require.NoError(t, args.Get(&in))
+		mu.Lock()
+		defer mu.Unlock()
+		watches = append(watches, in)
 	})
 	var checkedAt []time.Time
 	h.ff.onCheck = func(int) { checkedAt = append(checkedAt, h.env.Now().UTC()) }
@@ -257,7 +268,11 @@ func TestOrderWatchWritesTheStepsItFinds(t *testing.T) {
 	transitions, _, writes := h.store.snapshot()
 	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes, "each step written once")
 	mu.Lock()
-	assert.Equal(t, map[string]int{"RecordPayment": 1, "RecordTransition": 1}, locals, "the run writes the payment and paid; the watches the rest")
+	assert.Equal(t, map[string]int{"RecordPayment": 1, "RecordTransition": len(transitions)}, locals, "the run writes every step")
+	require.NotEmpty(t, watches)
+	for _, w := range watches {
+		assert.Nil(t, w.Written, "a watch writes nothing of the order")
+	}
 	mu.Unlock()
 	require.Len(t, checkedAt, 4)
 	for i, tr := range transitions[1:] {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -228,24 +229,44 @@ const changeEndStates = "end-states"
 // closes (handOverRefunds) instead of waiting for an operator's.
 const changeRefundPayouts = "refund-payouts"
 
-// changeBaseline is the workflow.GetVersion change id of the baseline: a
-// run that records version 1 here, as its first command, takes every
-// change below at version 1 without asking each (atLatest). A version
-// marker costs two history events (the marker and its
-// TemporalChangeVersion upsert), and a run asked up to seven. A change
-// made after the baseline asks its own GetVersion as usual; a later
-// baseline (a new change id) folds it in.
-//
-// Covered: changeCancelPaymentDeadline, changeLocalWrites,
-// changeFulfilByPolling, changeWatchByRetry, changeContinueAsNew,
-// changeEndStates, changeRefundPayouts.
-const changeBaseline = "baseline-2026-11"
+// The baselines, oldest first: a run that records one of them, as its
+// first command, takes every change that baseline or an older one covers
+// at version 1 without asking each (atLatest). A version marker costs two
+// history events (the marker and its TemporalChangeVersion upsert), and a
+// run asked up to seven. A change made after the newest baseline asks its
+// own GetVersion as usual; the next baseline (a new change id, appended
+// here) folds it in. A run records only the newest baseline's marker.
+var baselines = []struct {
+	change  string
+	changes []string
+}{
+	{"baseline-2026-11", []string{changeCancelPaymentDeadline, changeLocalWrites, changeFulfilByPolling,
+		changeWatchByRetry, changeContinueAsNew, changeEndStates, changeRefundPayouts}},
+	{"baseline-2026-12", []string{changeWatchReports}},
+}
+
+// startBaseline finds the newest baseline this run started from (0: none,
+// i: baselines[i-1]): a new run records the newest; an older run replays
+// without its marker and finds the one it recorded, if any.
+func startBaseline(ctx workflow.Context) int {
+	for i := len(baselines); i > 0; i-- {
+		if workflow.GetVersion(ctx, baselines[i-1].change, workflow.DefaultVersion, 1) == 1 {
+			return i
+		}
+	}
+	return 0
+}
 
 // atLatest reports whether this run takes change at version 1: a run from
-// the baseline on always does; an older run asks workflow.GetVersion, as
-// it did before the baseline.
+// a baseline covering it always does; any other run asks
+// workflow.GetVersion, as runs did before the baseline.
 func (o *order) atLatest(ctx workflow.Context, change string) bool {
-	return o.baseline || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+	for _, b := range baselines[:o.baseline] {
+		if slices.Contains(b.changes, change) {
+			return true
+		}
+	}
+	return workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
 // validateInput names every field of in that is missing or invalid.
@@ -294,7 +315,7 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 	}
 	// First, before any other command: an older run replays without the
 	// marker and asks each change as it did.
-	o.baseline = workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, 1) == 1
+	o.baseline = startBaseline(ctx)
 	// The API wrote the order as created and pending; nothing to write
 	// until that changes. A continued run knows what was written.
 	o.written = o.transition()

@@ -123,9 +123,10 @@ func newHarness(t *testing.T) *harness {
 }
 
 // beforeRefundPayouts makes the run take the path of runs started before
-// refund-payouts (and so before the baseline): an order owing money waits
+// refund-payouts (and so before the baselines): an order owing money waits
 // for an operator's refund.
 func (h *harness) beforeRefundPayouts() {
+	h.env.OnGetVersion("baseline-2026-12", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion("baseline-2026-11", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion("refund-payouts", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 }

@@ -58,13 +58,14 @@ type order struct {
 	refundsTaken bool
 	late         map[string]bool // ids of toRecord payments to record as late
 	note         string          // shown in the current details (setDetails)
-	// baseline: this run started from changeBaseline on (atLatest).
-	baseline bool
+	// baseline: the newest baseline this run started from, 0 for none
+	// (startBaseline, atLatest).
+	baseline int
 	// holdAttrs defers upserting the search attributes while one check's
 	// steps are written: operators see the last (advance).
 	holdAttrs bool
 	// holdWrites skips the database writes of steps a watch has written
-	// (advance).
+	// (advance), in runs from before changeWatchReports.
 	holdWrites bool
 
 	// checks counts this run's checks with the buying provider

@@ -342,6 +342,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				// Its steps written by the watch that found them
 				// (WatchOrderInput.Written), taken as written.
 				writeHistory(t, s, str(o, "id"), "order_delivered_watch_writes.json")
+				// From baseline-2026-12 on: the run records each step its
+				// watches found (version watch-reports).
+				writeHistory(t, s, str(o, "id"), "order_delivered_single_writer.json")
 			}
 		})
 	}

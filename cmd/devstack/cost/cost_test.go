@@ -71,6 +71,19 @@ func TestCountCommittedHistories(t *testing.T) {
 			Events: 34, WorkflowTasks: 5, VersionMarkers: 1,
 			Actions: cost.Actions{Starts: 1, Updates: 1, Activities: 3, Upserts: 3, MarkerTasks: 1},
 		}},
+		// order_delivered_single_writer.json, 46 events: started (1);
+		// signal at 8 (1); timer at 7 (1); activities at 16 (PlaceOrder),
+		// 22, 30, 38 (WatchOrder), each started at attempt 1 (4); upserts
+		// at 14, 29, 37, 45 (4), while the one at 6 sets only
+		// TemporalChangeVersion (free); the baseline's Version marker at 5
+		// (not billed); LocalActivity markers (the run's writes) at 13 and
+		// 15 in the task completed at 11, and at 28, 36, 44 in those
+		// completed at 27, 35, 43 (4 marker tasks); workflow tasks
+		// completed at 4, 11, 21, 27, 35, 43 (6). 1+1+1+4+4+4 = 15.
+		{"order_delivered_single_writer.json", cost.Counts{
+			Events: 46, WorkflowTasks: 6, VersionMarkers: 1,
+			Actions: cost.Actions{Starts: 1, Signals: 1, Activities: 4, Timers: 1, Upserts: 4, MarkerTasks: 4},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -100,6 +113,7 @@ func TestClassifyCommittedHistories(t *testing.T) {
 		"order_delivered_attrs_at_start.json":     cost.PathSandboxDelivered,
 		"order_delivered_deadline_cancelled.json": cost.PathSandboxDelivered,
 		"order_delivered_polling.json":            cost.PathSandboxDelivered,
+		"order_delivered_single_writer.json":      cost.PathSandboxDelivered,
 		"order_manual_payment_twice.json":         cost.PathSandboxDelivered,
 		"order_partial_then_topup.json":           cost.PathSandboxDelivered,
 		"order_partial_then_topup_polling.json":   cost.PathSandboxDelivered,
