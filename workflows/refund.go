@@ -1,10 +1,13 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -12,145 +15,409 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// RefundWait bounds how long the workflow of an order that ended owing
-// money stays open for its refund to be recorded. Past it, the workflow
-// closes with PaymentStatus refund_due and the database alone holds the
-// refund (memocart payments list, mark-refunded).
-const RefundWait = 90 * 24 * time.Hour
+// The Refund workflow: one run per refund (models.Refund), which pays the
+// money back once it has a destination and an approval. The database
+// holds the refund; this run is its one writer while it is open, so every
+// move (a destination, an approval, a payout, a cancellation) is decided
+// here in order, and the run is the operators' queue in the Temporal UI.
 
-// RefundRequest is UpdateRecordRefund's input.
-type RefundRequest struct {
-	TxHash string // the chain transaction that sent the money back
-	// Amount is what the operator sent back: the order's amount received
-	// as the operator saw it. A payment credited since makes the update
-	// fail, so a refund never covers money the operator did not send.
-	Amount     decimal.Decimal
-	RecordedBy string `json:",omitempty"`
+// Names of the Refund workflow, part of its histories: never renamed.
+const (
+	// RefundWorkflowName is the registered workflow type of Refund.
+	RefundWorkflowName = "Refund"
+	// UpdateSetRefundDestination carries a RefundDestinationRequest: where
+	// the money goes (the API client or the payer). Refused while the
+	// payout is being sent and once sent or cancelled; a destination that
+	// Horizon says cannot receive the asset is refused with
+	// invalid_refund_destination. Answers the refund.
+	UpdateSetRefundDestination = "set-destination"
+	// UpdateApproveRefund carries a RefundOperatorRequest: an operator
+	// approves the payout of a refund awaiting approval, or retries a
+	// failed one to the same destination. Answers the refund.
+	UpdateApproveRefund = "approve"
+	// UpdateCancelRefund carries a RefundOperatorRequest: an operator
+	// settled the refund another way; nothing will be sent.
+	UpdateCancelRefund = "cancel"
+	// UpdateMarkRefundSent carries a RefundOperatorRequest with TxHash: an
+	// operator paid the refund from another wallet. The refund's payer
+	// checks that the transaction paid it (on Horizon in live mode); one
+	// that does not is refused with invalid_request.
+	UpdateMarkRefundSent = "mark-sent"
+	// QueryRefund returns the refund as this run knows it (models.Refund).
+	QueryRefund = "refund"
+)
+
+// changeRefundReadsStore is the workflow.GetVersion change id of a Refund
+// run reading its refund from the database before its first decision:
+// a run started after an earlier one was terminated or cancelled may be
+// given a copy older than that run's last move (a refund it approved
+// looks unapproved, and the new run would wait for a move the refund can
+// no longer take, its payout never made). Version 1 reads it with an
+// activity; version 2 with a local activity (localFirst), a marker in the
+// run's first workflow task instead of an activity's three events, its
+// action and a workflow task of its own, since every run pays for the read
+// and only a restarted one needs it.
+const changeRefundReadsStore = "refund-reads-store"
+
+// SearchAttrRefundStatus is a Refund run's status (models.RefundStatus),
+// kept current so that operators list the refunds waiting for them.
+var SearchAttrRefundStatus = temporal.NewSearchAttributeKeyKeyword("RefundStatus")
+
+// RefundInput starts a Refund workflow: the refund as stored when its run
+// was started. A run reads the refund again before its first decision
+// (changeRefundReadsStore): its starter's copy may be older than a move
+// written by an earlier run of the refund that closed meanwhile.
+type RefundInput struct {
+	Refund      models.Refund
+	OrderNumber string `json:",omitempty"` // for operators; empty for an unmatched payment
 }
 
-// RefundResult is UpdateRecordRefund's answer.
-type RefundResult struct {
-	PaymentStatus models.PaymentStatus
-	Amount        decimal.Decimal
+// RefundOutcome is how a refund ended: sent (with its transaction) or
+// cancelled.
+type RefundOutcome struct {
+	Status          models.RefundStatus
+	TransactionHash string `json:",omitempty"`
 }
 
-// owesRefund reports whether the order's refund goes through this
-// workflow (models.RouteOrderRefund), asked of the workflow's own state:
-// the order ended holding money it credited, not yet sent back. Single
-// payments due back on their own (another asset, late) are the
-// database's: they never make the workflow wait.
-func (o *order) owesRefund() bool {
-	return models.RouteOrderRefund(o.status, o.paymentStatus(), o.tally.Received) == models.RefundThroughWorkflow
+// RefundDestinationRequest is UpdateSetRefundDestination's input.
+type RefundDestinationRequest struct {
+	Destination models.RefundDestination
+	By          string `json:",omitempty"` // who set it: "api", "claim", an operator
+	// Claim, for By "claim", names the claim link used: the hash of its
+	// token (models.RefundClaimHash), never the token (a credential, and
+	// histories are kept). The write uses the claim up, and is refused
+	// (refund_not_found) once the claim no longer works.
+	Claim string `json:",omitempty"`
 }
 
-// mayOweMoney reports whether the order may owe money back as it closes:
-// what it credited (refund_due), an overpayment's excess, a payment in
-// another asset or a late one. CreateRefunds decides what exactly.
-func (o *order) mayOweMoney() bool {
-	return o.paymentStatus().OwesMoneyBack() || o.strays > 0 || len(o.late) > 0
+// RefundOperatorRequest is the input of an operator's update: approve,
+// cancel, mark-sent (TxHash).
+type RefundOperatorRequest struct {
+	By     string `json:",omitempty"`
+	TxHash string `json:",omitempty"`
 }
 
-// handOverRefunds creates the refunds the order owes, each paid out by its
-// own Refund workflow, so this run can close. From here on a payment is
-// late: recorded as such, and refunded on its own (RecordLatePayment
-// creates its refund), never credited to an order whose refunds are
-// already counted.
-func (o *order) handOverRefunds() error {
-	o.refundsTaken = true
-	if err := o.settle(o.bg); err != nil {
-		return err
+// RefundStartOptions returns the options to start the Refund workflow of
+// in on taskQueue: id refund-<refund id>; a second start while a run is
+// open returns that run, so whoever starts it (the order's run, a late
+// payment, a move, the reconciler) may start it again. A run completes
+// only once its refund is settled, so a completed run is never followed by
+// another; a run that closed otherwise (an operator terminated or
+// cancelled it in the Temporal UI; it failed or timed out) left its refund
+// unsettled, and a new run takes it on from the database
+// (ALLOW_DUPLICATE_FAILED_ONLY). No money moves twice for it: the payout
+// looks up the transaction the earlier run recorded before building one.
+func RefundStartOptions(in RefundInput, taskQueue string) client.StartWorkflowOptions {
+	r := in.Refund
+	attrs := []temporal.SearchAttributeUpdate{SearchAttrRefundStatus.ValueSet(string(r.Status))}
+	if in.OrderNumber != "" {
+		attrs = append(attrs, SearchAttrOrderNumber.ValueSet(in.OrderNumber))
 	}
-	var a *activities.Activities
-	in := activities.CreateRefundsInput{OrderID: o.in.OrderID, OrderNumber: o.in.OrderNumber}
-	var n int
-	if err := workflow.ExecuteActivity(withOptions(o.bg, storeOptions("Create the refunds the order owes")), a.CreateRefunds, in).Get(o.bg, &n); err != nil {
-		return err
+	if r.Mode != "" {
+		attrs = append(attrs, SearchAttrOrderMode.ValueSet(string(r.Mode)))
 	}
-	o.logger.Info("Refunds handed over to their workflows", "Refunds", n)
-	return nil
-}
-
-// awaitRefund keeps the workflow open while the order owes a refund, until
-// an operator records it (UpdateRecordRefund), RefundWait passes, or the
-// workflow is cancelled (an operator giving up the wait: the order is
-// closed already, so nothing else changes).
-func (o *order) awaitRefund(ctx workflow.Context) {
-	if !o.owesRefund() {
-		return
-	}
-	until := workflow.Now(ctx).Add(RefundWait)
-	o.setDetails(fmt.Sprintf("Waiting until %s for the refund of **%s %s**: `memocart payments mark-refunded --order %s --tx <hash>`",
-		until.UTC().Format(time.DateOnly), o.tally.Received.String(), o.in.PaymentAsset, o.in.OrderNumber))
-	o.logger.Info("Order owes a refund; waiting for it to be recorded", "Until", until, "AmountReceived", o.tally.Received.String())
-	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
-		Timeout:      RefundWait,
-		TimerOptions: workflow.TimerOptions{Summary: "refund wait"},
-	}, func() bool { return o.refunded })
+	of := "unmatched payment " + firstOf(r.PaymentIDs)
 	switch {
-	case err != nil:
-		o.logger.Warn("Workflow cancelled while waiting for the refund; closing with the refund due", "Error", err)
-	case !ok:
-		o.logger.Warn("No refund recorded in time; closing with the refund due (memocart payments list)", "Waited", RefundWait)
+	case in.OrderNumber != "":
+		of = "order " + in.OrderNumber
+	case r.OrderID != "":
+		of = "order " + r.OrderID
 	}
-	o.setDetails("")
+	return client.StartWorkflowOptions{
+		ID:                       models.RefundWorkflowID(r.ID),
+		TaskQueue:                taskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
+		StaticSummary:            fmt.Sprintf("Refund %s %s of %s", r.Amount.String(), r.Asset, of),
+		StaticDetails: fmt.Sprintf("Refund **%s** (%s mode, %s): **%s %s** of %s",
+			r.ID, r.Mode, r.Reason, r.Amount.String(), r.Asset, of),
+	}
 }
 
-// validateRefund accepts a refund of an order that ended owing the money
-// it received, for exactly that amount. It only reads state.
-func (o *order) validateRefund(_ workflow.Context, r RefundRequest) error {
-	switch {
-	case r.TxHash == "":
-		return temporal.NewNonRetryableApplicationError("TxHash is required", string(models.CodeInvalidRequest), nil)
-	case !o.owesRefund():
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Order %s owes no refund here: it is %s, payment %s", o.in.OrderNumber, o.status, o.paymentStatus()),
-			string(models.CodeInvalidRequest), nil)
-	case !r.Amount.Equal(o.tally.Received):
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Order %s has received %s %s, not %s: list the refunds again", o.in.OrderNumber,
-				o.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()),
-			string(models.CodeInvalidRequest), nil)
+func firstOf(ids []string) string {
+	if len(ids) == 0 {
+		return ""
 	}
-	return nil
+	return ids[0]
 }
 
-// recordRefund handles UpdateRecordRefund: once every payment taken in is
-// recorded, it writes the refund under the write lock, so no write of the
-// workflow's can come between, and from then on payments are late.
-func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResult, error) {
+// payoutRetry: a payout is retried without limit (every attempt looks
+// its recorded transaction up before building another, so a retry never
+// pays twice), on a slower back-off than the store's: what it waits out
+// is Horizon, or an operator topping the payout account up.
+func payoutRetry() *temporal.RetryPolicy {
+	p := retryPolicy()
+	p.MaximumInterval = 5 * time.Minute
+	p.NonRetryableErrorTypes = append(p.NonRetryableErrorTypes,
+		string(models.CodeRefundNotFound), string(models.CodeInvalidRefundState), string(models.CodeInvalidRefundDestination))
+	return p
+}
+
+// payoutOptions: one payout attempt: a lookup of the recorded
+// transaction, at most a few Horizon calls (account, submission, lookups
+// after a timeout) and three database writes.
+func payoutOptions(summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    activityHeartbeat,
+		RetryPolicy:         payoutRetry(),
+		Summary:             summary,
+	}
+}
+
+// refundRun is the state of one Refund run.
+type refundRun struct {
+	in     RefundInput
+	r      models.Refund // the refund as last written
+	logger log.Logger
+	bg     workflow.Context
+	// autoTried: the limits were checked for the current destination; a
+	// new destination checks them again.
+	autoTried bool
+	changes   int // moves written by updates; the main loop waits on it
+	writeMu   workflow.Mutex
+	attr      models.RefundStatus // last upserted RefundStatus
+}
+
+// Refund is the workflow of one refund.
+//
+//  1. Awaiting its destination, it waits for one (UpdateSetRefundDestination).
+//  2. Awaiting approval, it asks the operator's limits once per destination
+//     (AutoApproveRefund), then waits for an operator (UpdateApproveRefund).
+//  3. Approved (sending), it pays out (SendRefund): exactly once, across
+//     retries and crashes, by recording the transaction before submitting
+//     it. A refused payout (no trustline, no account) fails the refund,
+//     which waits for a new destination or an operator's retry.
+//  4. It ends when the refund is sent or cancelled.
+//
+// An operator may cancel it or mark it sent (paid from another wallet)
+// whenever no payout is on its way.
+func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
+	if in.Refund.ID == "" || !in.Refund.Status.Valid() {
+		return RefundOutcome{}, temporal.NewNonRetryableApplicationError("refund input: missing refund id or status", string(models.CodeInvalidRequest), nil)
+	}
 	bg, _ := workflow.NewDisconnectedContext(ctx)
-	if err := workflow.Await(bg, o.idle); err != nil {
-		return RefundResult{}, err
+	run := &refundRun{
+		in:      in,
+		r:       in.Refund,
+		logger:  log.With(workflow.GetLogger(ctx), "RefundID", in.Refund.ID),
+		bg:      bg,
+		writeMu: workflow.NewMutex(ctx),
+		attr:    in.Refund.Status,
 	}
-	if err := o.writeMu.Lock(bg); err != nil {
-		return RefundResult{}, err
+	if err := run.register(ctx); err != nil {
+		return RefundOutcome{}, err
 	}
-	defer o.writeMu.Unlock()
-	// A payment may have been credited while this waited.
-	if err := o.validateRefund(bg, r); err != nil {
-		return RefundResult{}, err
-	}
-	// From here on a payment is not credited: the refund being written
-	// covers exactly the amount checked above, so a payment arriving while
-	// it is written is late (due back on its own), never counted into
-	// money the database will call refunded.
-	o.refunding = true
+	run.showDetails()
+	var runErr error
 	var a *activities.Activities
-	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
-	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)),
-		a.RecordRefund, o.in.OrderNumber, r.TxHash, workflow.Now(bg)).Get(bg, nil); err != nil {
-		o.refunding = false
-		return RefundResult{}, err
+	switch workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 2) {
+	case 1:
+		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
+	case 2:
+		runErr = run.locked(func(got *models.Refund) error {
+			return localFirst(run.bg, run.logger, localWriteOptions(), storeOptions("Read the refund"), got,
+				a.LoadRefund, activities.RefundInput{RefundID: run.r.ID})
+		})
 	}
-	o.refunded = true
-	o.logger.Info("Refund recorded", "TxHash", r.TxHash, "RecordedBy", r.RecordedBy, "Amount", r.Amount.String())
-	// The database says refunded already (the activity wrote it): mirror
-	// it without writing the order again.
-	t := o.transition()
-	if err := workflow.UpsertTypedSearchAttributes(bg, SearchAttrPaymentStatus.ValueSet(string(t.PaymentStatus))); err != nil {
-		return RefundResult{}, err
+	for !run.r.Status.Settled() && runErr == nil {
+		runErr = run.step(ctx)
 	}
-	o.attrs[1] = string(t.PaymentStatus)
-	o.written = t
-	return RefundResult{PaymentStatus: t.PaymentStatus, Amount: r.Amount}, nil
+	// An update answered by the move that settled the refund gets its
+	// answer before the run ends.
+	if err := workflow.Await(bg, func() bool { return workflow.AllHandlersFinished(bg) }); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return RefundOutcome{}, runErr
+	}
+	return RefundOutcome{Status: run.r.Status, TransactionHash: run.r.TransactionHash}, nil
+}
+
+// step takes the refund one move on, or waits for an update to.
+func (run *refundRun) step(ctx workflow.Context) error {
+	var a *activities.Activities
+	switch {
+	case run.r.Status == models.RefundAwaitingApproval && !run.autoTried:
+		run.autoTried = true
+		return run.write(storeOptions("Approve within the operator's limits"), a.AutoApproveRefund)
+	case run.r.Status == models.RefundSending:
+		return run.write(payoutOptions(fmt.Sprintf("Pay out %s %s", run.r.Amount.String(), run.r.Asset)), a.SendRefund)
+	}
+	seen := run.changes
+	return workflow.Await(ctx, func() bool { return run.changes != seen })
+}
+
+// write runs one of the main loop's activities (taking the refund id,
+// answering the refund as written) under the write lock, and takes its
+// answer as the refund's state.
+func (run *refundRun) write(opts workflow.ActivityOptions, fn any) error {
+	return run.locked(func(got *models.Refund) error {
+		return workflow.ExecuteActivity(withOptions(run.bg, opts), fn, activities.RefundInput{RefundID: run.r.ID}).Get(run.bg, got)
+	})
+}
+
+// locked runs call under the write lock and takes the refund it answers
+// as the run's state.
+func (run *refundRun) locked(call func(got *models.Refund) error) error {
+	if err := run.writeMu.Lock(run.bg); err != nil {
+		return err
+	}
+	defer run.writeMu.Unlock()
+	var got models.Refund
+	if err := call(&got); err != nil {
+		return err
+	}
+	return run.took(got)
+}
+
+// took makes r the run's state, and mirrors a new status in the search
+// attributes and the current details.
+func (run *refundRun) took(r models.Refund) error {
+	if r.Destination != nil && (run.r.Destination == nil || *r.Destination != *run.r.Destination) {
+		run.autoTried = false
+	}
+	prev := run.r.Status
+	run.r = r
+	if r.Status != prev {
+		run.logger.Info("Refund moved", "From", prev, "To", r.Status, "TransactionHash", r.TransactionHash, "FailureReason", r.FailureReason)
+	}
+	if r.Status != run.attr {
+		if err := workflow.UpsertTypedSearchAttributes(run.bg, SearchAttrRefundStatus.ValueSet(string(r.Status))); err != nil {
+			return err
+		}
+		run.attr = r.Status
+	}
+	run.showDetails()
+	return nil
+}
+
+// register sets the run's query and update handlers.
+func (run *refundRun) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandlerWithOptions(ctx, QueryRefund, func() (models.Refund, error) { return run.r, nil },
+		workflow.QueryHandlerOptions{Description: "The refund as this run knows it"}); err != nil {
+		return err
+	}
+	type update struct {
+		name, desc string
+		validate   any
+		handle     any
+	}
+	var a *activities.Activities
+	for _, u := range []update{
+		{UpdateSetRefundDestination, "Where the money goes (RefundDestinationRequest → refund); refused while a payout is on its way",
+			func(_ workflow.Context, req RefundDestinationRequest) error {
+				_, err := models.SetRefundDestination(run.r, req.Destination)
+				return updateError(err)
+			},
+			func(ctx workflow.Context, req RefundDestinationRequest) (models.Refund, error) {
+				return run.operatorMove(ctx, "Set the destination", a.SetRefundDestination, activities.RefundMove{Destination: &req.Destination, By: req.By, Claim: req.Claim}, func() error {
+					_, err := models.SetRefundDestination(run.r, req.Destination)
+					return err
+				})
+			}},
+		{UpdateApproveRefund, "An operator approves the payout, or retries a failed one (RefundOperatorRequest → refund)",
+			func(_ workflow.Context, req RefundOperatorRequest) error {
+				_, err := models.ApproveRefund(run.r, time.Time{})
+				return updateError(err)
+			},
+			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
+				return run.operatorMove(ctx, "Approve (operator)", a.ApproveRefund, activities.RefundMove{By: req.By}, func() error {
+					_, err := models.ApproveRefund(run.r, time.Time{})
+					return err
+				})
+			}},
+		{UpdateCancelRefund, "An operator settled the refund another way; nothing will be sent (RefundOperatorRequest → refund)",
+			func(_ workflow.Context, req RefundOperatorRequest) error {
+				_, err := models.CancelRefund(run.r, time.Time{})
+				return updateError(err)
+			},
+			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
+				return run.operatorMove(ctx, "Cancel (operator)", a.CancelRefund, activities.RefundMove{By: req.By}, func() error {
+					_, err := models.CancelRefund(run.r, time.Time{})
+					return err
+				})
+			}},
+		{UpdateMarkRefundSent, "An operator paid the refund from another wallet (RefundOperatorRequest with TxHash → refund)",
+			func(_ workflow.Context, req RefundOperatorRequest) error {
+				_, err := models.MarkRefundSent(run.r, req.TxHash, time.Time{})
+				return updateError(err)
+			},
+			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
+				return run.operatorMove(ctx, "Mark sent (operator)", a.MarkRefundSent, activities.RefundMove{By: req.By, TxHash: req.TxHash}, func() error {
+					_, err := models.MarkRefundSent(run.r, req.TxHash, time.Time{})
+					return err
+				})
+			}},
+	} {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handle, workflow.UpdateHandlerOptions{
+			Validator: u.validate, Description: u.desc,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// operatorMove writes an update's move: under the write lock (a payout
+// may have moved the refund since the validator ran, so the move is
+// checked again), through its activity, and wakes the main loop.
+func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any, m activities.RefundMove, check func() error) (models.Refund, error) {
+	// The handler's own coroutine blocks on a context of its own, kept
+	// going if the run is cancelled: a move under way is written.
+	bg, _ := workflow.NewDisconnectedContext(ctx)
+	if err := run.writeMu.Lock(bg); err != nil {
+		return models.Refund{}, err
+	}
+	locked := true
+	defer func() {
+		if locked {
+			run.writeMu.Unlock()
+		}
+	}()
+	if err := check(); err != nil {
+		return models.Refund{}, updateError(err)
+	}
+	m.RefundID = run.r.ID
+	var got models.Refund
+	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)), fn, m).Get(bg, &got); err != nil {
+		return models.Refund{}, err
+	}
+	run.writeMu.Unlock()
+	locked = false
+	if err := run.took(got); err != nil {
+		return models.Refund{}, err
+	}
+	run.changes++
+	return got, nil
+}
+
+// updateError turns a refused move (a *models.Error) into a
+// non-retryable application error whose type is the error's code, which
+// the API maps to its status and envelope.
+func updateError(err error) error {
+	var me *models.Error
+	if err == nil || !errors.As(err, &me) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(me.Message, string(me.Code), nil, me.Field)
+}
+
+// showDetails sets the run's current details in the Temporal UI: the
+// refund's state in words and what it waits for.
+func (run *refundRun) showDetails() {
+	r := run.r
+	d := fmt.Sprintf("**%s**: %s %s (%s)", r.Status, r.Amount.String(), r.Asset, r.Reason)
+	switch r.Status {
+	case models.RefundAwaitingDestination:
+		d += "\n\nWaiting for the payer or the API client to say where the money goes."
+	case models.RefundAwaitingApproval:
+		d += fmt.Sprintf("\n\nWaiting for an operator: `memocart refunds approve %s`.", r.ID)
+	case models.RefundFailed:
+		d += fmt.Sprintf("\n\nThe payout was refused: %s\n\nWaiting for a new destination, or `memocart refunds approve %s` to retry.", r.FailureReason, r.ID)
+	case models.RefundSent:
+		d += fmt.Sprintf("\n\nSent in transaction `%s`.", r.TransactionHash)
+	}
+	workflow.SetCurrentDetails(run.bg, d)
 }

@@ -1,129 +1,571 @@
 package workflows_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
+	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
 
-// refundOutcome is what an UpdateRecordRefund sent by refundAt got.
-type refundOutcome struct {
-	accepted, rejected, completed bool
-	err                           error
-	result                        workflows.RefundResult
-	completedAt                   time.Time
+const (
+	refundDest  = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"
+	refundDest2 = "GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7"
+)
+
+// fakeRefunds is an in-memory activities.RefundStore for one refund, which
+// applies the models' moves as the real store does and keeps its writes
+// in order: "approve", "tx:<hash>", "sent", "failed", "destination",
+// "cancel".
+type fakeRefunds struct {
+	mu      sync.Mutex
+	r       models.Refund
+	senders map[string]string
+	writes  []string
 }
 
-// refundAt sends UpdateRecordRefund after the given workflow time, as
-// memocart payments mark-refunded --order does.
-func (h *harness) refundAt(after time.Duration, amount, tx string) *refundOutcome {
-	out := &refundOutcome{}
+func (s *fakeRefunds) Refund(_ context.Context, id string) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.r.ID {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	return s.r, nil
+}
+
+func (s *fakeRefunds) UpdateRefund(_ context.Context, id string, _ time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id != s.r.ID {
+		return models.Refund{}, models.ErrRefundNotFound
+	}
+	next, err := move(s.r)
+	if err != nil {
+		return s.r, err
+	}
+	switch {
+	case next.Status == s.r.Status && next.TransactionHash != s.r.TransactionHash:
+		s.writes = append(s.writes, "tx:"+next.TransactionHash)
+	case next.Status == models.RefundSending:
+		s.writes = append(s.writes, "approve")
+	case next.Status == models.RefundSent:
+		s.writes = append(s.writes, "sent")
+	case next.Status == models.RefundFailed:
+		s.writes = append(s.writes, "failed")
+	case next.Status == models.RefundCancelled:
+		s.writes = append(s.writes, "cancel")
+	case next.Status == models.RefundAwaitingApproval:
+		s.writes = append(s.writes, "destination")
+	}
+	s.r = next
+	return next, nil
+}
+
+// UpdateRefundByClaim moves as UpdateRefund does through a claim, named
+// by its hash, written "claim:<hash>" before the move's own write; a
+// claim is used once, as the real store uses it.
+func (s *fakeRefunds) UpdateRefundByClaim(ctx context.Context, id, claim string, now time.Time, move func(models.Refund) (models.Refund, error)) (models.Refund, error) {
+	s.mu.Lock()
+	if slices.Contains(s.writes, "claim:"+claim) {
+		s.mu.Unlock()
+		return models.Refund{}, models.ErrRefundClaimGone
+	}
+	s.writes = append(s.writes, "claim:"+claim)
+	s.mu.Unlock()
+	return s.UpdateRefund(ctx, id, now, move)
+}
+
+func (s *fakeRefunds) ApproveRefundWithinDailyMax(ctx context.Context, id string, now, _ time.Time, max decimal.Decimal) (models.Refund, bool, error) {
+	s.mu.Lock()
+	within := s.r.Value != nil && !s.r.Value.GreaterThan(max)
+	s.mu.Unlock()
+	if !within {
+		r, err := s.Refund(ctx, id)
+		return r, false, err
+	}
+	r, err := s.UpdateRefund(ctx, id, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
+	return r, err == nil, err
+}
+
+func (s *fakeRefunds) CreateOwedRefunds(context.Context, string, time.Time) ([]models.Refund, error) {
+	return nil, errors.New("fake refunds: not an order's store")
+}
+
+func (s *fakeRefunds) MarkRefundWorkflowStarted(context.Context, string, time.Time) error { return nil }
+
+func (s *fakeRefunds) PaymentSenders(_ context.Context, ids []string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]string{}
+	for _, id := range ids {
+		if v, ok := s.senders[id]; ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeRefunds) snapshot() (models.Refund, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.r, append([]string(nil), s.writes...)
+}
+
+// fakePayer is a chain of one payout account: a payment applies once per
+// transaction hash; refuse and fail script what the next payouts answer.
+type fakePayer struct {
+	mu sync.Mutex
+	// refuse: the next payouts are refused with these codes, in turn.
+	refuse []string
+	// timeouts: the next payouts apply, then answer an unknown outcome.
+	timeouts int
+	applied  map[string]payout.Request // by hash
+	attempts int
+	badDest  map[string]bool // destinations CheckDestination refuses
+	// notPaying are the transactions VerifyPayment refuses; verified
+	// what it was asked.
+	notPaying map[string]bool
+	verified  []models.RefundPayment
+}
+
+func (p *fakePayer) VerifyPayment(_ context.Context, hash string, want models.RefundPayment) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.verified = append(p.verified, want)
+	if p.notPaying[hash] {
+		return models.FieldError(models.CodeInvalidRequest, "transaction_hash", "Transaction %s does not pay the refund", hash)
+	}
+	return nil
+}
+
+func (p *fakePayer) CheckDestination(_ context.Context, d models.RefundDestination, _ string) error {
+	if p.badDest[d.Address] {
+		return models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "The account does not exist")
+	}
+	return nil
+}
+
+func (p *fakePayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.attempts++
+	if p.badDest[req.Destination.Address] {
+		return payout.Result{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
+	}
+	if p.applied == nil {
+		p.applied = map[string]payout.Request{}
+	}
+	if h := req.Prior.Hash; h != "" {
+		if _, ok := p.applied[h]; ok {
+			return payout.Result{Outcome: payout.Sent, Hash: h}, nil
+		}
+	}
+	hash := fmt.Sprintf("%064x", p.attempts)
+	if err := record(ctx, hash, "envelope-"+hash); err != nil {
+		return payout.Result{}, err
+	}
+	if len(p.refuse) > 0 {
+		code := p.refuse[0]
+		p.refuse = p.refuse[1:]
+		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: code, Reason: "refused: " + code}, nil
+	}
+	p.applied[hash] = req
+	if p.timeouts > 0 {
+		p.timeouts--
+		return payout.Result{}, errors.New("fake payer: 504 after applying")
+	}
+	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+}
+
+// payments returns what reached the chain, one per applied transaction.
+func (p *fakePayer) payments() []payout.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []payout.Request
+	for _, r := range p.applied {
+		out = append(out, r)
+	}
+	return out
+}
+
+type refundHarness struct {
+	t        *testing.T
+	env      *testsuite.TestWorkflowEnvironment
+	store    *fakeRefunds
+	payer    *fakePayer
+	limits   activities.RefundLimits
+	statuses []string // every upserted RefundStatus, in order
+}
+
+func newRefundHarness(t *testing.T, r models.Refund) *refundHarness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	h := &refundHarness{
+		t: t, env: env,
+		store: &fakeRefunds{r: r, senders: map[string]string{"p1": refundDest}},
+		payer: &fakePayer{},
+	}
+	env.RegisterWorkflowWithOptions(workflows.Refund, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(workflows.SearchAttrRefundStatus); ok {
+			h.statuses = append(h.statuses, v)
+		}
+	}).Return()
+	return h
+}
+
+func (h *refundHarness) register() {
+	h.env.RegisterActivity(&activities.Activities{Payouts: &activities.RefundPayouts{
+		Store:  h.store,
+		Payers: map[models.Mode]activities.Payer{models.ModeTest: h.payer, models.ModeLive: h.payer},
+		Limits: h.limits,
+	}})
+}
+
+func (h *refundHarness) run() (workflows.RefundOutcome, error) {
+	h.t.Helper()
+	h.register()
+	r, _ := h.store.snapshot()
+	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: r, OrderNumber: orderNumber})
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	var res workflows.RefundOutcome
+	if err := h.env.GetWorkflowError(); err != nil {
+		return res, err
+	}
+	require.NoError(h.t, h.env.GetWorkflowResult(&res))
+	return res, nil
+}
+
+// updateOutcome is what an update sent by updateAt got.
+type updateOutcome struct {
+	rejected, completed bool
+	err                 error
+	refund              models.Refund
+}
+
+func (h *refundHarness) updateAt(after time.Duration, name string, req any) *updateOutcome {
+	out := &updateOutcome{}
 	h.env.RegisterDelayedCallback(func() {
-		h.env.UpdateWorkflow(workflows.UpdateRecordRefund, "refund-"+tx, &testsuite.TestUpdateCallback{
-			OnAccept: func() { out.accepted = true },
+		h.env.UpdateWorkflow(name, fmt.Sprintf("%s-%s", name, after), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
 			OnReject: func(err error) { out.rejected, out.err = true, err },
 			OnComplete: func(v any, err error) {
-				out.completed, out.err, out.completedAt = true, err, h.env.Now()
+				out.completed, out.err = true, err
 				switch r := v.(type) {
-				case workflows.RefundResult:
-					out.result = r
+				case models.Refund:
+					out.refund = r
 				case converter.EncodedValue:
-					require.NoError(h.t, r.Get(&out.result))
+					if r != nil && err == nil {
+						require.NoError(h.t, r.Get(&out.refund))
+					}
 				}
 			},
-		}, workflows.RefundRequest{TxHash: tx, Amount: decimal.RequireFromString(amount), RecordedBy: "test"})
+		}, req)
 	}, after)
 	return out
 }
 
-// TestOrderRefundRecorded (runs from before refund-payouts): an order
-// that ended owing money closes as soon as its refund is recorded, with PaymentStatus refunded; refunds that do
-// not match are refused before they enter the history; a payment after
-// the refund is recorded late, never credited.
-func TestOrderRefundRecorded(t *testing.T) {
-	failed := func(t *testing.T) *harness {
-		h := newHarness(t)
-		h.beforeRefundPayouts()
-		h.ff.placeErr = fmt.Errorf("fake marketplace: %w", models.Errorf(models.CodeSourcingFailed, "Out of stock."))
-		h.payAt(5*time.Minute, pay("p1", "995.98"))
-		return h
+func testRefund(mode models.Mode, dest *models.RefundDestination) models.Refund {
+	value := decimal.RequireFromString("50")
+	r := models.Refund{
+		ID: models.RefundID("order:" + orderID + ":1"), Key: "order:" + orderID + ":1", OrderID: orderID, Mode: mode,
+		PaymentIDs: []string{"p1"}, Reason: models.RefundOrderFailed, Amount: decimal.RequireFromString("50"), Asset: "USDC",
+		Value: &value, Status: models.RefundAwaitingDestination, CreatedAt: t0,
 	}
+	if dest != nil {
+		var err error
+		if r, err = models.SetRefundDestination(r, *dest); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
 
-	t.Run("failed order: refund recorded, then Failed with refunded", func(t *testing.T) {
-		h := failed(t)
-		early := h.refundAt(time.Minute, "995.98", "tx-early") // still awaiting payment: owes nothing
-		wrong := h.refundAt(time.Hour, "900", "tx-wrong")      // not what the order received
-		out := h.refundAt(48*time.Hour, "995.98", "tx-1")
-		var during workflows.StatusView
-		h.queryAt(47*time.Hour, &during)
+func TestRefundWorkflow(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
 
-		res := h.run()
-
-		require.True(t, early.rejected, "refused while the order awaits payment: %+v", early)
-		assert.Contains(t, early.err.Error(), "owes no refund")
-		require.True(t, wrong.rejected, "refused: a different amount")
-		assert.Contains(t, wrong.err.Error(), "has received 995.98 USDC, not 900")
-		require.True(t, out.accepted && out.completed, "%+v", out)
-		require.NoError(t, out.err)
-		assert.Equal(t, models.PaymentRefunded, out.result.PaymentStatus)
-
-		assert.Equal(t, models.PaymentRefundDue, during.PaymentStatus, "refund_due while it waits")
-		assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), res)
-		assert.Equal(t, t0.Add(48*time.Hour), h.env.Now().UTC(), "closed when the refund was recorded, not at the end of the wait")
-		_, _, writes := h.store.snapshot()
-		assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refund:tx-1"}, writes,
-			"the refund is written once, and the order not written again")
-		status, payment := h.lastAttrs()
-		assert.Equal(t, "failed", status)
-		assert.Equal(t, "refunded", payment, "the closed run no longer lists as refund_due")
+	t.Run("test mode with a destination: approved and sent at once, paid once", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		res, err := h.run()
+		require.NoError(t, err)
+		r, writes := h.store.snapshot()
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, r.TransactionHash, res.TransactionHash)
+		assert.Equal(t, []string{"approve", "tx:" + r.TransactionHash, "sent"}, writes, "the transaction is recorded before it is sent")
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
+		assert.Equal(t, "42", h.payer.payments()[0].Destination.Memo)
+		assert.Equal(t, []string{"sending", "sent"}, h.statuses, "one upsert per status")
 	})
 
-	t.Run("a payment after the refund is late", func(t *testing.T) {
-		h := failed(t)
-		h.refundAt(time.Hour, "995.98", "tx-1")
-		// Delivered in the same instant, after the refund's update.
-		h.payAt(time.Hour, pay("p2", "10"))
-
-		res := h.run()
-
-		assertResult(t, result(models.OrderFailed, models.PaymentRefunded, "995.98"), res)
-		_, _, writes := h.store.snapshot()
-		assert.Equal(t, []string{"payment:p1", "transition:paid/confirmed", "transition:failed/refund_due", "refund:tx-1",
-			"payment:p2", "late:p2", "refunds"}, writes, "stored, then marked late: due back on its own, as a refund of its own")
+	t.Run("waits for a destination, then pays it", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, nil))
+		early := h.updateAt(time.Minute, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "test"})
+		set := h.updateAt(48*time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: *dest, By: "api"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.True(t, early.rejected, "nothing to approve without a destination: %+v", early)
+		assert.Contains(t, early.err.Error(), "only a refund awaiting approval, or failed, can be approved")
+		require.True(t, set.completed, "%+v", set)
+		require.NoError(t, set.err)
+		assert.Equal(t, models.RefundAwaitingApproval, set.refund.Status)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(48*time.Hour), h.env.Now().UTC(), "sent as soon as it had a destination")
+		assert.Len(t, h.payer.payments(), 1)
 	})
 
-	t.Run("cancelled after a partial payment: Completed once refunded", func(t *testing.T) {
-		h := newHarness(t)
-		h.beforeRefundPayouts()
-		h.payAt(2*time.Minute, pay("p1", "500"))
-		h.cancelAt(3*time.Minute, workflows.CancelSignal{Reason: "customer asked"})
-		out := h.refundAt(24*time.Hour, "500", "tx-c")
-
-		res := h.run()
-
-		require.True(t, out.completed)
-		require.NoError(t, out.err)
-		assertResult(t, result(models.OrderCancelled, models.PaymentRefunded, "500"), res)
-		assert.Equal(t, t0.Add(24*time.Hour), h.env.Now().UTC())
-		_, payment := h.lastAttrs()
-		assert.Equal(t, "refunded", payment)
+	t.Run("a destination the network refuses is refused, the refund keeps waiting", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, nil))
+		h.payer.badDest = map[string]bool{refundDest2: true}
+		bad := h.updateAt(time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}})
+		good := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: *dest})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.True(t, bad.completed)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, bad.err, &appErr)
+		assert.Equal(t, string(models.CodeInvalidRefundDestination), appErr.Type())
+		require.NoError(t, good.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		_, writes := h.store.snapshot()
+		assert.Equal(t, "destination", writes[0], "the refused destination wrote nothing")
 	})
 
-	t.Run("delivered order: nothing to refund", func(t *testing.T) {
-		h := newHarness(t)
-		h.payAt(5*time.Minute, pay("p1", "995.98"))
-		out := h.refundAt(10*time.Minute, "995.98", "tx-d")
-		res := h.run()
-		require.True(t, out.rejected)
-		assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+	t.Run("a destination through a claim link names the claim to the write, which refuses it once used", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, nil))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("20")}
+		hash := strings.Repeat("ab", 32)
+		first := h.updateAt(time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: *dest, By: "claim", Claim: hash})
+		late := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}, By: "claim", Claim: hash})
+		approve := h.updateAt(3*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, first.err)
+		require.True(t, late.completed, "%+v", late)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, late.err, &appErr)
+		assert.Equal(t, string(models.CodeRefundNotFound), appErr.Type())
+		require.NoError(t, approve.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		r, writes := h.store.snapshot()
+		assert.Equal(t, []string{"claim:" + hash, "destination"}, writes[:2], "the claim is named to the write that sets the destination")
+		assert.Equal(t, refundDest, r.Destination.Address, "the late submission changed nothing")
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
 	})
+
+	t.Run("live over the limit waits for an operator", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("20")}
+		approve := h.updateAt(3*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, approve.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(3*time.Hour), h.env.Now().UTC())
+		assert.Equal(t, []string{"sending", "sent"}, h.statuses)
+	})
+
+	t.Run("live under the limit and the daily limit goes out", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("50"), DailyMax: decimal.RequireFromString("100")}
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0, h.env.Now().UTC())
+	})
+
+	t.Run("live under the limit, over the daily limit, waits", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+		h.limits = activities.RefundLimits{AutoApproveMax: decimal.RequireFromString("50"), DailyMax: decimal.RequireFromString("10")}
+		h.updateAt(5*time.Hour, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Equal(t, t0.Add(5*time.Hour), h.env.Now().UTC())
+	})
+
+	t.Run("refused payout fails the refund; a new destination pays it", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		h.payer.refuse = []string{"op_no_trust"}
+		var failed models.Refund
+		h.env.RegisterDelayedCallback(func() {
+			v, err := h.env.QueryWorkflow(workflows.QueryRefund)
+			require.NoError(t, err)
+			require.NoError(t, v.Get(&failed))
+		}, time.Hour)
+		set := h.updateAt(2*time.Hour, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundFailed, failed.Status)
+		assert.Equal(t, "refused: op_no_trust", failed.FailureReason)
+		require.NoError(t, set.err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		pays := h.payer.payments()
+		require.Len(t, pays, 1, "the refused payout moved nothing")
+		assert.Equal(t, refundDest2, pays[0].Destination.Address)
+		assert.Equal(t, []string{"sending", "failed", "awaiting_approval", "sending", "sent"}, h.statuses)
+	})
+
+	t.Run("an unknown outcome is resolved by the retry, paid once", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, dest))
+		h.payer.timeouts = 1
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		assert.Len(t, h.payer.payments(), 1, "the retry found the recorded transaction")
+		assert.Equal(t, 2, h.payer.attempts)
+		r, _ := h.store.snapshot()
+		assert.Equal(t, fmt.Sprintf("%064x", 1), r.TransactionHash, "sent in the first transaction")
+	})
+
+	t.Run("to the sender: the paying account", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, &models.RefundDestination{ToSender: true}))
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundSent, res.Status)
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest, h.payer.payments()[0].Destination.Address)
+	})
+
+	t.Run("to the sender of several accounts fails, asking for an address", func(t *testing.T) {
+		r := testRefund(models.ModeTest, &models.RefundDestination{ToSender: true})
+		r.PaymentIDs = []string{"p1", "p2"}
+		h := newRefundHarness(t, r)
+		h.store.senders["p2"] = refundDest2
+		h.updateAt(time.Hour, workflows.UpdateCancelRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err)
+		assert.Equal(t, models.RefundCancelled, res.Status)
+		got, writes := h.store.snapshot()
+		assert.Equal(t, []string{"approve", "failed", "cancel"}, writes)
+		assert.Contains(t, got.FailureReason, "more than one account")
+		assert.Empty(t, h.payer.payments())
+	})
+
+	t.Run("a payout the payer refuses as asked fails the refund, the run goes on", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, &models.RefundDestination{Address: refundDest2}))
+		h.payer.badDest = map[string]bool{refundDest2: true}
+		h.updateAt(time.Hour, workflows.UpdateCancelRefund, workflows.RefundOperatorRequest{By: "ops"})
+		res, err := h.run()
+		require.NoError(t, err, "a refusal is the refund's failure, not the workflow's")
+		assert.Equal(t, models.RefundCancelled, res.Status)
+		got, writes := h.store.snapshot()
+		assert.Equal(t, []string{"approve", "failed", "cancel"}, writes)
+		assert.Equal(t, "No such account on the network", got.FailureReason)
+		assert.Equal(t, 1, h.payer.attempts, "not retried")
+	})
+
+	t.Run("an operator marks it sent; a second mark with another hash is refused", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeLive, nil))
+		tx := strings.Repeat("ab", 32)
+		mark := h.updateAt(time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: tx})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.NoError(t, mark.err)
+		assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
+		assert.Empty(t, h.payer.payments())
+	})
+}
+
+// TestRefundMarkSentIsCheckedByThePayer: an operator's transaction that
+// the payer says does not pay the refund is refused at once, answered to
+// the operator as invalid_request, and the refund keeps waiting, until a
+// transaction that pays it.
+func TestRefundMarkSentIsCheckedByThePayer(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+	h := newRefundHarness(t, testRefund(models.ModeLive, dest))
+	bad, good := strings.Repeat("cd", 32), strings.Repeat("ab", 32)
+	h.payer.notPaying = map[string]bool{bad: true}
+	wrong := h.updateAt(time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: bad})
+	right := h.updateAt(2*time.Hour, workflows.UpdateMarkRefundSent, workflows.RefundOperatorRequest{TxHash: good})
+	res, err := h.run()
+	require.NoError(t, err)
+	require.True(t, wrong.completed, "%+v", wrong)
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, wrong.err, &ae)
+	assert.Equal(t, string(models.CodeInvalidRequest), ae.Type())
+	assert.Contains(t, ae.Message(), "does not pay the refund")
+	require.NoError(t, right.err)
+	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: good}, res)
+	_, writes := h.store.snapshot()
+	assert.Equal(t, []string{"sent"}, writes, "nothing written for the refused hash")
+	require.Len(t, h.payer.verified, 2, "each hash asked once: a refusal is not retried")
+	assert.Equal(t, *dest, h.payer.verified[0].To)
+	assert.Equal(t, "USDC", h.payer.verified[0].Asset)
+	assert.Equal(t, "50", h.payer.verified[0].Amount.String())
+	assert.Empty(t, h.payer.payments())
+}
+
+// TestRefundStartOptions: a refund's run closed without settling it
+// (terminated or cancelled in the UI) is followed by a new run; one that
+// completed (the refund settled) never is.
+func TestRefundStartOptions(t *testing.T) {
+	opts := workflows.RefundStartOptions(workflows.RefundInput{Refund: testRefund(models.ModeLive, nil), OrderNumber: orderNumber}, "q")
+	assert.Equal(t, models.RefundWorkflowID(testRefund(models.ModeLive, nil).ID), opts.ID)
+	assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, opts.WorkflowIDReusePolicy)
+	assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, opts.WorkflowIDConflictPolicy)
+}
+
+// TestRefundRunTakesTheStoredRefund: a run started after an earlier run
+// of the refund was terminated mid-payout, from a copy of the refund read
+// before that run approved it, takes the refund as stored (sending, its
+// transaction recorded and applied): it looks that transaction up and
+// records the refund sent with it, paying nothing more.
+func TestRefundRunTakesTheStoredRefund(t *testing.T) {
+	dest := &models.RefundDestination{Address: refundDest, MemoType: "id", Memo: "42"}
+	stale := testRefund(models.ModeLive, nil)
+	stored, err := models.ApproveRefund(testRefund(models.ModeLive, dest), t0)
+	require.NoError(t, err)
+	tx := fmt.Sprintf("%064x", 99)
+	stored, err = models.RecordRefundTransaction(stored, tx, "envelope-"+tx)
+	require.NoError(t, err)
+
+	h := newRefundHarness(t, stored)
+	h.payer.applied = map[string]payout.Request{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
+	h.register()
+	var local []string
+	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		local = append(local, info.ActivityType.Name)
+	})
+	h.env.ExecuteWorkflow(workflows.RefundWorkflowName, workflows.RefundInput{Refund: stale, OrderNumber: orderNumber})
+	require.True(t, h.env.IsWorkflowCompleted(), "the run went on with the stored refund")
+	assert.Equal(t, []string{"LoadRefund"}, local, "the read is a local activity")
+	require.NoError(t, h.env.GetWorkflowError())
+	var res workflows.RefundOutcome
+	require.NoError(t, h.env.GetWorkflowResult(&res))
+	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: tx}, res)
+	_, writes := h.store.snapshot()
+	assert.Equal(t, []string{"sent"}, writes, "no approval or transaction of its own")
+	assert.Len(t, h.payer.payments(), 1, "paid once")
+	assert.Equal(t, 1, h.payer.attempts, "one lookup")
 }

@@ -6,92 +6,407 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/shopspring/decimal"
-
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
 
-// The refund use cases. Today an operator sends money back outside the
-// service and records it here; refunds the service sends itself will add
-// their use cases beside these, on the same interfaces.
+// The use cases of refunds paid out by the service: where the money goes,
+// and an operator's approval, cancellation or manual payout. Every move of
+// a refund is made by its Refund workflow (one writer per refund); these
+// methods find the refund, make sure its workflow runs, and ask it.
 
-// Refunds is the store's part in recording refunds.
-type Refunds interface {
-	OrderByNumber(ctx context.Context, number string) (models.Order, error)
-	// MarkOrderRefunded records the refund of an order's money, as
-	// models.DecideOrderRefund decides.
-	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
-	// MarkPaymentRefunded records the refund of a payment due back on
-	// its own (models.PaymentState.DueBack).
-	MarkPaymentRefunded(ctx context.Context, paymentID, txHash string, at time.Time) error
+// Payouts is the store's part in paying refunds out.
+type Payouts interface {
+	// Refund returns a refund, or an error wrapping models.ErrRefundNotFound.
+	Refund(ctx context.Context, id string) (models.Refund, error)
+	// RefundsForOrder returns an order's refunds, oldest first.
+	RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error)
+	// SetOrderRefundDestination records where the order's refunds go
+	// (models.ErrOrderNotFound for another account's order).
+	SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination) error
+	// CreateRefund creates a refund once by its key; false when it
+	// existed.
+	CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error)
+	// MarkRefundWorkflowStarted records that the refund's workflow exists.
+	MarkRefundWorkflowStarted(ctx context.Context, id string, at time.Time) error
+	// RefundWorkflowsToStart returns refunds created before the cutoff
+	// whose workflow is not known to exist.
+	RefundWorkflowsToStart(ctx context.Context, createdBefore time.Time, limit int) ([]models.Refund, error)
+	// RefundByClaim returns the refund whose claim token is token, with
+	// its claim, if the claim works at now; models.ErrRefundNotFound
+	// otherwise, whatever the reason.
+	RefundByClaim(ctx context.Context, token string, now time.Time) (models.Refund, error)
+	// TakeRefundClaim holds the working claim of token until until and
+	// returns its refund; taken is false while another submission holds
+	// it. Setting the refund's destination ends the claim.
+	TakeRefundClaim(ctx context.Context, token string, now, until time.Time) (r models.Refund, taken bool, err error)
+	// ReleaseRefundClaim lets go of a claim taken and not used.
+	ReleaseRefundClaim(ctx context.Context, token string) error
 }
 
-// RefundWorkflows hands a refund to the order's workflow waiting for it.
-type RefundWorkflows interface {
-	// RecordRefund has the order's workflow record the refund and waits
-	// until it is written. It returns models.ErrOrderClosed when the
-	// workflow has closed or does not exist.
-	RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error)
+// PayoutWorkflows drives the Refund workflows (workflows.Client).
+type PayoutWorkflows interface {
+	// StartRefund starts the refund's workflow, or finds it: idempotent.
+	StartRefund(ctx context.Context, r models.Refund, orderNumber string) error
+	// MoveRefund asks the refund's workflow for one move and answers the
+	// refund as written; models.ErrRefundClosed when it is not running.
+	MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error)
 }
 
-// ErrRefundNotRecorded wraps the failure of an order's workflow to record
-// a refund routed through it: nothing was written, and recording it again
-// is safe.
-var ErrRefundNotRecorded = errors.New("its workflow did not record the refund, nothing was written")
-
-// OrderRefundRequest is an operator's record of money sent back for an
-// order.
-type OrderRefundRequest struct {
-	// Number is the order's (normalised) number.
-	Number string
-	// TxHash is the chain transaction that sent the money back.
-	TxHash string
-	// RecordedBy names who records it, for the workflow's log.
-	RecordedBy string
+// SetOrderRefundDestinationRequest is a client saying where the money an
+// order owes back goes: its refunds now, and those created later.
+type SetOrderRefundDestinationRequest struct {
+	AccountID   string
+	Mode        models.Mode
+	Ref         string // the order's id or normalised number
+	Destination models.RefundDestination
 }
 
-// OrderRefund is a recorded refund of an order's money.
-type OrderRefund struct {
-	Number string
-	TxHash string
-	// ThroughWorkflow says the order's workflow recorded it (and now
-	// closes); Amount and Asset are then what it recorded.
-	ThroughWorkflow bool
-	Amount          decimal.Decimal
-	Asset           string
-}
-
-// RecordOrderRefund records that an operator sent back an order's money
-// (what a cancelled or failed order received, or an overpayment's
-// excess). models.RouteOrderRefund decides where: through the order's
-// workflow while it waits for the refund, else in the store alone. A
-// workflow that closed since (its wait ran out) leaves the refund to the
-// store; one that refuses or cannot be reached leaves nothing written.
-func (s *Service) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (OrderRefund, error) {
-	o, err := s.refunds.OrderByNumber(ctx, r.Number)
-	if err != nil {
-		return OrderRefund{}, err
+// SetOrderRefundDestination records where an order's refunds go and gives
+// the destination to each refund of the order that can still take one. A
+// refund being sent keeps its destination (its payout may be on its way)
+// and a settled one is left alone, as is one in an asset the service does
+// not pay out. The order's destination is written first, so a refund
+// created meanwhile starts with it; a destination a refund's workflow
+// refuses (Horizon says the account cannot receive the asset) is refused
+// here, and the order's previous destination put back (a refund of the
+// order moved before the refusal keeps the new one: each refund's move is
+// its workflow's, and it can be moved again). It answers the order as it
+// is then.
+func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
+	if err := s.checkDestination(req.Destination); err != nil {
+		return models.Order{}, err
 	}
-	if models.RouteOrderRefund(o.Status, o.PaymentStatus, o.AmountReceived) == models.RefundThroughWorkflow {
-		_, err := s.refundWorkflows.RecordRefund(ctx, o.ID,
-			workflows.RefundRequest{TxHash: r.TxHash, Amount: o.AmountReceived, RecordedBy: r.RecordedBy})
-		switch {
-		case err == nil:
-			return OrderRefund{Number: r.Number, TxHash: r.TxHash, ThroughWorkflow: true, Amount: o.AmountReceived, Asset: o.PaymentAsset}, nil
-		case !errors.Is(err, models.ErrOrderClosed):
-			return OrderRefund{}, fmt.Errorf("%w (%w)", ErrRefundNotRecorded, err)
+	o, err := s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, req.Ref)
+	if err != nil {
+		return models.Order{}, err
+	}
+	d := req.Destination
+	if err := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d); err != nil {
+		return models.Order{}, err
+	}
+	rs, err := s.payouts.RefundsForOrder(ctx, o.ID)
+	if err != nil {
+		return models.Order{}, err
+	}
+	for _, r := range rs {
+		if r.Status.Settled() || r.Status == models.RefundSending {
+			continue
+		}
+		if _, err := models.LookupAsset(r.Asset); err != nil {
+			// Money in an asset the service does not pay out (a payer's
+			// wrong asset) is an operator's to return: no destination
+			// helps it.
+			continue
+		}
+		_, err := s.moveRefund(ctx, r, o.Number, workflows.UpdateSetRefundDestination,
+			workflows.RefundDestinationRequest{Destination: req.Destination, By: "api"})
+		if err != nil {
+			if rerr := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
+				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
+			}
+			return models.Order{}, err
 		}
 	}
-	if err := s.refunds.MarkOrderRefunded(ctx, r.Number, r.TxHash, s.now()); err != nil {
-		return OrderRefund{}, err
-	}
-	return OrderRefund{Number: r.Number, TxHash: r.TxHash}, nil
+	return s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, o.ID)
 }
 
-// RecordPaymentRefund records that an operator sent back, in the chain
-// transaction txHash, a payment due back on its own (late, or in another
-// asset than its order's); anything else is refused by the store.
-func (s *Service) RecordPaymentRefund(ctx context.Context, paymentID, txHash string) error {
-	return s.refunds.MarkPaymentRefunded(ctx, paymentID, txHash, s.now())
+// checkDestination is every use case's check of a destination a client
+// or payer gives: its shape (models.ValidateRefundDestination), and not
+// one of the service's own accounts (models.RefuseServiceAccount). The
+// Refund workflow's activities check the accounts again where the payout
+// account is known for certain, and to_sender's sender once it is known.
+func (s *Service) checkDestination(d models.RefundDestination) error {
+	if err := models.ValidateRefundDestination(d); err != nil {
+		return err
+	}
+	return models.RefuseServiceAccount(d.Address, s.ownAccounts)
+}
+
+// RefundAction is an operator's move of a refund.
+type RefundAction string
+
+// Operators' moves (memocart refunds approve|cancel|mark-sent).
+const (
+	RefundApprove  RefundAction = "approve"
+	RefundCancel   RefundAction = "cancel"
+	RefundMarkSent RefundAction = "mark-sent"
+)
+
+var refundActionUpdates = map[RefundAction]string{
+	RefundApprove:  workflows.UpdateApproveRefund,
+	RefundCancel:   workflows.UpdateCancelRefund,
+	RefundMarkSent: workflows.UpdateMarkRefundSent,
+}
+
+// OperatorRefundRequest is an operator's move of one refund.
+type OperatorRefundRequest struct {
+	RefundID string
+	Action   RefundAction
+	TxHash   string // mark-sent: the transaction that paid it
+	By       string // who, for the workflow's log
+}
+
+// MoveRefundByOperator makes an operator's move of a refund through its
+// workflow, and answers the refund as written. A refund already in the
+// state asked for (cancelled, or sent with that hash) is answered as it is.
+func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRequest) (models.Refund, error) {
+	update, ok := refundActionUpdates[req.Action]
+	if !ok {
+		return models.Refund{}, fmt.Errorf("unknown refund action %q", req.Action)
+	}
+	r, err := s.payouts.Refund(ctx, req.RefundID)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return s.moveRefund(ctx, r, "", update, workflows.RefundOperatorRequest{By: req.By, TxHash: req.TxHash})
+}
+
+// moveRefund asks r's workflow for a move. A workflow with no open run
+// (its start may not have happened yet; an operator terminated or
+// cancelled its run) is started from the stored refund and asked again; a
+// settled refund's workflow has ended, and the move is refused by the
+// refund's rules, checked here on the stored refund, read again if it
+// settled meanwhile.
+func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, update string, req any) (models.Refund, error) {
+	if s.payoutWorkflows == nil {
+		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
+	}
+	got, err := s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+	if !errors.Is(err, models.ErrRefundClosed) {
+		return got, err
+	}
+	if !r.Status.Settled() {
+		if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+			return models.Refund{}, err
+		}
+		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+		if !errors.Is(err, models.ErrRefundClosed) {
+			return got, err
+		}
+		// The refund settled after it was read: its last run completed.
+		if r, err = s.payouts.Refund(ctx, r.ID); err != nil {
+			return models.Refund{}, err
+		}
+		if !r.Status.Settled() {
+			return models.Refund{}, models.Errorf(models.CodeUnavailable, "The refund's workflow did not answer; retry")
+		}
+	}
+	return settledMove(r, update, req)
+}
+
+// settledMove answers a move asked of a settled refund, whose workflow has
+// ended: the refund as it is when the move would change nothing (a
+// retried cancel or mark-sent), else the rules' refusal.
+func settledMove(r models.Refund, update string, req any) (models.Refund, error) {
+	var err error
+	switch update {
+	case workflows.UpdateCancelRefund:
+		_, err = models.CancelRefund(r, time.Time{})
+	case workflows.UpdateMarkRefundSent:
+		op, _ := req.(workflows.RefundOperatorRequest)
+		_, err = models.MarkRefundSent(r, op.TxHash, time.Time{})
+	case workflows.UpdateApproveRefund:
+		_, err = models.ApproveRefund(r, time.Time{})
+	default:
+		dr, _ := req.(workflows.RefundDestinationRequest)
+		_, err = models.SetRefundDestination(r, dr.Destination)
+	}
+	if err != nil {
+		return models.Refund{}, err
+	}
+	return r, nil
+}
+
+// RefundUnmatchedPayment creates the refund of a payment that named no
+// order, which an operator decided to return (memocart refunds create
+// --payment), and starts its workflow. Deciding twice creates it once.
+func (s *Service) RefundUnmatchedPayment(ctx context.Context, p models.Payment, state models.PaymentState) (models.Refund, error) {
+	r, err := models.RefundOfUnmatchedPayment(p, state, s.now().UTC())
+	if err != nil {
+		return models.Refund{}, err
+	}
+	r, _, err = s.payouts.CreateRefund(ctx, r)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if err := s.startRefund(ctx, r, ""); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// startRefund starts a refund's workflow and records that it exists.
+func (s *Service) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+	if r.Status.Settled() {
+		return nil
+	}
+	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+		return err
+	}
+	return s.payouts.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
+}
+
+// RefundRuns finds the refunds whose run closed without settling them
+// (workflows.Client.RefundRunsClosed). A PayoutWorkflows that has it lets
+// ReconcileRefunds start them again.
+type RefundRuns interface {
+	// RefundRunsClosed returns the ids of refunds a run of which an
+	// operator terminated or cancelled, closed in (after, until].
+	RefundRunsClosed(ctx context.Context, after, until time.Time) ([]string, error)
+}
+
+// RefundRunsLookback is how far back a process's first sweep looks for
+// refund runs closed without settling: a run closed while no API process
+// ran for longer is not found, and its refund waits for its next move.
+const RefundRunsLookback = 7 * 24 * time.Hour
+
+// ReconcileRefunds starts the workflows of refunds created more than
+// grace ago without one known to exist (their creator died between the
+// two), and of refunds not settled whose run an operator terminated or
+// cancelled (restartClosedRefunds), and answers how many it started.
+func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	if s.payoutWorkflows == nil {
+		return 0, nil
+	}
+	rs, err := s.payouts.RefundWorkflowsToStart(ctx, s.now().Add(-grace), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range rs {
+		if err := s.startRefund(ctx, r, ""); err != nil {
+			return n, err
+		}
+		n++
+	}
+	m, err := s.restartClosedRefunds(ctx, grace)
+	return n + m, err
+}
+
+// restartClosedRefunds starts a new run for each refund not settled whose
+// run closed terminated or cancelled since the last sweep, up to grace
+// ago (visibility records a closed run within it): a refund being sent
+// has no next move from anyone, and must still be paid. Each sweep reads
+// only the runs closed since the one before, so a closed run costs one
+// database read and one start, once per process; a sweep that fails is
+// done again whole by the next. The new run reads the refund and, if it
+// is being sent, looks up the transaction the closed run recorded before
+// building one: it is paid at most once.
+func (s *Service) restartClosedRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	if s.refundRuns == nil {
+		return 0, nil
+	}
+	s.runsMu.Lock()
+	defer s.runsMu.Unlock()
+	until := s.now().Add(-grace)
+	after := s.runsSwept
+	if after.IsZero() {
+		after = until.Add(-RefundRunsLookback)
+	}
+	if !until.After(after) {
+		return 0, nil
+	}
+	ids, err := s.refundRuns.RefundRunsClosed(ctx, after, until)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := s.payouts.Refund(ctx, id)
+		if errors.Is(err, models.ErrRefundNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if r.Status.Settled() {
+			continue
+		}
+		if err := s.startRefund(ctx, r, ""); err != nil {
+			return n, err
+		}
+		s.log.Info("Started a new run of a refund whose run was closed unsettled", "refund_id", r.ID, "status", string(r.Status))
+		n++
+	}
+	s.runsSwept = until
+	return n, nil
+}
+
+// The payer's claim page: a refund that waits for its destination has a
+// claim (models.RefundClaim), a secret link the API client forwards to
+// the payer, through which the payer says where the money goes, once.
+
+// RefundClaimLease is how long a submission through a claim link holds
+// it while the refund's workflow sets the destination (the Horizon check
+// included): far beyond a request's timeout, so that a second submission
+// at the same time (a double tap) cannot set another destination, and
+// short enough that a submission that died holding it gives the payer
+// the link back soon.
+const RefundClaimLease = time.Minute
+
+// ErrRefundClaimInUse means another submission through the same claim
+// link is setting the destination right now.
+var ErrRefundClaimInUse = errors.New("the claim link is being used by another request")
+
+// RefundByClaim returns the refund whose claim link carries token, if it
+// works now: models.ErrRefundNotFound for a link unknown, expired, used,
+// replaced by a newer one, or of a refund that no longer waits for a
+// destination.
+func (s *Service) RefundByClaim(ctx context.Context, token string) (models.Refund, error) {
+	return s.payouts.RefundByClaim(ctx, token, s.now().UTC())
+}
+
+// ClaimRefundRequest is the payer saying, through a claim link, where a
+// refund goes: an account and its memo (to_sender is the API client's
+// choice alone: the payer names the account).
+type ClaimRefundRequest struct {
+	Token       string
+	Destination models.RefundDestination
+}
+
+// ClaimRefund sets the destination of the refund whose claim link
+// carries req.Token, through the refund's workflow (By "claim"), which
+// checks it on the network first, and answers the refund as written. The
+// link is used by that write (the request names it by its hash), so it
+// works once: a write that finds it used, replaced or expired is refused
+// (models.ErrRefundClaimGone, a not-found).
+//
+// The destination is checked first (checkDestination:
+// invalid_refund_destination). The link is then held for
+// RefundClaimLease, so that two submissions at once are not both checked
+// on the network: the second is ErrRefundClaimInUse. A link that does not
+// work is models.ErrRefundNotFound. When the workflow refuses (the network
+// says the account cannot receive the asset: invalid_refund_destination;
+// the refund moved meanwhile) the link is given back for another try; when
+// the outcome is unknown (a timeout) it stays held until the lease runs
+// out. A submission held up past the lease lets another take the link,
+// and the second write of the two is the one refused.
+func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
+	d := req.Destination
+	d.ToSender = false
+	if err := s.checkDestination(d); err != nil {
+		return models.Refund{}, err
+	}
+	now := s.now().UTC()
+	r, taken, err := s.payouts.TakeRefundClaim(ctx, req.Token, now, now.Add(RefundClaimLease))
+	if err != nil {
+		return models.Refund{}, err
+	}
+	if !taken {
+		return models.Refund{}, ErrRefundClaimInUse
+	}
+	hash, _ := models.RefundClaimHash(req.Token) // a token TakeRefundClaim found
+	got, err := s.moveRefund(ctx, r, "", workflows.UpdateSetRefundDestination,
+		workflows.RefundDestinationRequest{Destination: d, By: "claim", Claim: hash})
+	if err != nil {
+		var refused *models.Error
+		if errors.As(err, &refused) {
+			if rerr := s.payouts.ReleaseRefundClaim(context.WithoutCancel(ctx), req.Token); rerr != nil {
+				s.log.Error("Giving a refund's claim link back failed", "refund_id", r.ID, "error", rerr)
+			}
+		}
+		return models.Refund{}, err
+	}
+	return got, nil
 }

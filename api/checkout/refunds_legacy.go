@@ -1,0 +1,97 @@
+package checkout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/workflows"
+)
+
+// The refund use cases. Today an operator sends money back outside the
+// service and records it here; refunds the service sends itself will add
+// their use cases beside these, on the same interfaces.
+
+// Refunds is the store's part in recording refunds.
+type Refunds interface {
+	OrderByNumber(ctx context.Context, number string) (models.Order, error)
+	// MarkOrderRefunded records the refund of an order's money, as
+	// models.DecideOrderRefund decides.
+	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
+	// MarkPaymentRefunded records the refund of a payment due back on
+	// its own (models.PaymentState.DueBack).
+	MarkPaymentRefunded(ctx context.Context, paymentID, txHash string, at time.Time) error
+}
+
+// RefundWorkflows hands a refund to the order's workflow waiting for it.
+type RefundWorkflows interface {
+	// RecordRefund has the order's workflow record the refund and waits
+	// until it is written. It returns models.ErrOrderClosed when the
+	// workflow has closed or does not exist.
+	RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error)
+}
+
+// ErrRefundNotRecorded wraps the failure of an order's workflow to record
+// a refund routed through it: nothing was written, and recording it again
+// is safe.
+var ErrRefundNotRecorded = errors.New("its workflow did not record the refund, nothing was written")
+
+// OrderRefundRequest is an operator's record of money sent back for an
+// order.
+type OrderRefundRequest struct {
+	// Number is the order's (normalised) number.
+	Number string
+	// TxHash is the chain transaction that sent the money back.
+	TxHash string
+	// RecordedBy names who records it, for the workflow's log.
+	RecordedBy string
+}
+
+// OrderRefund is a recorded refund of an order's money.
+type OrderRefund struct {
+	Number string
+	TxHash string
+	// ThroughWorkflow says the order's workflow recorded it (and now
+	// closes); Amount and Asset are then what it recorded.
+	ThroughWorkflow bool
+	Amount          decimal.Decimal
+	Asset           string
+}
+
+// RecordOrderRefund records that an operator sent back an order's money
+// (what a cancelled or failed order received, or an overpayment's
+// excess). models.RouteOrderRefund decides where: through the order's
+// workflow while it waits for the refund, else in the store alone. A
+// workflow that closed since (its wait ran out) leaves the refund to the
+// store; one that refuses or cannot be reached leaves nothing written.
+func (s *Service) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (OrderRefund, error) {
+	o, err := s.refunds.OrderByNumber(ctx, r.Number)
+	if err != nil {
+		return OrderRefund{}, err
+	}
+	if models.RouteOrderRefund(o.Status, o.PaymentStatus, o.AmountReceived) == models.RefundThroughWorkflow {
+		_, err := s.refundWorkflows.RecordRefund(ctx, o.ID,
+			workflows.RefundRequest{TxHash: r.TxHash, Amount: o.AmountReceived, RecordedBy: r.RecordedBy})
+		switch {
+		case err == nil:
+			return OrderRefund{Number: r.Number, TxHash: r.TxHash, ThroughWorkflow: true, Amount: o.AmountReceived, Asset: o.PaymentAsset}, nil
+		case !errors.Is(err, models.ErrOrderClosed):
+			return OrderRefund{}, fmt.Errorf("%w (%w)", ErrRefundNotRecorded, err)
+		}
+	}
+	if err := s.refunds.MarkOrderRefunded(ctx, r.Number, r.TxHash, s.now()); err != nil {
+		return OrderRefund{}, err
+	}
+	return OrderRefund{Number: r.Number, TxHash: r.TxHash}, nil
+}
+
+// RecordPaymentRefund records that an operator sent back, in the chain
+// transaction txHash, a payment due back on its own (late, or in another
+// asset than its order's); anything else is refused by the store.
+func (s *Service) RecordPaymentRefund(ctx context.Context, paymentID, txHash string) error {
+	return s.refunds.MarkPaymentRefunded(ctx, paymentID, txHash, s.now())
+}
