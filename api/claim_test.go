@@ -151,18 +151,18 @@ type claimMoves struct {
 	before func()
 }
 
-func (m *claimMoves) MoveRefund(ctx context.Context, id, update string, req any) (models.Refund, error) {
+func (m *claimMoves) MoveRefund(ctx context.Context, id string, move workflows.RefundMove) (models.Refund, error) {
 	m.mu.Lock()
 	before := m.before
 	m.before = nil
-	if d, ok := req.(workflows.RefundDestinationRequest); ok {
-		m.got = append(m.got, d)
+	if d, ok := move.(workflows.SetRefundDestination); ok {
+		m.got = append(m.got, workflows.RefundDestinationRequest(d))
 	}
 	m.mu.Unlock()
 	if before != nil {
 		before()
 	}
-	return m.PayoutWorkflows.MoveRefund(ctx, id, update, req)
+	return m.PayoutWorkflows.MoveRefund(ctx, id, move)
 }
 
 func (m *claimMoves) requests() []workflows.RefundDestinationRequest {

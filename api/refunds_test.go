@@ -33,22 +33,18 @@ func (w *recordingWorkflows) StartRefund(_ context.Context, r models.Refund, num
 	return nil
 }
 
-func (w *recordingWorkflows) MoveRefund(ctx context.Context, id, update string, req any) (models.Refund, error) {
+func (w *recordingWorkflows) MoveRefund(ctx context.Context, id string, m workflows.RefundMove) (models.Refund, error) {
 	now := w.now()
-	var move func(models.Refund) (models.Refund, error)
-	switch update {
-	case workflows.UpdateSetRefundDestination:
-		dr := req.(workflows.RefundDestinationRequest)
-		d := dr.Destination
-		if w.refuseDestinations[d.Address] {
+	move := func(r models.Refund) (models.Refund, error) { return m.Rule(r, now) }
+	switch m := m.(type) {
+	case workflows.SetRefundDestination:
+		if w.refuseDestinations[m.Destination.Address] {
 			return models.Refund{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
 		}
-		move = func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, d) }
-		if dr.Claim != "" {
-			return w.store.UpdateRefundByClaim(ctx, id, dr.Claim, now, move)
+		if m.Claim != "" {
+			return w.store.UpdateRefundByClaim(ctx, id, m.Claim, now, move)
 		}
-	case workflows.UpdateCancelRefund:
-		move = func(r models.Refund) (models.Refund, error) { return models.CancelRefund(r, now) }
+	case workflows.CancelRefund:
 	default:
 		return models.Refund{}, models.ErrRefundClosed
 	}

@@ -185,19 +185,19 @@ func (c *Client) StartRefund(ctx context.Context, r models.Refund, orderNumber s
 	return nil
 }
 
-// MoveRefund asks the refund's workflow to make one move (update: one of
-// UpdateSetRefundDestination, UpdateApproveRefund, UpdateCancelRefund,
-// UpdateMarkRefundSent, with its request) and waits until it is written.
+// MoveRefund asks the refund's workflow to make move (through the update
+// that carries it) and waits until it is written.
 // It answers the refund as written. A move the refund's rules refuse is
 // the models error of the refusal (invalid_refund_state,
 // invalid_refund_destination, invalid_request), with its message and
 // field; a workflow with no open run (the refund settled; the run not
 // started yet, or terminated or cancelled) is models.ErrRefundClosed.
-func (c *Client) MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error) {
+func (c *Client) MoveRefund(ctx context.Context, refundID string, move RefundMove) (models.Refund, error) {
+	update, arg := move.update()
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   models.RefundWorkflowID(refundID),
 		UpdateName:   update,
-		Args:         []any{req},
+		Args:         []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var r models.Refund

@@ -308,47 +308,27 @@ func (run *refundRun) register(ctx workflow.Context) error {
 	for _, u := range []update{
 		{UpdateSetRefundDestination, "Where the money goes (RefundDestinationRequest → refund); refused while a payout is on its way",
 			func(_ workflow.Context, req RefundDestinationRequest) error {
-				_, err := models.SetRefundDestination(run.r, req.Destination)
-				return updateError(err)
+				return run.validate(SetRefundDestination(req))
 			},
 			func(ctx workflow.Context, req RefundDestinationRequest) (models.Refund, error) {
-				return run.operatorMove(ctx, "Set the destination", a.SetRefundDestination, activities.RefundMove{Destination: &req.Destination, By: req.By, Claim: req.Claim}, func() error {
-					_, err := models.SetRefundDestination(run.r, req.Destination)
-					return err
-				})
+				return run.operatorMove(ctx, "Set the destination", a.SetRefundDestination,
+					activities.RefundMove{Destination: &req.Destination, By: req.By, Claim: req.Claim}, SetRefundDestination(req))
 			}},
 		{UpdateApproveRefund, "An operator approves the payout, or retries a failed one (RefundOperatorRequest → refund)",
-			func(_ workflow.Context, req RefundOperatorRequest) error {
-				_, err := models.ApproveRefund(run.r, time.Time{})
-				return updateError(err)
-			},
+			func(_ workflow.Context, req RefundOperatorRequest) error { return run.validate(ApproveRefund(req)) },
 			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
-				return run.operatorMove(ctx, "Approve (operator)", a.ApproveRefund, activities.RefundMove{By: req.By}, func() error {
-					_, err := models.ApproveRefund(run.r, time.Time{})
-					return err
-				})
+				return run.operatorMove(ctx, "Approve (operator)", a.ApproveRefund, activities.RefundMove{By: req.By}, ApproveRefund(req))
 			}},
 		{UpdateCancelRefund, "An operator settled the refund another way; nothing will be sent (RefundOperatorRequest → refund)",
-			func(_ workflow.Context, req RefundOperatorRequest) error {
-				_, err := models.CancelRefund(run.r, time.Time{})
-				return updateError(err)
-			},
+			func(_ workflow.Context, req RefundOperatorRequest) error { return run.validate(CancelRefund(req)) },
 			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
-				return run.operatorMove(ctx, "Cancel (operator)", a.CancelRefund, activities.RefundMove{By: req.By}, func() error {
-					_, err := models.CancelRefund(run.r, time.Time{})
-					return err
-				})
+				return run.operatorMove(ctx, "Cancel (operator)", a.CancelRefund, activities.RefundMove{By: req.By}, CancelRefund(req))
 			}},
-		{UpdateMarkRefundSent, "An operator paid the refund from another wallet (RefundOperatorRequest with TxHash → refund)",
-			func(_ workflow.Context, req RefundOperatorRequest) error {
-				_, err := models.MarkRefundSent(run.r, req.TxHash, time.Time{})
-				return updateError(err)
-			},
+		{UpdateMarkRefundSent, "An operator paid the refund from another wallet (RefundOperatorRequest with TxHash → refund); the transaction is checked on the chain",
+			func(_ workflow.Context, req RefundOperatorRequest) error { return run.validate(MarkRefundSent(req)) },
 			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
-				return run.operatorMove(ctx, "Mark sent (operator)", a.MarkRefundSent, activities.RefundMove{By: req.By, TxHash: req.TxHash}, func() error {
-					_, err := models.MarkRefundSent(run.r, req.TxHash, time.Time{})
-					return err
-				})
+				return run.operatorMove(ctx, "Mark sent (operator)", a.MarkRefundSent,
+					activities.RefundMove{By: req.By, TxHash: req.TxHash}, MarkRefundSent(req))
 			}},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handle, workflow.UpdateHandlerOptions{
@@ -360,10 +340,18 @@ func (run *refundRun) register(ctx workflow.Context) error {
 	return nil
 }
 
+// validate is an update's validator: the move's rule, on the refund as
+// this run knows it.
+func (run *refundRun) validate(move RefundMove) error {
+	_, err := move.Rule(run.r, time.Time{})
+	return updateError(err)
+}
+
 // operatorMove writes an update's move: under the write lock (a payout
-// may have moved the refund since the validator ran, so the move is
-// checked again), through its activity, and wakes the main loop.
-func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any, m activities.RefundMove, check func() error) (models.Refund, error) {
+// may have moved the refund since the validator ran, so the move's rule
+// is applied again), through its activity fn given m, and wakes the main
+// loop.
+func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any, m activities.RefundMove, move RefundMove) (models.Refund, error) {
 	// The handler's own coroutine blocks on a context of its own, kept
 	// going if the run is cancelled: a move under way is written.
 	bg, _ := workflow.NewDisconnectedContext(ctx)
@@ -376,7 +364,7 @@ func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any,
 			run.writeMu.Unlock()
 		}
 	}()
-	if err := check(); err != nil {
+	if _, err := move.Rule(run.r, time.Time{}); err != nil {
 		return models.Refund{}, updateError(err)
 	}
 	m.RefundID = run.r.ID

@@ -12,6 +12,16 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
+// The order-side wait for a refund an operator sends by hand, for Order
+// runs from before refund-payouts (changeRefundPayouts, which hands what
+// an order owes to Refund workflows instead: handOverRefunds). Such a run
+// waits for `memocart payments mark-refunded` (UpdateRecordRefund) up to
+// RefundWait. Delete this file, the update's registration and
+// changeRefundPayouts's DefaultVersion path once no such run is open:
+// `WorkflowType = "Order" AND ExecutionStatus = "Running" AND StartTime <
+// "2026-11-26T14:07:00Z"` (commit 5832129; the deploy's time if later)
+// finds none, at the latest RefundWait after that deploy.
+
 // RefundWait bounds how long the workflow of an order that ended owing
 // money stays open for its refund to be recorded. Past it, the workflow
 // closes with PaymentStatus refund_due and the database alone holds the
@@ -41,33 +51,6 @@ type RefundResult struct {
 // database's: they never make the workflow wait.
 func (o *order) owesRefund() bool {
 	return models.RouteOrderRefund(o.status, o.paymentStatus(), o.tally.Received) == models.RefundThroughWorkflow
-}
-
-// mayOweMoney reports whether the order may owe money back as it closes:
-// what it credited (refund_due), an overpayment's excess, a payment in
-// another asset or a late one. CreateRefunds decides what exactly.
-func (o *order) mayOweMoney() bool {
-	return o.paymentStatus().OwesMoneyBack() || o.strays > 0 || len(o.late) > 0
-}
-
-// handOverRefunds creates the refunds the order owes, each paid out by its
-// own Refund workflow, so this run can close. From here on a payment is
-// late: recorded as such, and refunded on its own (RecordLatePayment
-// creates its refund), never credited to an order whose refunds are
-// already counted.
-func (o *order) handOverRefunds() error {
-	o.refundsTaken = true
-	if err := o.settle(o.bg); err != nil {
-		return err
-	}
-	var a *activities.Activities
-	in := activities.CreateRefundsInput{OrderID: o.in.OrderID, OrderNumber: o.in.OrderNumber}
-	var n int
-	if err := workflow.ExecuteActivity(withOptions(o.bg, storeOptions("Create the refunds the order owes")), a.CreateRefunds, in).Get(o.bg, &n); err != nil {
-		return err
-	}
-	o.logger.Info("Refunds handed over to their workflows", "Refunds", n)
-	return nil
 }
 
 // awaitRefund keeps the workflow open while the order owes a refund, until

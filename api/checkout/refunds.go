@@ -3,7 +3,6 @@ package checkout
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/memocart/memocart/models"
@@ -50,7 +49,7 @@ type PayoutWorkflows interface {
 	StartRefund(ctx context.Context, r models.Refund, orderNumber string) error
 	// MoveRefund asks the refund's workflow for one move and answers the
 	// refund as written; models.ErrRefundClosed when it is not running.
-	MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error)
+	MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error)
 }
 
 // SetOrderRefundDestinationRequest is a client saying where the money an
@@ -99,8 +98,7 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 			// helps it.
 			continue
 		}
-		_, err := s.moveRefund(ctx, r, o.Number, workflows.UpdateSetRefundDestination,
-			workflows.RefundDestinationRequest{Destination: req.Destination, By: "api"})
+		_, err := s.moveRefund(ctx, r, o.Number, workflows.SetRefundDestination{Destination: req.Destination, By: "api"})
 		if err != nil {
 			if rerr := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
 				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
@@ -123,43 +121,16 @@ func (s *Service) checkDestination(d models.RefundDestination) error {
 	return models.RefuseServiceAccount(d.Address, s.ownAccounts)
 }
 
-// RefundAction is an operator's move of a refund.
-type RefundAction string
-
-// Operators' moves (memocart refunds approve|cancel|mark-sent).
-const (
-	RefundApprove  RefundAction = "approve"
-	RefundCancel   RefundAction = "cancel"
-	RefundMarkSent RefundAction = "mark-sent"
-)
-
-var refundActionUpdates = map[RefundAction]string{
-	RefundApprove:  workflows.UpdateApproveRefund,
-	RefundCancel:   workflows.UpdateCancelRefund,
-	RefundMarkSent: workflows.UpdateMarkRefundSent,
-}
-
-// OperatorRefundRequest is an operator's move of one refund.
-type OperatorRefundRequest struct {
-	RefundID string
-	Action   RefundAction
-	TxHash   string // mark-sent: the transaction that paid it
-	By       string // who, for the workflow's log
-}
-
-// MoveRefundByOperator makes an operator's move of a refund through its
-// workflow, and answers the refund as written. A refund already in the
-// state asked for (cancelled, or sent with that hash) is answered as it is.
-func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRequest) (models.Refund, error) {
-	update, ok := refundActionUpdates[req.Action]
-	if !ok {
-		return models.Refund{}, fmt.Errorf("unknown refund action %q", req.Action)
-	}
-	r, err := s.payouts.Refund(ctx, req.RefundID)
+// MoveRefund makes an operator's move of a refund (approve, cancel,
+// mark-sent) through its workflow, and answers the refund as written. A
+// refund already in the state asked for (cancelled, or sent with that
+// hash) is answered as it is.
+func (s *Service) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
+	r, err := s.payouts.Refund(ctx, refundID)
 	if err != nil {
 		return models.Refund{}, err
 	}
-	return s.moveRefund(ctx, r, "", update, workflows.RefundOperatorRequest{By: req.By, TxHash: req.TxHash})
+	return s.moveRefund(ctx, r, "", move)
 }
 
 // moveRefund asks r's workflow for a move. A workflow with no open run
@@ -168,11 +139,11 @@ func (s *Service) MoveRefundByOperator(ctx context.Context, req OperatorRefundRe
 // settled refund's workflow has ended, and the move is refused by the
 // refund's rules, checked here on the stored refund, read again if it
 // settled meanwhile.
-func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, update string, req any) (models.Refund, error) {
+func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber string, move workflows.RefundMove) (models.Refund, error) {
 	if s.payoutWorkflows == nil {
 		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
 	}
-	got, err := s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+	got, err := s.payoutWorkflows.MoveRefund(ctx, r.ID, move)
 	if !errors.Is(err, models.ErrRefundClosed) {
 		return got, err
 	}
@@ -180,7 +151,7 @@ func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, 
 		if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
 			return models.Refund{}, err
 		}
-		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, update, req)
+		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, move)
 		if !errors.Is(err, models.ErrRefundClosed) {
 			return got, err
 		}
@@ -192,27 +163,14 @@ func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber, 
 			return models.Refund{}, models.Errorf(models.CodeUnavailable, "The refund's workflow did not answer; retry")
 		}
 	}
-	return settledMove(r, update, req)
+	return settledMove(r, move)
 }
 
 // settledMove answers a move asked of a settled refund, whose workflow has
 // ended: the refund as it is when the move would change nothing (a
-// retried cancel or mark-sent), else the rules' refusal.
-func settledMove(r models.Refund, update string, req any) (models.Refund, error) {
-	var err error
-	switch update {
-	case workflows.UpdateCancelRefund:
-		_, err = models.CancelRefund(r, time.Time{})
-	case workflows.UpdateMarkRefundSent:
-		op, _ := req.(workflows.RefundOperatorRequest)
-		_, err = models.MarkRefundSent(r, op.TxHash, time.Time{})
-	case workflows.UpdateApproveRefund:
-		_, err = models.ApproveRefund(r, time.Time{})
-	default:
-		dr, _ := req.(workflows.RefundDestinationRequest)
-		_, err = models.SetRefundDestination(r, dr.Destination)
-	}
-	if err != nil {
+// retried cancel or mark-sent), else the move's refusal.
+func settledMove(r models.Refund, move workflows.RefundMove) (models.Refund, error) {
+	if _, err := move.Rule(r, time.Time{}); err != nil {
 		return models.Refund{}, err
 	}
 	return r, nil
@@ -397,8 +355,7 @@ func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (mode
 		return models.Refund{}, ErrRefundClaimInUse
 	}
 	hash, _ := models.RefundClaimHash(req.Token) // a token TakeRefundClaim found
-	got, err := s.moveRefund(ctx, r, "", workflows.UpdateSetRefundDestination,
-		workflows.RefundDestinationRequest{Destination: d, By: "claim", Claim: hash})
+	got, err := s.moveRefund(ctx, r, "", workflows.SetRefundDestination{Destination: d, By: "claim", Claim: hash})
 	if err != nil {
 		var refused *models.Error
 		if errors.As(err, &refused) {

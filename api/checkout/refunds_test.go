@@ -63,7 +63,7 @@ func (w *closedRuns) StartRefund(_ context.Context, r models.Refund, _ string) e
 	return nil
 }
 
-func (w *closedRuns) MoveRefund(context.Context, string, string, any) (models.Refund, error) {
+func (w *closedRuns) MoveRefund(context.Context, string, workflows.RefundMove) (models.Refund, error) {
 	return models.Refund{}, models.ErrRefundClosed
 }
 
@@ -86,13 +86,13 @@ func TestOperatorMoveOfARefundThatSettledMeanwhile(t *testing.T) {
 	wf := &closedRuns{}
 	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: clock})
 
-	got, err := s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundCancel})
+	got, err := s.MoveRefund(context.Background(), "rfd_1", workflows.CancelRefund{})
 	require.NoError(t, err, "cancelling a cancelled refund is answered as it is")
 	assert.Equal(t, models.RefundCancelled, got.Status)
 	assert.Equal(t, []string{"rfd_1"}, wf.starts, "a new run was asked for once")
 
 	store.refunds["rfd_1"] = []models.Refund{payoutRefund("rfd_1", models.RefundAwaitingDestination), cancelled}
-	_, err = s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundApprove})
+	_, err = s.MoveRefund(context.Background(), "rfd_1", workflows.ApproveRefund{})
 	var me *models.Error
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, models.CodeInvalidRefundState, me.Code, "the rules refuse it: %v", err)
@@ -100,7 +100,7 @@ func TestOperatorMoveOfARefundThatSettledMeanwhile(t *testing.T) {
 	// Not settled, and still no run answers: the service is unavailable,
 	// and the client retries.
 	store.refunds["rfd_1"] = []models.Refund{payoutRefund("rfd_1", models.RefundAwaitingDestination)}
-	_, err = s.MoveRefundByOperator(context.Background(), checkout.OperatorRefundRequest{RefundID: "rfd_1", Action: checkout.RefundCancel})
+	_, err = s.MoveRefund(context.Background(), "rfd_1", workflows.CancelRefund{})
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, models.CodeUnavailable, me.Code, "%v", err)
 }

@@ -181,12 +181,22 @@ func refundsMove(ctx context.Context, e Env, st *sqlstore.Store, action string, 
 	case action != "mark-sent" && *tx != "":
 		return fmt.Errorf("%s takes no --tx", action)
 	}
+	by := workflows.RefundOperatorRequest{By: "memocart refunds " + action, TxHash: *tx}
+	var move workflows.RefundMove
+	switch action {
+	case "approve":
+		move = workflows.ApproveRefund(by)
+	case "cancel":
+		move = workflows.CancelRefund(by)
+	case "mark-sent":
+		move = workflows.MarkRefundSent(by)
+	default:
+		return fmt.Errorf("unknown refund action %q", action)
+	}
 	wf := &lazyWorkflows{e: e}
 	defer wf.close()
 	uses := checkout.New(checkout.Config{}, checkout.Deps{Payouts: st, PayoutWorkflows: wf})
-	r, err := uses.MoveRefundByOperator(ctx, checkout.OperatorRefundRequest{
-		RefundID: id, Action: checkout.RefundAction(action), TxHash: *tx, By: "memocart refunds " + action,
-	})
+	r, err := uses.MoveRefund(ctx, id, move)
 	if err != nil {
 		return fmt.Errorf("refund %s: %w", id, err)
 	}
@@ -265,14 +275,14 @@ func (w *lazyWorkflows) StartRefund(ctx context.Context, r models.Refund, orderN
 	return c.StartRefund(ctx, r, orderNumber)
 }
 
-func (w *lazyWorkflows) MoveRefund(ctx context.Context, refundID, update string, req any) (models.Refund, error) {
+func (w *lazyWorkflows) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
 	c, err := w.client()
 	if err != nil {
 		return models.Refund{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return c.MoveRefund(ctx, refundID, update, req)
+	return c.MoveRefund(ctx, refundID, move)
 }
 
 func (w *lazyWorkflows) close() {
