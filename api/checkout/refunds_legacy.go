@@ -12,9 +12,14 @@ import (
 	"github.com/memocart/memocart/workflows"
 )
 
-// The refund use cases. Today an operator sends money back outside the
-// service and records it here; refunds the service sends itself will add
-// their use cases beside these, on the same interfaces.
+// Refunds recorded by hand (memocart payments mark-refunded): money an
+// operator sent back outside the service for orders and payments from
+// before refunds were paid out (refunds.go), which no refund covers. The
+// store refuses them for money a refund covers (models.RefundCoversIt).
+// Delete this file, with the order-side wait (workflows/refund_legacy.go)
+// and the command, once no money is owed by hand: `memocart reconcile`
+// shows "owed by hand" 0 in every ledger, and no Order run from before
+// refund-payouts is open (the query in workflows/refund_legacy.go).
 
 // Refunds is the store's part in recording refunds.
 type Refunds interface {
