@@ -31,7 +31,7 @@ func BenchmarkGetOrder(b *testing.B) {
 		}{{"key-cache", 0}, {"no-key-cache", -1}} {
 			b.Run(dialect+"/"+c.name, func(b *testing.B) {
 				st := sqlstoretest.Open(b, dialect)
-				srv := api.NewServer(api.Config{
+				srv := newTestServer(b, api.Config{
 					KeyPrefix: "mc", Pricing: models.DefaultPricingRules(), PublicURL: ordersPublicURL, KeyCacheTTL: c.ttl,
 					Payments: map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}},
 				}, api.Deps{

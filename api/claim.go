@@ -93,7 +93,7 @@ func hideClaimToken(c *gin.Context) {
 
 // claimPage is GET /claim/{token}: the form.
 func (s *Server) claimPage(c *gin.Context) {
-	r, err := s.checkout.RefundByClaim(c.Request.Context(), c.Param("token"))
+	r, err := s.deps.Refunds.RefundByClaim(c.Request.Context(), c.Param("token"))
 	if err != nil {
 		s.claimLookupFailed(c, err)
 		return
@@ -111,7 +111,7 @@ const claimFormLimit = 4 << 10
 func (s *Server) claimSubmit(c *gin.Context) {
 	ctx := c.Request.Context()
 	token := c.Param("token")
-	r, err := s.checkout.RefundByClaim(ctx, token)
+	r, err := s.deps.Refunds.RefundByClaim(ctx, token)
 	if err != nil {
 		s.claimLookupFailed(c, err)
 		return
@@ -136,7 +136,7 @@ func (s *Server) claimSubmit(c *gin.Context) {
 	} else if !claimMemoType(v.MemoType) {
 		err = models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.memo_type", "Choose a memo type from the list")
 	} else {
-		got, err = s.checkout.ClaimRefund(ctx, checkout.ClaimRefundRequest{Token: token, Destination: d})
+		got, err = s.deps.Refunds.ClaimRefund(ctx, checkout.ClaimRefundRequest{Token: token, Destination: d})
 	}
 	var refused *models.Error
 	switch {

@@ -143,7 +143,7 @@ func (e *ordersEnv) failRefund(t *testing.T, id, reason string) {
 // claimMoves records the moves asked of the refunds' workflows, and
 // passes them on.
 type claimMoves struct {
-	checkout.PayoutWorkflows
+	checkout.RefundWorkflows
 	mu  sync.Mutex
 	got []workflows.RefundDestinationRequest
 	// before, when set, runs once before the next move is passed on: a
@@ -162,7 +162,7 @@ func (m *claimMoves) MoveRefund(ctx context.Context, id string, move workflows.R
 	if before != nil {
 		before()
 	}
-	return m.PayoutWorkflows.MoveRefund(ctx, id, move)
+	return m.RefundWorkflows.MoveRefund(ctx, id, move)
 }
 
 func (m *claimMoves) requests() []workflows.RefundDestinationRequest {
@@ -172,9 +172,9 @@ func (m *claimMoves) requests() []workflows.RefundDestinationRequest {
 }
 
 func withClaimMoves(m *claimMoves) ordersOption {
-	return func(_ *api.Config, d *api.Deps, _ *fakeClock) {
-		m.PayoutWorkflows = d.Workflows.(checkout.PayoutWorkflows)
-		d.Refunds = m
+	return func(s *ordersSetup) {
+		m.RefundWorkflows = s.deps.Workflows.(checkout.RefundWorkflows)
+		s.refunds = m
 	}
 }
 
@@ -439,7 +439,7 @@ func TestClaimAfterAFailedPayout(t *testing.T) {
 // The pages share the tracking page's per-address budget, and refuse
 // with a page of their own look.
 func TestClaimPageRateLimit(t *testing.T) {
-	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(cfg *api.Config, _ *api.Deps, _ *fakeClock) { cfg.PublicRateLimit = 3 })
+	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(s *ordersSetup) { cfg := &s.cfg; cfg.PublicRateLimit = 3 })
 	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
 	c := e.newClaimRefund(t, key)
 	requireClaimPage(t, e.get(t, "/claim/"+c.token, ""), http.StatusOK)
@@ -477,7 +477,8 @@ func TestClaimPageFailures(t *testing.T) {
 		{errors.New("a bug"), http.StatusInternalServerError, "Something went wrong"},
 	} {
 		t.Run(tc.title, func(t *testing.T) {
-			e := newOrdersEnv(t, sqlstore.DialectSQLite, func(_ *api.Config, d *api.Deps, _ *fakeClock) {
+			e := newOrdersEnv(t, sqlstore.DialectSQLite, func(s *ordersSetup) {
+				d := &s.deps
 				d.Store = failingClaims{Store: d.Store, err: tc.err}
 			})
 			token := strings.Repeat("A", 43)
@@ -499,7 +500,8 @@ func TestClaimPageFailures(t *testing.T) {
 func TestClaimTokenNotInTraces(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(cfg *api.Config, d *api.Deps, _ *fakeClock) {
+	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(s *ordersSetup) {
+		cfg, d := &s.cfg, &s.deps
 		d.Tracer = tp
 		cfg.PublicRateLimit = 2
 	})

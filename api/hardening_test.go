@@ -52,14 +52,15 @@ func (s *countingStore) CreateOrder(ctx context.Context, req models.OrderRequest
 }
 
 func withCountingStore(c **countingStore) ordersOption {
-	return func(_ *api.Config, d *api.Deps, _ *fakeClock) {
+	return func(s *ordersSetup) {
+		d := &s.deps
 		*c = &countingStore{Store: d.Store}
 		d.Store = *c
 	}
 }
 
 func withRequestTimeout(d time.Duration) ordersOption {
-	return func(cfg *api.Config, _ *api.Deps, _ *fakeClock) { cfg.RequestTimeout = d }
+	return func(s *ordersSetup) { cfg := &s.cfg; cfg.RequestTimeout = d }
 }
 
 // TestHostileInputs sends what a hostile or careless client sends: NUL

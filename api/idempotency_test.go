@@ -117,7 +117,8 @@ type idemEnv struct {
 func newIdemEnv(t *testing.T, dialect string) *idemEnv {
 	t.Helper()
 	ie := &idemEnv{catalog: &gateCatalog{inner: sandbox.NewCatalog()}}
-	ie.ordersEnv = newOrdersEnv(t, dialect, func(_ *api.Config, d *api.Deps, _ *fakeClock) {
+	ie.ordersEnv = newOrdersEnv(t, dialect, func(s *ordersSetup) {
+		d := &s.deps
 		ie.store = &idemStore{Store: d.Store}
 		d.Store = ie.store
 		d.Catalogs = map[models.Mode]api.Catalog{models.ModeTest: ie.catalog}
@@ -438,7 +439,7 @@ func TestIdempotencyOnEveryPOSTRoute(t *testing.T) {
 	v, err := openAPI()
 	require.NoError(t, err)
 	var routes []string
-	for _, r := range api.NewServer(api.Config{}, api.Deps{}).Routes() {
+	for _, r := range newTestServer(t, api.Config{}, api.Deps{}).Routes() {
 		if r.Method == http.MethodPost && strings.HasPrefix(r.Path, "/v1/") {
 			routes = append(routes, r.Path)
 		}
@@ -534,7 +535,7 @@ func (p *flakyTestPayments) Send(ctx context.Context, pay models.Payment) (model
 func TestTestPaymentRetryIsTheSamePayment(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		chain := &flakyTestPayments{}
-		oe := newOrdersEnv(t, dialect, func(_ *api.Config, d *api.Deps, _ *fakeClock) { d.TestPayments = chain })
+		oe := newOrdersEnv(t, dialect, func(s *ordersSetup) { d := &s.deps; d.TestPayments = chain })
 		e := &idemEnv{ordersEnv: oe}
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		cartID, _ := e.newCart(t, key)

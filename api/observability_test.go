@@ -49,7 +49,7 @@ func (m *recordingMetrics) all() []observed {
 // route's pattern, never the path asked for, and unknown paths under "".
 func TestRequestMetricsUseRoutePatterns(t *testing.T) {
 	m := &recordingMetrics{}
-	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(_ *api.Config, d *api.Deps, _ *fakeClock) { d.Metrics = m })
+	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(s *ordersSetup) { d := &s.deps; d.Metrics = m })
 	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 	e.get(t, "/v1/orders/ord_doesnotexist", key)
 	e.get(t, "/v1/orders/12345678903", key)
@@ -83,7 +83,7 @@ func TestRequestIDTravelsToTemporal(t *testing.T) {
 func TestRequestSpans(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(_ *api.Config, d *api.Deps, _ *fakeClock) { d.Tracer = tp })
+	e := newOrdersEnv(t, sqlstore.DialectSQLite, func(s *ordersSetup) { d := &s.deps; d.Tracer = tp })
 	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 	const clientTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	r := e.send(t, request{method: http.MethodGet, path: "/v1/orders/12345678903", auth: "Bearer " + key,

@@ -286,7 +286,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	v, err := openAPI()
 	require.NoError(t, err)
 	var served []string
-	for _, r := range api.NewServer(api.Config{}, api.Deps{}).Routes() {
+	for _, r := range newTestServer(t, api.Config{}, api.Deps{}).Routes() {
 		served = append(served, r.Method+" "+normalizedPath(r.Path))
 	}
 	var documented []string

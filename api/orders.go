@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
@@ -141,7 +140,7 @@ func (s *Server) createOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	placed, err := s.checkout.CreateOrder(ctx, checkout.NewOrder{
+	placed, err := s.deps.Orders.CreateOrder(ctx, checkout.NewOrder{
 		AccountID: key.AccountID, Mode: key.Mode, CartID: norm.CartID, Email: norm.Email, Asset: asset,
 		Address: norm.Address, Metadata: norm.Metadata, RefundDestination: norm.RefundDestination,
 		IdempotencyKey: idempotencyKeyOf(c), RequestHash: norm.hash(),
@@ -169,25 +168,6 @@ func (s *Server) createOrder(c *gin.Context) {
 		c.Header(headerIdempotentReplayed, "true")
 	}
 	render(c, status, gin.H{"order": s.newCreatedOrderJSON(placed.Order)})
-}
-
-// ReconcileRefunds starts the workflows of refunds whose creator died
-// before starting them, and a new run for refunds not settled whose run
-// was terminated or cancelled (checkout.Service.ReconcileRefunds).
-func (s *Server) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
-	return s.checkout.ReconcileRefunds(ctx, grace)
-}
-
-// SetAfterOrderCommit installs f to run between committing an order and
-// starting its workflow (checkout.Service.SetAfterOrderCommit). Tests use
-// it to make the process "die" at exactly that point; production never
-// sets it.
-func (s *Server) SetAfterOrderCommit(f func(models.Order) error) { s.checkout.SetAfterOrderCommit(f) }
-
-// ReconcileOrders starts the workflows of orders committed more than grace
-// ago whose workflow is not known to exist (checkout.ReconcileOrders).
-func (s *Server) ReconcileOrders(ctx context.Context, grace time.Duration) (int, error) {
-	return s.checkout.ReconcileOrders(ctx, grace)
 }
 
 type createdOrderJSON struct {
@@ -528,7 +508,7 @@ func (s *Server) cancelOrder(c *gin.Context) {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.checkout.CancelOrder(c.Request.Context(), checkout.CancelRequest{
+	o, err := s.deps.Orders.CancelOrder(c.Request.Context(), checkout.CancelRequest{
 		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
 	})
 	if err != nil {

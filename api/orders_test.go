@@ -22,6 +22,7 @@ import (
 	"github.com/memocart/memocart/activities/rates"
 	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -209,26 +210,39 @@ func (p *recordingTestPayments) all() []models.Payment {
 // recording workflow starter and sandbox payment source.
 type ordersEnv struct {
 	*env
-	srv *api.Server
-	wf  *recordingWorkflows
-	pay *recordingTestPayments
+	srv    *api.Server
+	orders *checkout.Orders
+	wf     *recordingWorkflows
+	pay    *recordingTestPayments
 }
 
-type ordersOption func(cfg *api.Config, deps *api.Deps, clock *fakeClock)
+// ordersSetup is what newOrdersEnvOn builds the server from, for options
+// to change: the API's config and deps, and the use cases' config, rates
+// and refund workflows (deps.Workflows unless an option sets refunds).
+type ordersSetup struct {
+	cfg     api.Config
+	deps    api.Deps
+	uses    checkout.Config
+	rates   map[models.Mode]api.RateProvider
+	refunds checkout.RefundWorkflows
+	clock   *fakeClock
+}
+
+type ordersOption func(s *ordersSetup)
 
 // withTestRates replaces the test-mode rate provider; nil removes it.
 func withTestRates(p func(clock *fakeClock) api.RateProvider) ordersOption {
-	return func(_ *api.Config, d *api.Deps, clock *fakeClock) {
+	return func(s *ordersSetup) {
 		if p == nil {
-			d.Rates = nil
+			s.rates = nil
 			return
 		}
-		d.Rates = map[models.Mode]api.RateProvider{models.ModeTest: p(clock)}
+		s.rates = map[models.Mode]api.RateProvider{models.ModeTest: p(s.clock)}
 	}
 }
 
 func withLivePayments() ordersOption {
-	return func(cfg *api.Config, _ *api.Deps, _ *fakeClock) { cfg.Payments[models.ModeLive] = liveSetup }
+	return func(s *ordersSetup) { s.uses.Payments[models.ModeLive] = liveSetup }
 }
 
 func newOrdersEnv(t *testing.T, dialect string, opts ...ordersOption) *ordersEnv {
@@ -242,27 +256,40 @@ func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ord
 	clock := newFakeClock()
 	wf := &recordingWorkflows{store: st, now: clock.Now}
 	pay := &recordingTestPayments{}
-	cfg := api.Config{
-		KeyPrefix: "mc", CartTTL: testCartTTL, PaymentWindow: ordersPaymentWindow,
-		Pricing: models.DefaultPricingRules(), RateMaxAge: ordersRateMaxAge, PublicURL: ordersPublicURL,
-		Payments: map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}},
-	}
-	deps := api.Deps{
-		Store:        st,
-		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
-		Limiter:      ratelimit.NewMemory(clock.Now),
-		Workflows:    wf,
-		Rates:        map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
-		TestPayments: pay,
-		Now:          clock.Now,
+	payments := map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}}
+	s := ordersSetup{
+		cfg: api.Config{
+			KeyPrefix: "mc", CartTTL: testCartTTL, Pricing: models.DefaultPricingRules(), PublicURL: ordersPublicURL,
+			Payments: payments,
+		},
+		deps: api.Deps{
+			Store:        st,
+			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
+			Limiter:      ratelimit.NewMemory(clock.Now),
+			Workflows:    wf,
+			TestPayments: pay,
+			Now:          clock.Now,
+		},
+		uses:  checkout.Config{Payments: payments, PaymentWindow: ordersPaymentWindow, RateMaxAge: ordersRateMaxAge},
+		rates: map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
+		clock: clock,
 	}
 	for _, o := range opts {
-		o(&cfg, &deps, clock)
+		o(&s)
 	}
-	srv := api.NewServer(cfg, deps)
+	if s.refunds == nil {
+		s.refunds = s.deps.Workflows.(checkout.RefundWorkflows)
+	}
+	orders, err := checkout.NewOrders(s.uses, s.deps.Store, s.deps.Workflows, s.rates, clock.Now, nil)
+	require.NoError(t, err)
+	refunds, err := checkout.NewRefunds(s.uses, s.deps.Store, s.deps.Store, s.refunds, noRefundRuns{}, clock.Now, nil)
+	require.NoError(t, err)
+	s.deps.Orders, s.deps.Refunds = orders, refunds
+	srv, err := api.NewServer(s.cfg, s.deps)
+	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &ordersEnv{env: &env{st: st, clock: clock, ts: ts}, srv: srv, wf: wf, pay: pay}
+	return &ordersEnv{env: &env{st: st, clock: clock, ts: ts}, srv: srv, orders: orders, wf: wf, pay: pay}
 }
 
 // accountKey creates a key for account and returns its secret and account id.
@@ -803,19 +830,19 @@ func TestCreateOrderWorkflowStartFails(t *testing.T) {
 
 		// Within the grace period the reconciler leaves it alone.
 		e.wf.fail(nil)
-		n, err := e.srv.ReconcileOrders(ctx, time.Hour)
+		n, err := e.orders.ReconcileOrders(ctx, time.Hour)
 		require.NoError(t, err)
 		assert.Equal(t, 0, n)
 		assert.Len(t, e.wf.started(), 1)
 
-		n, err = e.srv.ReconcileOrders(ctx, 0)
+		n, err = e.orders.ReconcileOrders(ctx, 0)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		calls := e.wf.started()
 		require.Len(t, calls, 2)
 		assertSameWorkflowInput(t, calls[0], calls[1])
 		assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
-		n, err = e.srv.ReconcileOrders(ctx, 0)
+		n, err = e.orders.ReconcileOrders(ctx, 0)
 		require.NoError(t, err)
 		assert.Equal(t, 0, n, "a started order is not started again")
 
@@ -938,7 +965,7 @@ func TestCreateOrderCrashAfterCommit(t *testing.T) {
 			mu     sync.Mutex
 			hooked []string
 		)
-		e.srv.SetAfterOrderCommit(func(o models.Order) error {
+		e.orders.SetAfterOrderCommit(func(o models.Order) error {
 			mu.Lock()
 			defer mu.Unlock()
 			hooked = append(hooked, o.ID)
@@ -958,8 +985,8 @@ func TestCreateOrderCrashAfterCommit(t *testing.T) {
 		assert.Equal(t, cartID, o.CartID, "the order was committed")
 		assert.Nil(t, o.WorkflowStartedAt)
 
-		e.srv.SetAfterOrderCommit(nil)
-		n, err := e.srv.ReconcileOrders(ctx, 0)
+		e.orders.SetAfterOrderCommit(nil)
+		n, err := e.orders.ReconcileOrders(ctx, 0)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
 		calls := e.wf.started()
@@ -981,8 +1008,8 @@ func TestCreateOrderLiveMode(t *testing.T) {
 			assert.Empty(t, e.wf.started())
 		})
 		t.Run("live payments but no buying provider", func(t *testing.T) {
-			e := newOrdersEnv(t, dialect, withLivePayments(), func(cfg *api.Config, _ *api.Deps, _ *fakeClock) {
-				cfg.NoPurchasing = map[models.Mode]string{models.ModeLive: "Live purchasing is not configured on this deployment"}
+			e := newOrdersEnv(t, dialect, withLivePayments(), func(s *ordersSetup) {
+				s.uses.NoPurchasing = map[models.Mode]string{models.ModeLive: "Live purchasing is not configured on this deployment"}
 			})
 			live, accountID := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
 			c := e.seedLiveCart(t, accountID)
@@ -1455,4 +1482,11 @@ func TestPaymentLinkAsksForWhatRemains(t *testing.T) {
 		PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: total}))
 	paid := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
 	assert.Equal(t, o.PaymentURI, paid.Payment.URI, "nothing due: the order's instructions as they were")
+}
+
+// noRefundRuns finds no refund run closed: the API's tests close none.
+type noRefundRuns struct{}
+
+func (noRefundRuns) RefundRunsClosed(context.Context, time.Time, time.Time) ([]string, error) {
+	return nil, nil
 }

@@ -205,7 +205,7 @@ func (s *Server) setRefundDestination(c *gin.Context) {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.checkout.SetOrderRefundDestination(c.Request.Context(), checkout.SetOrderRefundDestinationRequest{
+	o, err := s.deps.Refunds.SetOrderRefundDestination(c.Request.Context(), checkout.SetOrderRefundDestinationRequest{
 		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
 	})
 	if err != nil {

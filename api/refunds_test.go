@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
@@ -261,8 +260,8 @@ func muxedOf(t *testing.T, g string, id uint64) string {
 func TestServiceAccountsAreNotRefundDestinations(t *testing.T) {
 	payoutAccount := refundAccount2
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		e := newOrdersEnv(t, dialect, withLivePayments(), func(cfg *api.Config, _ *api.Deps, _ *fakeClock) {
-			cfg.PayoutAccount = payoutAccount
+		e := newOrdersEnv(t, dialect, withLivePayments(), func(s *ordersSetup) {
+			s.uses.PayoutAccount = payoutAccount
 		})
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
 		own := map[string]string{

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,10 +33,11 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// Store is the persistence the API needs: the order use cases' part
-// (checkout.Orders), and what the handlers read and write themselves.
+// Store is the persistence the API needs: what the handlers read and
+// write themselves, and the use cases' parts (checkout.OrderStore,
+// checkout.RefundStore) that the one store cmd builds both on provides.
 type Store interface {
-	checkout.Orders
+	checkout.OrderStore
 	AuthenticateAPIKey(ctx context.Context, hash string) (models.APIKey, error)
 	CreateCart(ctx context.Context, c models.Cart) error
 	Cart(ctx context.Context, accountID string, mode models.Mode, id string) (models.Cart, error)
@@ -45,7 +47,8 @@ type Store interface {
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
 	OrderIDBySupplierRef(ctx context.Context, ref string) (string, error)
 	RefundStore
-	checkout.Payouts
+	checkout.RefundStore
+	WebhookStore
 	Ping(ctx context.Context) error
 	IdempotencyStore
 }
@@ -70,25 +73,17 @@ type RateLimiter interface {
 	Allow(ctx context.Context, key string, perMinute int) (ratelimit.Result, error)
 }
 
-// Config is the API's behaviour, parsed once by cmd. PaymentWindow,
-// Payments, RateMaxAge, NoPurchasing and StartMarkDelay are how orders are
-// taken (checkout.Config).
+// Config is the API's behaviour, parsed once by cmd; how orders are taken
+// is the use cases' (checkout.Config).
 type Config struct {
-	KeyPrefix     string
-	CartTTL       time.Duration
-	PaymentWindow time.Duration
-	Pricing       models.PricingRules
-	// Payments says where and how payers pay, per mode. A mode without
-	// one cannot take orders (live_mode_unavailable).
+	KeyPrefix string
+	CartTTL   time.Duration
+	Pricing   models.PricingRules
+	// Payments says where and how payers pay, per mode, as the order use
+	// cases were given it (the payment instructions' network).
 	Payments map[models.Mode]PaymentSetup
-	// RateMaxAge is how old an exchange rate may be to quote an order.
-	RateMaxAge time.Duration
 	// PublicURL is the base of tracking_url, e.g. https://track.memocart.com.
 	PublicURL string
-	// NoPurchasing lists the modes whose orders could not be bought (no
-	// buying provider is configured): their orders are refused with
-	// live_mode_unavailable rather than taking money that cannot be spent.
-	NoPurchasing map[models.Mode]string
 	// RequestTimeout bounds every request: past it, whatever the request
 	// waits on (a hung database, Temporal, a marketplace) is cancelled and
 	// the answer is 503 service_unavailable. Default DefaultRequestTimeout.
@@ -97,11 +92,6 @@ type Config struct {
 	// an API key (DefaultKeyCacheTTL): the bound on how long a revoked key
 	// keeps working. Negative turns the cache off.
 	KeyCacheTTL time.Duration
-	// StartMarkDelay is how long the record that a new order's workflow
-	// started may wait to share one write with other orders'
-	// (DefaultStartMarkDelay in `memocart api`); zero writes it before the
-	// POST answers.
-	StartMarkDelay time.Duration
 	// WebhookTestLoopback lets test keys register webhook endpoints on
 	// loopback addresses (localhost): a developer's machine. Live keys
 	// never may (models.WebhookPolicyFor).
@@ -115,10 +105,6 @@ type Config struct {
 	// client. Empty trusts none: the client is the connection's peer, and
 	// a forwarded header anyone can send is ignored.
 	TrustedProxies []string
-	// PayoutAccount is the Stellar account (G…) live refunds are paid
-	// from, when configured: like the Payments addresses, never accepted
-	// as a refund destination (checkout.Config.PayoutAccount).
-	PayoutAccount string
 }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default: above the
@@ -145,9 +131,10 @@ type Deps struct {
 	Catalogs  map[models.Mode]Catalog
 	Limiter   RateLimiter
 	Workflows OrderWorkflows
-	// Rates quote non-dollar assets, per mode: the sandbox uses a fixed
-	// rate so test mode stays offline.
-	Rates map[models.Mode]RateProvider
+	// Orders and Refunds are the use cases the handlers call, built by
+	// cmd (required).
+	Orders  *checkout.Orders
+	Refunds *checkout.Refunds
 	// TestPayments is the sandbox payment source behind the test helpers.
 	TestPayments TestPayments
 	// Webhooks reads the buying providers' webhook deliveries, by the
@@ -156,17 +143,11 @@ type Deps struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 
-	// Endpoints stores webhook endpoints; nil: Store, if it has the
-	// methods. Events dispatches their events (nil: the outbox sweep
+	// Events dispatches webhook endpoints' events (nil: the outbox sweep
 	// alone, and no resends). Resolver checks an endpoint's host at
 	// registration (nil: no lookup; deliveries check every address).
-	Endpoints WebhookStore
-	Events    WebhookEvents
-	Resolver  Resolver
-
-	// Refunds drives the refunds' workflows (workflows.Client); nil:
-	// Workflows, if it has the methods.
-	Refunds checkout.PayoutWorkflows
+	Events   WebhookEvents
+	Resolver Resolver
 
 	// Observability (observability.go): Metrics is told about every
 	// request (nil: nothing); Tracer traces every request (nil: off);
@@ -182,17 +163,22 @@ type Server struct {
 	deps   Deps
 	engine *gin.Engine
 	keys   *keyCache
-
-	// checkout carries out the order use cases the handlers decode for.
-	checkout *checkout.Service
 }
 
-// FlushStartMarks writes the started marks still waiting for their batch;
-// call it once the HTTP server has stopped.
-func (s *Server) FlushStartMarks() { s.checkout.FlushStartMarks() }
-
-// NewServer builds the API.
-func NewServer(cfg Config, deps Deps) *Server {
+// NewServer builds the API; it refuses deps without their required parts
+// (Store, Limiter and the use cases).
+func NewServer(cfg Config, deps Deps) (*Server, error) {
+	var missing []string
+	for name, isNil := range map[string]bool{"Store": deps.Store == nil, "Limiter": deps.Limiter == nil,
+		"Orders": deps.Orders == nil, "Refunds": deps.Refunds == nil} {
+		if isNil {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("api: the server needs %s", strings.Join(missing, ", "))
+	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = models.DefaultKeyPrefix
 	}
@@ -214,22 +200,9 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	if deps.Endpoints == nil {
-		deps.Endpoints, _ = deps.Store.(WebhookStore)
-	}
-	if deps.Refunds == nil {
-		deps.Refunds, _ = deps.Workflows.(checkout.PayoutWorkflows)
-	}
 	s := &Server{cfg: cfg, deps: deps, keys: newKeyCache(cfg.KeyCacheTTL, deps.Now)}
-	s.checkout = checkout.New(checkout.Config{
-		Payments: cfg.Payments, NoPurchasing: cfg.NoPurchasing, PaymentWindow: cfg.PaymentWindow,
-		RateMaxAge: cfg.RateMaxAge, StartMarkDelay: cfg.StartMarkDelay, PayoutAccount: cfg.PayoutAccount,
-	}, checkout.Deps{
-		Orders: deps.Store, Workflows: deps.Workflows, Rates: deps.Rates, Now: deps.Now, Logger: deps.Logger,
-		Payouts: deps.Store, PayoutWorkflows: deps.Refunds,
-	})
 	s.engine = s.routes()
-	return s
+	return s, nil
 }
 
 // Handler returns the HTTP handler.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -89,7 +90,7 @@ func newEnv(t *testing.T, dialect string, opts ...option) *env {
 	for _, o := range opts {
 		o(&deps)
 	}
-	srv := api.NewServer(api.Config{KeyPrefix: "mc", CartTTL: testCartTTL, Pricing: models.DefaultPricingRules()}, deps)
+	srv := newTestServer(t, api.Config{KeyPrefix: "mc", CartTTL: testCartTTL, Pricing: models.DefaultPricingRules()}, deps)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &env{st: st, clock: clock, ts: ts}
@@ -489,4 +490,29 @@ func firstLines(b []byte, lines int) []byte {
 		parts = parts[:lines]
 	}
 	return bytes.Join(parts, []byte("\n"))
+}
+
+// newTestServer builds the API on cfg and deps, filling what a test left
+// out: a SQLite store, a limiter, workflows that record (on no store),
+// and use cases on those, as cmd builds them.
+func newTestServer(t testing.TB, cfg api.Config, deps api.Deps) *api.Server {
+	t.Helper()
+	if deps.Store == nil {
+		deps.Store = sqlstoretest.Open(t, sqlstore.DialectSQLite)
+	}
+	if deps.Limiter == nil {
+		deps.Limiter = ratelimit.NewMemory(deps.Now)
+	}
+	if deps.Workflows == nil {
+		deps.Workflows = &recordingWorkflows{}
+	}
+	uses := checkout.Config{Payments: cfg.Payments}
+	orders, err := checkout.NewOrders(uses, deps.Store, deps.Workflows, nil, deps.Now, nil)
+	require.NoError(t, err)
+	refunds, err := checkout.NewRefunds(uses, deps.Store, deps.Store, deps.Workflows.(checkout.RefundWorkflows), noRefundRuns{}, deps.Now, nil)
+	require.NoError(t, err)
+	deps.Orders, deps.Refunds = orders, refunds
+	srv, err := api.NewServer(cfg, deps)
+	require.NoError(t, err)
+	return srv
 }

@@ -40,13 +40,10 @@ func (m *markCounter) batches() [][]string {
 func TestStartMarksAreBatched(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		counter := &markCounter{}
-		e := newOrdersEnv(t, dialect, func(cfg *api.Config, d *api.Deps, _ *fakeClock) {
-			cfg.StartMarkDelay = time.Second
-			if d.Endpoints == nil {
-				d.Endpoints, _ = d.Store.(api.WebhookStore)
-			}
-			counter.Store = d.Store
-			d.Store = counter
+		e := newOrdersEnv(t, dialect, func(s *ordersSetup) {
+			s.uses.StartMarkDelay = time.Second
+			counter.Store = s.deps.Store
+			s.deps.Store = counter
 		})
 		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		const n = 5
@@ -67,7 +64,7 @@ func TestStartMarksAreBatched(t *testing.T) {
 		wg.Wait()
 		require.Len(t, e.wf.started(), n, "every order's workflow was started before its POST answered")
 
-		e.srv.FlushStartMarks()
+		e.orders.FlushStartMarks()
 		for _, id := range ids {
 			assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, id).WorkflowStartedAt, "order %s marked", id)
 		}
@@ -80,7 +77,7 @@ func TestStartMarksAreBatched(t *testing.T) {
 		assert.Less(t, len(batches), n, "orders created within the delay share a write: %v", batches)
 
 		// Marked orders are none of the reconciler's business.
-		started, err := e.srv.ReconcileOrders(t.Context(), 0)
+		started, err := e.orders.ReconcileOrders(t.Context(), 0)
 		require.NoError(t, err)
 		assert.Zero(t, started)
 		assert.Len(t, e.wf.started(), n)

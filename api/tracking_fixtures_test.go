@@ -368,7 +368,7 @@ func newTrackingCasesEnv(t *testing.T, clock *fakeClock, cfg api.Config, cases [
 		store.orders[c.order.Number] = c.order
 		store.refunds[c.order.ID] = c.refunds
 	}
-	srv := api.NewServer(cfg, api.Deps{
+	srv := newTestServer(t, cfg, api.Deps{
 		Store: store, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
 	})
 	ts := httptest.NewServer(srv.Handler())

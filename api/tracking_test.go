@@ -277,7 +277,7 @@ func TestTrackingPageFailures(t *testing.T) {
 	o := baseTrackingOrder(t, clock.Now(), models.OrderPaid)
 	serve := func(err error) *env {
 		st := sqlstoretest.Open(t, sqlstore.DialectSQLite)
-		srv := api.NewServer(api.Config{}, api.Deps{
+		srv := newTestServer(t, api.Config{}, api.Deps{
 			Store: failingOrders{Store: st, err: err}, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now,
 		})
 		ts := httptest.NewServer(srv.Handler())

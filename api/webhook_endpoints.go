@@ -190,7 +190,7 @@ func (s *Server) createWebhookEndpoint(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	created, err := s.deps.Endpoints.CreateWebhookEndpoint(ctx, e)
+	created, err := s.deps.Store.CreateWebhookEndpoint(ctx, e)
 	if err != nil {
 		abort(c, err)
 		return
@@ -204,7 +204,7 @@ func (s *Server) createWebhookEndpoint(c *gin.Context) {
 // listWebhookEndpoints is GET /v1/webhook_endpoints.
 func (s *Server) listWebhookEndpoints(c *gin.Context) {
 	key := mustKey(c)
-	es, err := s.deps.Endpoints.WebhookEndpoints(c.Request.Context(), key.AccountID, key.Mode)
+	es, err := s.deps.Store.WebhookEndpoints(c.Request.Context(), key.AccountID, key.Mode)
 	if err != nil {
 		abort(c, err)
 		return
@@ -226,7 +226,7 @@ func (s *Server) endpointParam(c *gin.Context) (models.WebhookEndpoint, bool) {
 		abort(c, models.ErrWebhookEndpointNotFound)
 		return models.WebhookEndpoint{}, false
 	}
-	e, err := s.deps.Endpoints.WebhookEndpoint(c.Request.Context(), key.AccountID, key.Mode, id)
+	e, err := s.deps.Store.WebhookEndpoint(c.Request.Context(), key.AccountID, key.Mode, id)
 	if err != nil {
 		abort(c, err)
 		return models.WebhookEndpoint{}, false
@@ -252,7 +252,7 @@ func (s *Server) deleteWebhookEndpoint(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if _, err := s.deps.Endpoints.DeleteWebhookEndpoint(c.Request.Context(), key.AccountID, key.Mode, e.ID, s.deps.Now()); err != nil {
+	if _, err := s.deps.Store.DeleteWebhookEndpoint(c.Request.Context(), key.AccountID, key.Mode, e.ID, s.deps.Now()); err != nil {
 		abort(c, err)
 		return
 	}
@@ -317,7 +317,7 @@ func (s *Server) listWebhookDeliveries(c *gin.Context) {
 	if !ok {
 		return
 	}
-	as, err := s.deps.Endpoints.WebhookAttempts(c.Request.Context(), e.ID, eventID, limit)
+	as, err := s.deps.Store.WebhookAttempts(c.Request.Context(), e.ID, eventID, limit)
 	if err != nil {
 		abort(c, err)
 		return
@@ -350,7 +350,7 @@ func (s *Server) resendWebhookEvent(c *gin.Context) {
 		abort(c, models.ErrEventNotFound)
 		return
 	}
-	ev, err := s.deps.Endpoints.WebhookEventForAccount(ctx, key.AccountID, key.Mode, eventID)
+	ev, err := s.deps.Store.WebhookEventForAccount(ctx, key.AccountID, key.Mode, eventID)
 	if err != nil {
 		abort(c, err)
 		return

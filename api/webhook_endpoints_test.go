@@ -68,7 +68,8 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 }
 
 func withWebhookEvents(ev *recordingEvents, loopback bool, res api.Resolver) ordersOption {
-	return func(cfg *api.Config, d *api.Deps, _ *fakeClock) {
+	return func(s *ordersSetup) {
+		cfg, d := &s.cfg, &s.deps
 		d.Events = ev
 		d.Resolver = res
 		cfg.WebhookTestLoopback = loopback

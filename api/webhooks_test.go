@@ -32,7 +32,8 @@ func (signedHook) Read(h http.Header, body []byte) (models.FulfilmentEvent, erro
 }
 
 func withWebhooks() ordersOption {
-	return func(_ *api.Config, d *api.Deps, _ *fakeClock) {
+	return func(s *ordersSetup) {
+		d := &s.deps
 		d.Webhooks = map[string]api.FulfilmentWebhook{"zinc": signedHook{}}
 	}
 }

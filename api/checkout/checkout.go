@@ -1,8 +1,12 @@
-// Package checkout is the one home of Memocart's order use cases: create
-// an order from a cart, cancel it, start the workflows of orders committed
-// without one, attach a payment an operator matched by hand, record
-// refunds. The HTTP handlers (package api) and the operator's commands
-// (cmd) decode their input, call a Service method and encode its result.
+// Package checkout is the one home of Memocart's use cases, one type per
+// aggregate, each built once by cmd from every part it needs (its
+// constructor refuses a missing one) and handed to the HTTP handlers
+// (package api) and the operator's commands: Orders (create an order from
+// a cart, cancel it, start the workflows of orders committed without
+// one), Refunds (the refunds the service pays out: destinations, claim
+// links, operators' moves, runs to restart) and HandRefunds (money an
+// operator sent back by hand, refunds_legacy.go). Callers decode their
+// input, call a use case and encode its result.
 // The decisions are the pure rule functions of models, which the order
 // workflow and the store call too where they need the same rule.
 //
@@ -13,49 +17,20 @@
 // provider. Not under workflows: that tree is deterministic workflow code,
 // which a service waiting on a database and a clock is not. The store, the
 // workflow client, the rate sources and the payment matcher reach it
-// through the small interfaces declared here; api and cmd wire them.
+// through the small interfaces declared here; cmd wires them.
 package checkout
 
 import (
+	"fmt"
 	"log/slog"
-	"sync"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/memocart/memocart/models"
 )
 
-// Service carries out the order use cases. Each method uses only the
-// dependencies it names; a caller wires the ones its use cases need.
-type Service struct {
-	cfg             Config
-	orders          Orders
-	workflows       OrderWorkflows
-	rates           map[models.Mode]RateProvider
-	refunds         Refunds
-	refundWorkflows RefundWorkflows
-	payouts         Payouts
-	payoutWorkflows PayoutWorkflows
-	payments        Payments
-	now             func() time.Time
-	log             *slog.Logger
-
-	// refundRuns is payoutWorkflows's RefundRuns, if it has it;
-	// runsSwept is up to when its last sweep looked (runsMu).
-	refundRuns RefundRuns
-	runsMu     sync.Mutex
-	runsSwept  time.Time
-	// ownAccounts are the service's Stellar accounts: the Payments
-	// addresses and the PayoutAccount.
-	ownAccounts []string
-
-	// marks batches new orders' started marks (Config.StartMarkDelay).
-	marks *startMarks
-	// afterCommit, set only by tests, runs between committing an order
-	// and starting its workflow (SetAfterOrderCommit).
-	afterCommit func(models.Order) error
-}
-
-// Config is how the Service takes orders.
+// Config is how orders are taken.
 type Config struct {
 	// Payments says where and how payers pay, per mode. A mode without
 	// one cannot take orders (live_mode_unavailable).
@@ -80,72 +55,49 @@ type Config struct {
 	PayoutAccount string
 }
 
-// Deps are what a Service is built from.
-type Deps struct {
-	// Orders and Workflows serve CreateOrder, CancelOrder and
-	// ReconcileOrders; Rates quote non-dollar assets for CreateOrder, per
-	// mode.
-	Orders    Orders
-	Workflows OrderWorkflows
-	Rates     map[models.Mode]RateProvider
-	// Refunds and RefundWorkflows serve RecordOrderRefund and
-	// RecordPaymentRefund.
-	Refunds         Refunds
-	RefundWorkflows RefundWorkflows
-	// Payouts and PayoutWorkflows serve the refunds the service pays out
-	// (payouts.go).
-	Payouts         Payouts
-	PayoutWorkflows PayoutWorkflows
-	// Payments serves AttachPayment.
-	Payments Payments
-	// Now is the clock (time.Now when nil); Logger gets what the service
-	// did on its own (discarded when nil).
-	Now    func() time.Time
-	Logger *slog.Logger
-}
-
-// New returns a Service on cfg and deps.
-func New(cfg Config, deps Deps) *Service {
-	if cfg.PaymentWindow <= 0 {
-		cfg.PaymentWindow = models.DefaultPaymentWindow
-	}
-	if cfg.RateMaxAge <= 0 {
-		cfg.RateMaxAge = time.Minute
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
-	if deps.Logger == nil {
-		deps.Logger = slog.New(slog.DiscardHandler)
-	}
-	s := &Service{
-		cfg: cfg, orders: deps.Orders, workflows: deps.Workflows, rates: deps.Rates,
-		refunds: deps.Refunds, refundWorkflows: deps.RefundWorkflows,
-		payouts: deps.Payouts, payoutWorkflows: deps.PayoutWorkflows,
-		payments: deps.Payments, now: deps.Now, log: deps.Logger,
-	}
-	s.refundRuns, _ = deps.PayoutWorkflows.(RefundRuns)
+// ownAccounts are the service's Stellar accounts cfg names: the Payments
+// addresses and the PayoutAccount.
+func (cfg Config) ownAccounts() []string {
+	var own []string
 	for _, p := range cfg.Payments {
-		s.ownAccounts = append(s.ownAccounts, p.Address)
+		own = append(own, p.Address)
 	}
 	if cfg.PayoutAccount != "" {
-		s.ownAccounts = append(s.ownAccounts, cfg.PayoutAccount)
+		own = append(own, cfg.PayoutAccount)
 	}
-	if cfg.StartMarkDelay > 0 {
-		s.marks = &startMarks{delay: cfg.StartMarkDelay, write: deps.Orders.MarkWorkflowsStarted, now: deps.Now, log: deps.Logger}
-	}
-	return s
+	return own
 }
 
-// FlushStartMarks writes the started marks still waiting for their batch;
-// call it once no more orders are created.
-func (s *Service) FlushStartMarks() {
-	if s.marks != nil {
-		s.marks.wait()
+// Clock and Logger are what every use case may be given: the time
+// (time.Now when nil) and where it logs what it did on its own (discarded
+// when nil).
+type Clock = func() time.Time
+
+func orNow(now Clock) Clock {
+	if now == nil {
+		return time.Now
 	}
+	return now
 }
 
-// SetAfterOrderCommit installs f to run between committing an order and
-// starting its workflow. Tests use it to make the process "die" at exactly
-// that point; production never sets it.
-func (s *Service) SetAfterOrderCommit(f func(models.Order) error) { s.afterCommit = f }
+func orDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
+
+// missing answers the error of a constructor given nil parts, naming them.
+func missing(useCase string, parts map[string]bool) error {
+	var names []string
+	for name, isNil := range parts {
+		if isNil {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	return fmt.Errorf("checkout: %s needs %s", useCase, strings.Join(names, ", "))
+}

@@ -26,8 +26,29 @@ func awaiting() models.Order {
 	}
 }
 
-func newService(st *fakeOrders, wf *fakeWorkflows) *checkout.Service {
-	return checkout.New(checkout.Config{}, checkout.Deps{Orders: st, Workflows: wf, Refunds: st, RefundWorkflows: wf, Now: clock})
+func newOrders(t *testing.T, st *fakeOrders, wf *fakeWorkflows) *checkout.Orders {
+	t.Helper()
+	s, err := checkout.NewOrders(checkout.Config{}, st, wf, nil, clock, nil)
+	require.NoError(t, err)
+	return s
+}
+
+func newHandRefunds(t *testing.T, st *fakeOrders, wf *fakeWorkflows) *checkout.HandRefunds {
+	t.Helper()
+	s, err := checkout.NewHandRefunds(st, wf, clock)
+	require.NoError(t, err)
+	return s
+}
+
+// TestUseCasesRefuseMissingParts: a use case built without a part it needs
+// is refused when it is built, naming the part, not when it is used.
+func TestUseCasesRefuseMissingParts(t *testing.T) {
+	_, err := checkout.NewOrders(checkout.Config{}, newFakeOrders(), nil, nil, clock, nil)
+	assert.ErrorContains(t, err, "Orders needs workflows")
+	_, err = checkout.NewRefunds(checkout.Config{}, nil, nil, &closedRuns{}, &closedRuns{}, clock, nil)
+	assert.ErrorContains(t, err, "Refunds needs orders, store")
+	_, err = checkout.NewHandRefunds(nil, nil, clock)
+	assert.ErrorContains(t, err, "HandRefunds needs store, workflows")
 }
 
 func cancelOf(o models.Order, note string) checkout.CancelRequest {
@@ -39,7 +60,7 @@ func TestCancelOrder(t *testing.T) {
 		o := awaiting()
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st}
-		got, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, "changed my mind"))
+		got, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, "changed my mind"))
 		require.NoError(t, err)
 		assert.Equal(t, models.OrderCancelled, got.Status, "the order as read back")
 		assert.Equal(t, []string{"cancel:ord_1/changed my mind"}, wf.calls)
@@ -70,7 +91,7 @@ func TestCancelOrder(t *testing.T) {
 			tc.edit(&o)
 			st := newFakeOrders(o)
 			wf := &fakeWorkflows{store: st}
-			_, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+			_, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 			assert.Equal(t, models.NotCancellable(tc.status), err)
 			assert.Empty(t, wf.calls, "the workflow is not asked")
 			assert.Empty(t, st.writes(), "nothing is written")
@@ -82,7 +103,7 @@ func TestCancelOrder(t *testing.T) {
 		o.Status, o.PaymentStatus, o.Cancellation = models.OrderCancelled, models.PaymentExpired, models.CancellationPaymentWindowExpired
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st}
-		got, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		got, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		require.NoError(t, err)
 		assert.Equal(t, o, got)
 		assert.Empty(t, wf.calls)
@@ -93,7 +114,7 @@ func TestCancelOrder(t *testing.T) {
 		o.WorkflowStartedAt = nil
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st}
-		got, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		got, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		require.NoError(t, err)
 		assert.Equal(t, models.OrderCancelled, got.Status)
 		assert.Equal(t, []string{"start:ord_1", "cancel:ord_1/"}, wf.calls, "no payment can slip past an unstarted workflow")
@@ -107,7 +128,7 @@ func TestCancelOrder(t *testing.T) {
 		st := newFakeOrders(o)
 		down := errors.New("temporal: connection refused")
 		wf := &fakeWorkflows{store: st, startErr: map[string]error{"ord_1": down}}
-		_, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		_, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		assert.ErrorIs(t, err, down)
 		assert.Equal(t, []string{"start:ord_1"}, wf.calls)
 		assert.Empty(t, st.marked)
@@ -118,7 +139,7 @@ func TestCancelOrder(t *testing.T) {
 		st := newFakeOrders(o)
 		refusal := models.NotCancellable(models.OrderPaid)
 		wf := &fakeWorkflows{store: st, cancelErr: refusal}
-		_, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		_, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		assert.Equal(t, refusal, err)
 	})
 
@@ -130,13 +151,13 @@ func TestCancelOrder(t *testing.T) {
 		expired := o
 		expired.Status, expired.PaymentStatus, expired.Cancellation = models.OrderCancelled, models.PaymentExpired, models.CancellationPaymentWindowExpired
 		st.orders[o.ID] = expired
-		got, err := newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		got, err := newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		require.NoError(t, err)
 		assert.Equal(t, expired, got)
 
 		// Finished otherwise (terminated): nothing can cancel it any more.
 		st.orders[o.ID] = o
-		_, err = newService(st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
+		_, err = newOrders(t, st, wf).CancelOrder(t.Context(), cancelOf(o, ""))
 		assert.Equal(t, models.NotCancellable(models.OrderCreated), err)
 	})
 
@@ -144,7 +165,7 @@ func TestCancelOrder(t *testing.T) {
 		o := awaiting()
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st}
-		_, err := newService(st, wf).CancelOrder(t.Context(), checkout.CancelRequest{AccountID: "acc_2", Mode: o.Mode, Ref: o.ID})
+		_, err := newOrders(t, st, wf).CancelOrder(t.Context(), checkout.CancelRequest{AccountID: "acc_2", Mode: o.Mode, Ref: o.ID})
 		assert.ErrorIs(t, err, models.ErrOrderNotFound)
 		assert.Empty(t, wf.calls)
 	})
@@ -159,7 +180,7 @@ func TestReconcileOrders(t *testing.T) {
 	st.awaiting = []models.Order{a, b, c}
 	down := errors.New("temporal: connection refused")
 	wf := &fakeWorkflows{store: st, startErr: map[string]error{"ord_b": down}}
-	n, err := newService(st, wf).ReconcileOrders(t.Context(), 3*time.Minute)
+	n, err := newOrders(t, st, wf).ReconcileOrders(t.Context(), 3*time.Minute)
 	assert.Equal(t, 2, n)
 	assert.ErrorIs(t, err, down)
 	assert.ErrorContains(t, err, "order ord_b")
@@ -185,7 +206,7 @@ func TestRecordOrderRefund(t *testing.T) {
 		o := ended()
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st}
-		r, err := newService(st, wf).RecordOrderRefund(t.Context(), refundOf(o))
+		r, err := newHandRefunds(t, st, wf).RecordOrderRefund(t.Context(), refundOf(o))
 		require.NoError(t, err)
 		assert.Equal(t, checkout.OrderRefund{Number: o.Number, TxHash: "tx1", ThroughWorkflow: true, Amount: d("5"), Asset: "USDC"}, r)
 		assert.Equal(t, []string{"refund:ord_1/tx1/5/ops"}, wf.calls, "for the amount the order received")
@@ -195,7 +216,7 @@ func TestRecordOrderRefund(t *testing.T) {
 		o := ended()
 		st := newFakeOrders(o)
 		wf := &fakeWorkflows{store: st, refundErr: models.ErrOrderClosed}
-		r, err := newService(st, wf).RecordOrderRefund(t.Context(), refundOf(o))
+		r, err := newHandRefunds(t, st, wf).RecordOrderRefund(t.Context(), refundOf(o))
 		require.NoError(t, err)
 		assert.Equal(t, checkout.OrderRefund{Number: o.Number, TxHash: "tx1"}, r)
 		assert.Len(t, wf.calls, 1)
@@ -207,7 +228,7 @@ func TestRecordOrderRefund(t *testing.T) {
 		st := newFakeOrders(o)
 		refusal := models.Errorf(models.CodeInvalidRequest, "Order %s has received 7 USDC, not 5", o.Number)
 		wf := &fakeWorkflows{store: st, refundErr: refusal}
-		_, err := newService(st, wf).RecordOrderRefund(t.Context(), refundOf(o))
+		_, err := newHandRefunds(t, st, wf).RecordOrderRefund(t.Context(), refundOf(o))
 		assert.ErrorIs(t, err, checkout.ErrRefundNotRecorded)
 		assert.ErrorIs(t, err, refusal)
 		assert.Empty(t, st.writes())
@@ -224,7 +245,7 @@ func TestRecordOrderRefund(t *testing.T) {
 				edit(&o)
 				st := newFakeOrders(o)
 				wf := &fakeWorkflows{store: st}
-				r, err := newService(st, wf).RecordOrderRefund(t.Context(), refundOf(o))
+				r, err := newHandRefunds(t, st, wf).RecordOrderRefund(t.Context(), refundOf(o))
 				require.NoError(t, err)
 				assert.False(t, r.ThroughWorkflow)
 				assert.Empty(t, wf.calls, "the workflow is not asked")
@@ -235,7 +256,7 @@ func TestRecordOrderRefund(t *testing.T) {
 	t.Run("no such order", func(t *testing.T) {
 		st := newFakeOrders()
 		wf := &fakeWorkflows{store: st}
-		_, err := newService(st, wf).RecordOrderRefund(t.Context(), refundOf(ended()))
+		_, err := newHandRefunds(t, st, wf).RecordOrderRefund(t.Context(), refundOf(ended()))
 		assert.ErrorIs(t, err, models.ErrOrderNotFound)
 		assert.Empty(t, wf.calls)
 		assert.Empty(t, st.writes())
@@ -245,7 +266,7 @@ func TestRecordOrderRefund(t *testing.T) {
 func TestRecordPaymentRefund(t *testing.T) {
 	st := newFakeOrders()
 	wf := &fakeWorkflows{store: st}
-	require.NoError(t, newService(st, wf).RecordPaymentRefund(t.Context(), "pay_1", "tx1"))
+	require.NoError(t, newHandRefunds(t, st, wf).RecordPaymentRefund(t.Context(), "pay_1", "tx1"))
 	assert.Equal(t, []string{"pay_1/tx1"}, st.refunded)
 	assert.Equal(t, t0, st.at, "recorded at the service's clock")
 	assert.Empty(t, wf.calls, "a payment refunded alone is the database's")

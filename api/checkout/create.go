@@ -80,7 +80,7 @@ func (e *NotStartedError) Unwrap() error { return e.Err }
 // where it starts reading. The order row is committed first, then its
 // workflow is started; if the process dies in between, the reconciler (or
 // the client's retry, which returns the same order) starts it.
-func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
+func (s *Orders) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 	if !models.ValidID("crt", r.CartID) {
 		// No cart has an id of this shape: no need to ask the database.
 		return Placed{}, models.ErrCartNotFound
@@ -93,12 +93,12 @@ func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 		return Placed{}, models.Errorf(models.CodeLiveUnavailable, "%s", why)
 	}
 	if r.RefundDestination != nil {
-		if err := s.checkDestination(*r.RefundDestination); err != nil {
+		if err := checkDestination(*r.RefundDestination, s.own); err != nil {
 			return Placed{}, err
 		}
 	}
 	if setup.Watched {
-		cursor, err := s.orders.StellarCursor(ctx, setup.Network, setup.Address)
+		cursor, err := s.store.StellarCursor(ctx, setup.Network, setup.Address)
 		if err != nil {
 			return Placed{}, err
 		}
@@ -120,7 +120,7 @@ func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 		q, err := s.freshRate(ctx, r.Mode, r.Asset.Code, now)
 		rate, rateErr = &q, err
 	}
-	order, created, err := s.orders.CreateOrder(ctx, models.OrderRequest{
+	order, created, err := s.store.CreateOrder(ctx, models.OrderRequest{
 		AccountID: r.AccountID, Mode: r.Mode, CartID: r.CartID,
 		IdempotencyKey: r.IdempotencyKey, RequestHash: r.RequestHash, Now: now,
 		Build: func(cart models.Cart) (models.Order, error) {
@@ -160,7 +160,7 @@ func (s *Service) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 
 // freshRate returns a rate for base in USD no older than RateMaxAge, or
 // rate_unavailable: quoting on a stale or missing rate would guess.
-func (s *Service) freshRate(ctx context.Context, mode models.Mode, base string, now time.Time) (models.Rate, error) {
+func (s *Orders) freshRate(ctx context.Context, mode models.Mode, base string, now time.Time) (models.Rate, error) {
 	p, ok := s.rates[mode]
 	if !ok || p == nil {
 		return models.Rate{}, models.NewError(models.CodeRateUnavailable)
@@ -179,7 +179,7 @@ func (s *Service) freshRate(ctx context.Context, mode models.Mode, base string, 
 
 // startNew starts a new order's workflow; the mark that it exists joins
 // the next batch (Config.StartMarkDelay), or is written now.
-func (s *Service) startNew(ctx context.Context, o models.Order) error {
+func (s *Orders) startNew(ctx context.Context, o models.Order) error {
 	if s.marks == nil {
 		return s.startWorkflow(ctx, o)
 	}

@@ -27,7 +27,7 @@ func testSetup() map[models.Mode]checkout.PaymentSetup {
 	return map[models.Mode]checkout.PaymentSetup{models.ModeTest: {Address: "GSANDBOX", Network: "sandbox", USDCIssuer: "GISSUER"}}
 }
 
-func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvider) (*checkout.Service, *fakeOrders, *fakeWorkflows) {
+func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvider) (*checkout.Orders, *fakeOrders, *fakeWorkflows) {
 	st := newFakeOrders()
 	st.cart = models.Cart{
 		ID: cartID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
@@ -38,7 +38,11 @@ func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvide
 	if cfg.Payments == nil {
 		cfg.Payments = testSetup()
 	}
-	return checkout.New(cfg, checkout.Deps{Orders: st, Workflows: wf, Rates: rates, Now: clock}), st, wf
+	s, err := checkout.NewOrders(cfg, st, wf, rates, clock, nil)
+	if err != nil {
+		panic(err)
+	}
+	return s, st, wf
 }
 
 func newOrder(asset string) checkout.NewOrder {

@@ -10,9 +10,9 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// Orders is the store's part in the order use cases: reads, and the
-// writes the Service has decided on.
-type Orders interface {
+// OrderStore is the store's part in the order use cases: reads, and the
+// writes the use cases have decided on.
+type OrderStore interface {
 	// OrderForAccount returns an order by id or number if it belongs to
 	// the account and mode, else models.ErrOrderNotFound.
 	OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error)
@@ -44,6 +44,56 @@ type OrderWorkflows interface {
 	CancelOrder(ctx context.Context, orderID, note string) error
 }
 
+// Orders carries out the order use cases.
+type Orders struct {
+	cfg       Config
+	store     OrderStore
+	workflows OrderWorkflows
+	rates     map[models.Mode]RateProvider
+	own       []string // the service's accounts (Config.ownAccounts)
+	now       Clock
+	log       *slog.Logger
+
+	// marks batches new orders' started marks (Config.StartMarkDelay).
+	marks *startMarks
+	// afterCommit, set only by tests, runs between committing an order
+	// and starting its workflow (SetAfterOrderCommit).
+	afterCommit func(models.Order) error
+}
+
+// NewOrders returns the order use cases on cfg: store and workflows are
+// required; rates quote the assets not priced 1:1, per mode (a mode
+// without one refuses them: rate_unavailable).
+func NewOrders(cfg Config, store OrderStore, workflows OrderWorkflows, rates map[models.Mode]RateProvider, now Clock, log *slog.Logger) (*Orders, error) {
+	if err := missing("Orders", map[string]bool{"store": store == nil, "workflows": workflows == nil}); err != nil {
+		return nil, err
+	}
+	if cfg.PaymentWindow <= 0 {
+		cfg.PaymentWindow = models.DefaultPaymentWindow
+	}
+	if cfg.RateMaxAge <= 0 {
+		cfg.RateMaxAge = time.Minute
+	}
+	o := &Orders{cfg: cfg, store: store, workflows: workflows, rates: rates, own: cfg.ownAccounts(), now: orNow(now), log: orDiscard(log)}
+	if cfg.StartMarkDelay > 0 {
+		o.marks = &startMarks{delay: cfg.StartMarkDelay, write: store.MarkWorkflowsStarted, now: o.now, log: o.log}
+	}
+	return o, nil
+}
+
+// FlushStartMarks writes the started marks still waiting for their batch;
+// call it once no more orders are created.
+func (s *Orders) FlushStartMarks() {
+	if s.marks != nil {
+		s.marks.wait()
+	}
+}
+
+// SetAfterOrderCommit installs f to run between committing an order and
+// starting its workflow. Tests use it to make the process "die" at exactly
+// that point; production never sets it.
+func (s *Orders) SetAfterOrderCommit(f func(models.Order) error) { s.afterCommit = f }
+
 // CancelRequest is a customer's cancel of one of its orders.
 type CancelRequest struct {
 	AccountID string
@@ -62,8 +112,8 @@ type CancelRequest struct {
 // which knows of payments not recorded yet, decides by the same rule, so
 // a cancel never races a payment: whichever the workflow takes first
 // wins.
-func (s *Service) CancelOrder(ctx context.Context, r CancelRequest) (models.Order, error) {
-	o, err := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, r.Ref)
+func (s *Orders) CancelOrder(ctx context.Context, r CancelRequest) (models.Order, error) {
+	o, err := s.store.OrderForAccount(ctx, r.AccountID, r.Mode, r.Ref)
 	if err != nil {
 		return models.Order{}, err
 	}
@@ -87,7 +137,7 @@ func (s *Service) CancelOrder(ctx context.Context, r CancelRequest) (models.Orde
 	}
 	// Read the order back: cancelled now, or (the workflow had finished,
 	// ErrOrderClosed) whatever it ended as.
-	if o, err = s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID); err != nil {
+	if o, err = s.store.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID); err != nil {
 		return models.Order{}, err
 	}
 	if o.Status != models.OrderCancelled {
@@ -97,11 +147,11 @@ func (s *Service) CancelOrder(ctx context.Context, r CancelRequest) (models.Orde
 }
 
 // startWorkflow starts the order's workflow and records that it exists.
-func (s *Service) startWorkflow(ctx context.Context, o models.Order) error {
+func (s *Orders) startWorkflow(ctx context.Context, o models.Order) error {
 	if err := s.workflows.StartOrder(ctx, o); err != nil {
 		return err
 	}
-	return s.orders.MarkWorkflowsStarted(ctx, []string{o.ID}, s.now())
+	return s.store.MarkWorkflowsStarted(ctx, []string{o.ID}, s.now())
 }
 
 // reconcileBatch bounds the orders one ReconcileOrders call starts.
@@ -112,8 +162,8 @@ const reconcileBatch = 100
 // between the commit and the start, or Temporal was down), and reports
 // how many it started. Safe to run in every replica: starting a workflow
 // twice is refused by Temporal and treated as success.
-func (s *Service) ReconcileOrders(ctx context.Context, grace time.Duration) (int, error) {
-	orders, err := s.orders.OrdersAwaitingWorkflow(ctx, s.now().Add(-grace), reconcileBatch)
+func (s *Orders) ReconcileOrders(ctx context.Context, grace time.Duration) (int, error) {
+	orders, err := s.store.OrdersAwaitingWorkflow(ctx, s.now().Add(-grace), reconcileBatch)
 	if err != nil {
 		return 0, err
 	}

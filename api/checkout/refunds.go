@@ -3,6 +3,8 @@ package checkout
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/memocart/memocart/models"
@@ -14,8 +16,8 @@ import (
 // a refund is made by its Refund workflow (one writer per refund); these
 // methods find the refund, make sure its workflow runs, and ask it.
 
-// Payouts is the store's part in paying refunds out.
-type Payouts interface {
+// RefundStore is the store's part in paying refunds out.
+type RefundStore interface {
 	// Refund returns a refund, or an error wrapping models.ErrRefundNotFound.
 	Refund(ctx context.Context, id string) (models.Refund, error)
 	// RefundsForOrder returns an order's refunds, oldest first.
@@ -43,13 +45,45 @@ type Payouts interface {
 	ReleaseRefundClaim(ctx context.Context, token string) error
 }
 
-// PayoutWorkflows drives the Refund workflows (workflows.Client).
-type PayoutWorkflows interface {
+// RefundWorkflows drives the Refund workflows (workflows.Client).
+type RefundWorkflows interface {
 	// StartRefund starts the refund's workflow, or finds it: idempotent.
 	StartRefund(ctx context.Context, r models.Refund, orderNumber string) error
 	// MoveRefund asks the refund's workflow for one move and answers the
 	// refund as written; models.ErrRefundClosed when it is not running.
 	MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error)
+}
+
+// OrderReader reads a customer's order (OrderStore's read).
+type OrderReader interface {
+	OrderForAccount(ctx context.Context, accountID string, mode models.Mode, idOrNumber string) (models.Order, error)
+}
+
+// Refunds carries out the use cases of the refunds the service pays out.
+type Refunds struct {
+	store     RefundStore
+	orders    OrderReader
+	workflows RefundWorkflows
+	runs      RefundRuns
+	own       []string // the service's accounts (Config.ownAccounts)
+	now       Clock
+	log       *slog.Logger
+
+	// runsSwept is up to when the last sweep of closed runs looked
+	// (runsMu).
+	runsMu    sync.Mutex
+	runsSwept time.Time
+}
+
+// NewRefunds returns the refund use cases: every part is required. cfg
+// names the service's own accounts, never a refund's destination.
+func NewRefunds(cfg Config, store RefundStore, orders OrderReader, workflows RefundWorkflows, runs RefundRuns, now Clock, log *slog.Logger) (*Refunds, error) {
+	if err := missing("Refunds", map[string]bool{"store": store == nil, "orders": orders == nil,
+		"workflows": workflows == nil, "runs": runs == nil}); err != nil {
+		return nil, err
+	}
+	return &Refunds{store: store, orders: orders, workflows: workflows, runs: runs, own: cfg.ownAccounts(),
+		now: orNow(now), log: orDiscard(log)}, nil
 }
 
 // SetOrderRefundDestinationRequest is a client saying where the money an
@@ -72,8 +106,8 @@ type SetOrderRefundDestinationRequest struct {
 // order moved before the refusal keeps the new one: each refund's move is
 // its workflow's, and it can be moved again). It answers the order as it
 // is then.
-func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
-	if err := s.checkDestination(req.Destination); err != nil {
+func (s *Refunds) SetOrderRefundDestination(ctx context.Context, req SetOrderRefundDestinationRequest) (models.Order, error) {
+	if err := checkDestination(req.Destination, s.own); err != nil {
 		return models.Order{}, err
 	}
 	o, err := s.orders.OrderForAccount(ctx, req.AccountID, req.Mode, req.Ref)
@@ -81,10 +115,10 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		return models.Order{}, err
 	}
 	d := req.Destination
-	if err := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d); err != nil {
+	if err := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d); err != nil {
 		return models.Order{}, err
 	}
-	rs, err := s.payouts.RefundsForOrder(ctx, o.ID)
+	rs, err := s.store.RefundsForOrder(ctx, o.ID)
 	if err != nil {
 		return models.Order{}, err
 	}
@@ -100,7 +134,7 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		}
 		_, err := s.moveRefund(ctx, r, o.Number, workflows.SetRefundDestination{Destination: req.Destination, By: "api"})
 		if err != nil {
-			if rerr := s.payouts.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
+			if rerr := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
 				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
 			}
 			return models.Order{}, err
@@ -114,19 +148,19 @@ func (s *Service) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 // one of the service's own accounts (models.RefuseServiceAccount). The
 // Refund workflow's activities check the accounts again where the payout
 // account is known for certain, and to_sender's sender once it is known.
-func (s *Service) checkDestination(d models.RefundDestination) error {
+func checkDestination(d models.RefundDestination, own []string) error {
 	if err := models.ValidateRefundDestination(d); err != nil {
 		return err
 	}
-	return models.RefuseServiceAccount(d.Address, s.ownAccounts)
+	return models.RefuseServiceAccount(d.Address, own)
 }
 
 // MoveRefund makes an operator's move of a refund (approve, cancel,
 // mark-sent) through its workflow, and answers the refund as written. A
 // refund already in the state asked for (cancelled, or sent with that
 // hash) is answered as it is.
-func (s *Service) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
-	r, err := s.payouts.Refund(ctx, refundID)
+func (s *Refunds) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
+	r, err := s.store.Refund(ctx, refundID)
 	if err != nil {
 		return models.Refund{}, err
 	}
@@ -139,24 +173,21 @@ func (s *Service) MoveRefund(ctx context.Context, refundID string, move workflow
 // settled refund's workflow has ended, and the move is refused by the
 // refund's rules, checked here on the stored refund, read again if it
 // settled meanwhile.
-func (s *Service) moveRefund(ctx context.Context, r models.Refund, orderNumber string, move workflows.RefundMove) (models.Refund, error) {
-	if s.payoutWorkflows == nil {
-		return models.Refund{}, models.Errorf(models.CodeUnavailable, "Refunds cannot be changed on this deployment right now")
-	}
-	got, err := s.payoutWorkflows.MoveRefund(ctx, r.ID, move)
+func (s *Refunds) moveRefund(ctx context.Context, r models.Refund, orderNumber string, move workflows.RefundMove) (models.Refund, error) {
+	got, err := s.workflows.MoveRefund(ctx, r.ID, move)
 	if !errors.Is(err, models.ErrRefundClosed) {
 		return got, err
 	}
 	if !r.Status.Settled() {
-		if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+		if err := s.workflows.StartRefund(ctx, r, orderNumber); err != nil {
 			return models.Refund{}, err
 		}
-		got, err = s.payoutWorkflows.MoveRefund(ctx, r.ID, move)
+		got, err = s.workflows.MoveRefund(ctx, r.ID, move)
 		if !errors.Is(err, models.ErrRefundClosed) {
 			return got, err
 		}
 		// The refund settled after it was read: its last run completed.
-		if r, err = s.payouts.Refund(ctx, r.ID); err != nil {
+		if r, err = s.store.Refund(ctx, r.ID); err != nil {
 			return models.Refund{}, err
 		}
 		if !r.Status.Settled() {
@@ -179,12 +210,12 @@ func settledMove(r models.Refund, move workflows.RefundMove) (models.Refund, err
 // RefundUnmatchedPayment creates the refund of a payment that named no
 // order, which an operator decided to return (memocart refunds create
 // --payment), and starts its workflow. Deciding twice creates it once.
-func (s *Service) RefundUnmatchedPayment(ctx context.Context, p models.Payment, state models.PaymentState) (models.Refund, error) {
+func (s *Refunds) RefundUnmatchedPayment(ctx context.Context, p models.Payment, state models.PaymentState) (models.Refund, error) {
 	r, err := models.RefundOfUnmatchedPayment(p, state, s.now().UTC())
 	if err != nil {
 		return models.Refund{}, err
 	}
-	r, _, err = s.payouts.CreateRefund(ctx, r)
+	r, _, err = s.store.CreateRefund(ctx, r)
 	if err != nil {
 		return models.Refund{}, err
 	}
@@ -195,19 +226,19 @@ func (s *Service) RefundUnmatchedPayment(ctx context.Context, p models.Payment, 
 }
 
 // startRefund starts a refund's workflow and records that it exists.
-func (s *Service) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+func (s *Refunds) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
 	if r.Status.Settled() {
 		return nil
 	}
-	if err := s.payoutWorkflows.StartRefund(ctx, r, orderNumber); err != nil {
+	if err := s.workflows.StartRefund(ctx, r, orderNumber); err != nil {
 		return err
 	}
-	return s.payouts.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
+	return s.store.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
 }
 
 // RefundRuns finds the refunds whose run closed without settling them
-// (workflows.Client.RefundRunsClosed). A PayoutWorkflows that has it lets
-// ReconcileRefunds start them again.
+// (workflows.Client.RefundRunsClosed), for ReconcileRefunds to start them
+// again.
 type RefundRuns interface {
 	// RefundRunsClosed returns the ids of refunds a run of which an
 	// operator terminated or cancelled, closed in (after, until].
@@ -223,11 +254,8 @@ const RefundRunsLookback = 7 * 24 * time.Hour
 // grace ago without one known to exist (their creator died between the
 // two), and of refunds not settled whose run an operator terminated or
 // cancelled (restartClosedRefunds), and answers how many it started.
-func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
-	if s.payoutWorkflows == nil {
-		return 0, nil
-	}
-	rs, err := s.payouts.RefundWorkflowsToStart(ctx, s.now().Add(-grace), 100)
+func (s *Refunds) ReconcileRefunds(ctx context.Context, grace time.Duration) (int, error) {
+	rs, err := s.store.RefundWorkflowsToStart(ctx, s.now().Add(-grace), 100)
 	if err != nil {
 		return 0, err
 	}
@@ -251,10 +279,7 @@ func (s *Service) ReconcileRefunds(ctx context.Context, grace time.Duration) (in
 // done again whole by the next. The new run reads the refund and, if it
 // is being sent, looks up the transaction the closed run recorded before
 // building one: it is paid at most once.
-func (s *Service) restartClosedRefunds(ctx context.Context, grace time.Duration) (int, error) {
-	if s.refundRuns == nil {
-		return 0, nil
-	}
+func (s *Refunds) restartClosedRefunds(ctx context.Context, grace time.Duration) (int, error) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
 	until := s.now().Add(-grace)
@@ -265,13 +290,13 @@ func (s *Service) restartClosedRefunds(ctx context.Context, grace time.Duration)
 	if !until.After(after) {
 		return 0, nil
 	}
-	ids, err := s.refundRuns.RefundRunsClosed(ctx, after, until)
+	ids, err := s.runs.RefundRunsClosed(ctx, after, until)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, id := range ids {
-		r, err := s.payouts.Refund(ctx, id)
+		r, err := s.store.Refund(ctx, id)
 		if errors.Is(err, models.ErrRefundNotFound) {
 			continue
 		}
@@ -311,8 +336,8 @@ var ErrRefundClaimInUse = errors.New("the claim link is being used by another re
 // works now: models.ErrRefundNotFound for a link unknown, expired, used,
 // replaced by a newer one, or of a refund that no longer waits for a
 // destination.
-func (s *Service) RefundByClaim(ctx context.Context, token string) (models.Refund, error) {
-	return s.payouts.RefundByClaim(ctx, token, s.now().UTC())
+func (s *Refunds) RefundByClaim(ctx context.Context, token string) (models.Refund, error) {
+	return s.store.RefundByClaim(ctx, token, s.now().UTC())
 }
 
 // ClaimRefundRequest is the payer saying, through a claim link, where a
@@ -340,14 +365,14 @@ type ClaimRefundRequest struct {
 // the outcome is unknown (a timeout) it stays held until the lease runs
 // out. A submission held up past the lease lets another take the link,
 // and the second write of the two is the one refused.
-func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
+func (s *Refunds) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (models.Refund, error) {
 	d := req.Destination
 	d.ToSender = false
-	if err := s.checkDestination(d); err != nil {
+	if err := checkDestination(d, s.own); err != nil {
 		return models.Refund{}, err
 	}
 	now := s.now().UTC()
-	r, taken, err := s.payouts.TakeRefundClaim(ctx, req.Token, now, now.Add(RefundClaimLease))
+	r, taken, err := s.store.TakeRefundClaim(ctx, req.Token, now, now.Add(RefundClaimLease))
 	if err != nil {
 		return models.Refund{}, err
 	}
@@ -359,7 +384,7 @@ func (s *Service) ClaimRefund(ctx context.Context, req ClaimRefundRequest) (mode
 	if err != nil {
 		var refused *models.Error
 		if errors.As(err, &refused) {
-			if rerr := s.payouts.ReleaseRefundClaim(context.WithoutCancel(ctx), req.Token); rerr != nil {
+			if rerr := s.store.ReleaseRefundClaim(context.WithoutCancel(ctx), req.Token); rerr != nil {
 				s.log.Error("Giving a refund's claim link back failed", "refund_id", r.ID, "error", rerr)
 			}
 		}

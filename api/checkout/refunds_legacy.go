@@ -21,8 +21,8 @@ import (
 // shows "owed by hand" 0 in every ledger, and no Order run from before
 // refund-payouts is open (the query in workflows/refund_legacy.go).
 
-// Refunds is the store's part in recording refunds.
-type Refunds interface {
+// HandRefundStore is the store's part in recording refunds by hand.
+type HandRefundStore interface {
 	OrderByNumber(ctx context.Context, number string) (models.Order, error)
 	// MarkOrderRefunded records the refund of an order's money, as
 	// models.DecideOrderRefund decides.
@@ -32,12 +32,29 @@ type Refunds interface {
 	MarkPaymentRefunded(ctx context.Context, paymentID, txHash string, at time.Time) error
 }
 
-// RefundWorkflows hands a refund to the order's workflow waiting for it.
-type RefundWorkflows interface {
+// OrderRefundWorkflows hands a refund to the order's workflow waiting for
+// it.
+type OrderRefundWorkflows interface {
 	// RecordRefund has the order's workflow record the refund and waits
 	// until it is written. It returns models.ErrOrderClosed when the
 	// workflow has closed or does not exist.
 	RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error)
+}
+
+// HandRefunds carries out the use cases of refunds recorded by hand.
+type HandRefunds struct {
+	store     HandRefundStore
+	workflows OrderRefundWorkflows
+	now       Clock
+}
+
+// NewHandRefunds returns the use cases of refunds recorded by hand: every
+// part is required.
+func NewHandRefunds(store HandRefundStore, workflows OrderRefundWorkflows, now Clock) (*HandRefunds, error) {
+	if err := missing("HandRefunds", map[string]bool{"store": store == nil, "workflows": workflows == nil}); err != nil {
+		return nil, err
+	}
+	return &HandRefunds{store: store, workflows: workflows, now: orNow(now)}, nil
 }
 
 // ErrRefundNotRecorded wraps the failure of an order's workflow to record
@@ -73,13 +90,13 @@ type OrderRefund struct {
 // workflow while it waits for the refund, else in the store alone. A
 // workflow that closed since (its wait ran out) leaves the refund to the
 // store; one that refuses or cannot be reached leaves nothing written.
-func (s *Service) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (OrderRefund, error) {
-	o, err := s.refunds.OrderByNumber(ctx, r.Number)
+func (s *HandRefunds) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (OrderRefund, error) {
+	o, err := s.store.OrderByNumber(ctx, r.Number)
 	if err != nil {
 		return OrderRefund{}, err
 	}
 	if models.RouteOrderRefund(o.Status, o.PaymentStatus, o.AmountReceived) == models.RefundThroughWorkflow {
-		_, err := s.refundWorkflows.RecordRefund(ctx, o.ID,
+		_, err := s.workflows.RecordRefund(ctx, o.ID,
 			workflows.RefundRequest{TxHash: r.TxHash, Amount: o.AmountReceived, RecordedBy: r.RecordedBy})
 		switch {
 		case err == nil:
@@ -88,7 +105,7 @@ func (s *Service) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (
 			return OrderRefund{}, fmt.Errorf("%w (%w)", ErrRefundNotRecorded, err)
 		}
 	}
-	if err := s.refunds.MarkOrderRefunded(ctx, r.Number, r.TxHash, s.now()); err != nil {
+	if err := s.store.MarkOrderRefunded(ctx, r.Number, r.TxHash, s.now()); err != nil {
 		return OrderRefund{}, err
 	}
 	return OrderRefund{Number: r.Number, TxHash: r.TxHash}, nil
@@ -97,6 +114,6 @@ func (s *Service) RecordOrderRefund(ctx context.Context, r OrderRefundRequest) (
 // RecordPaymentRefund records that an operator sent back, in the chain
 // transaction txHash, a payment due back on its own (late, or in another
 // asset than its order's); anything else is refused by the store.
-func (s *Service) RecordPaymentRefund(ctx context.Context, paymentID, txHash string) error {
-	return s.refunds.MarkPaymentRefunded(ctx, paymentID, txHash, s.now())
+func (s *HandRefunds) RecordPaymentRefund(ctx context.Context, paymentID, txHash string) error {
+	return s.store.MarkPaymentRefunded(ctx, paymentID, txHash, s.now())
 }

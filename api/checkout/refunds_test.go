@@ -19,10 +19,10 @@ import (
 // the next of its versions (the last one for good), and the refunds whose
 // workflow was marked started.
 type fakePayouts struct {
-	checkout.Payouts // the rest: not used
-	refunds          map[string][]models.Refund
-	readErr          error
-	marked           []string
+	checkout.RefundStore // the rest: not used
+	refunds              map[string][]models.Refund
+	readErr              error
+	marked               []string
 }
 
 func (f *fakePayouts) Refund(_ context.Context, id string) (models.Refund, error) {
@@ -84,7 +84,8 @@ func TestOperatorMoveOfARefundThatSettledMeanwhile(t *testing.T) {
 	cancelled := payoutRefund("rfd_1", models.RefundCancelled)
 	store := &fakePayouts{refunds: map[string][]models.Refund{"rfd_1": {payoutRefund("rfd_1", models.RefundAwaitingDestination), cancelled}}}
 	wf := &closedRuns{}
-	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: clock})
+	s, err := checkout.NewRefunds(checkout.Config{}, store, noOrders{}, wf, wf, clock, nil)
+	require.NoError(t, err)
 
 	got, err := s.MoveRefund(context.Background(), "rfd_1", workflows.CancelRefund{})
 	require.NoError(t, err, "cancelling a cancelled refund is answered as it is")
@@ -118,7 +119,8 @@ func TestReconcileRefundsRestartsClosedRuns(t *testing.T) {
 		"rfd_sent":    {payoutRefund("rfd_sent", models.RefundSent)},
 	}}
 	wf := &closedRuns{ids: []string{"rfd_sending", "rfd_sent", "rfd_gone", "rfd_waiting"}}
-	s := checkout.New(checkout.Config{}, checkout.Deps{Payouts: store, PayoutWorkflows: wf, Now: func() time.Time { return now }})
+	s, err := checkout.NewRefunds(checkout.Config{}, store, noOrders{}, wf, wf, func() time.Time { return now }, nil)
+	require.NoError(t, err)
 	const grace = 30 * time.Second
 
 	n, err := s.ReconcileRefunds(context.Background(), grace)
@@ -149,5 +151,12 @@ func TestReconcileRefundsRestartsClosedRuns(t *testing.T) {
 	assert.Len(t, wf.windows, 3, "no time passed: nothing to ask")
 }
 
-var _ checkout.PayoutWorkflows = (*closedRuns)(nil)
+var _ checkout.RefundWorkflows = (*closedRuns)(nil)
 var _ checkout.RefundRuns = (*workflows.Client)(nil)
+
+// noOrders reads no order: the refunds tested here name none.
+type noOrders struct{}
+
+func (noOrders) OrderForAccount(context.Context, string, models.Mode, string) (models.Order, error) {
+	return models.Order{}, models.ErrOrderNotFound
+}

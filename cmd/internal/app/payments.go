@@ -200,8 +200,8 @@ func paymentsAttach(ctx context.Context, e Env, st *sqlstore.Store, args []strin
 	defer tc.Close()
 	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	uses := checkout.New(checkout.Config{}, checkout.Deps{Payments: payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)})
-	outcome, err := uses.AttachPayment(sigCtx, args[0], number)
+	matcher := payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
+	outcome, err := matcher.Attach(sigCtx, args[0], number)
 	if errors.Is(err, payments.ErrSignal) {
 		return fmt.Errorf("payment %s is attached to order %s, but its workflow could not be told (%w); "+
 			"memocart api re-drives it every MEMOCART_RECONCILE_INTERVAL once Temporal answers", args[0], number, err)
@@ -227,7 +227,10 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 	}
 	wf := &lazyWorkflows{e: e}
 	defer wf.close()
-	uses := checkout.New(checkout.Config{}, checkout.Deps{Refunds: st, RefundWorkflows: wf})
+	uses, err := checkout.NewHandRefunds(st, wf, nil)
+	if err != nil {
+		return err
+	}
 	if *paymentID != "" {
 		if err := uses.RecordPaymentRefund(ctx, *paymentID, *tx); err != nil {
 			return fmt.Errorf("payment %s: %w", *paymentID, err)

@@ -195,7 +195,10 @@ func refundsMove(ctx context.Context, e Env, st *sqlstore.Store, action string, 
 	}
 	wf := &lazyWorkflows{e: e}
 	defer wf.close()
-	uses := checkout.New(checkout.Config{}, checkout.Deps{Payouts: st, PayoutWorkflows: wf})
+	uses, err := checkout.NewRefunds(useCaseConfig(e.Cfg), st, st, wf, wf, nil, e.Log)
+	if err != nil {
+		return err
+	}
 	r, err := uses.MoveRefund(ctx, id, move)
 	if err != nil {
 		return fmt.Errorf("refund %s: %w", id, err)
@@ -224,7 +227,10 @@ func refundsCreate(ctx context.Context, e Env, st *sqlstore.Store, args []string
 		}
 		wf := &lazyWorkflows{e: e}
 		defer wf.close()
-		uses := checkout.New(checkout.Config{}, checkout.Deps{Payouts: st, PayoutWorkflows: wf})
+		uses, err := checkout.NewRefunds(useCaseConfig(e.Cfg), st, st, wf, wf, nil, e.Log)
+		if err != nil {
+			return err
+		}
 		r, err := uses.RefundUnmatchedPayment(ctx, p.Payment, models.PaymentState(p.Status))
 		if err != nil {
 			return fmt.Errorf("payment %s: %w", *paymentID, err)
@@ -244,7 +250,8 @@ func firstArg(args []string) (string, []string) {
 }
 
 // lazyWorkflows is the workflows an operator's command drives
-// (checkout.RefundWorkflows, checkout.PayoutWorkflows) on the cluster of
+// (checkout.RefundWorkflows, checkout.RefundRuns,
+// checkout.OrderRefundWorkflows) on the cluster of
 // MEMOCART_TEMPORAL_ADDRESS, connected on first use: a command the
 // database alone answers never touches Temporal.
 type lazyWorkflows struct {
@@ -283,6 +290,16 @@ func (w *lazyWorkflows) MoveRefund(ctx context.Context, refundID string, move wo
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return c.MoveRefund(ctx, refundID, move)
+}
+
+func (w *lazyWorkflows) RefundRunsClosed(ctx context.Context, after, until time.Time) ([]string, error) {
+	c, err := w.client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return c.RefundRunsClosed(ctx, after, until)
 }
 
 func (w *lazyWorkflows) close() {

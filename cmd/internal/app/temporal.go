@@ -23,6 +23,7 @@ import (
 	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/activities/webhooks"
 	"github.com/memocart/memocart/api"
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	memoworker "github.com/memocart/memocart/worker"
@@ -327,6 +328,8 @@ var TestHooks struct {
 // its matcher, and the reconciler.
 type APIStack struct {
 	server  *api.Server
+	orders  *checkout.Orders
+	refunds *checkout.Refunds
 	matcher *payments.Matcher
 	sandbox *sandbox.PaymentSource
 	outbox  *workflows.Outbox
@@ -342,13 +345,26 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	e.Tel.observeMatcher(matcher)
 	src := sandbox.NewPaymentSource()
 	outbox := newOutbox(e, c, st)
+	uses := useCaseConfig(e.Cfg)
+	orderUses, err := checkout.NewOrders(uses, st, orders, rateProviders(e.Cfg), nil, e.Log)
+	if err != nil {
+		return nil, err
+	}
+	refundUses, err := checkout.NewRefunds(uses, st, st, orders, orders, nil, e.Log)
+	if err != nil {
+		return nil, err
+	}
+	if TestHooks.AfterOrderCommit != nil {
+		orderUses.SetAfterOrderCommit(TestHooks.AfterOrderCommit)
+	}
 	deps := api.Deps{
 		Store:        st,
 		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
 		Webhooks:     liveWebhooks(e.Cfg),
 		Limiter:      limiter,
 		Workflows:    orders,
-		Rates:        rateProviders(e.Cfg),
+		Orders:       orderUses,
+		Refunds:      refundUses,
 		TestPayments: src,
 		Logger:       e.Log,
 
@@ -358,29 +374,35 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		Readiness: []api.ReadinessCheck{temporalCheck(c)},
 	}
 	e.Tel.observeAPI(&deps)
-	srv := api.NewServer(
+	srv, err := api.NewServer(
 		api.Config{
-			KeyPrefix: e.Cfg.KeyPrefix, CartTTL: e.Cfg.CartTTL, PaymentWindow: e.Cfg.PaymentWindow,
+			KeyPrefix: e.Cfg.KeyPrefix, CartTTL: e.Cfg.CartTTL,
 			Pricing: e.Cfg.Pricing, PublicURL: e.Cfg.PublicURL,
-			Payments:       paymentSetups(e.Cfg),
-			RateMaxAge:     e.Cfg.RateMaxAge,
-			NoPurchasing:   noPurchasing(e.Cfg),
+			Payments:       uses.Payments,
 			RequestTimeout: e.Cfg.RequestTimeout,
 			KeyCacheTTL:    e.Cfg.KeyCacheTTL,
-			StartMarkDelay: api.DefaultStartMarkDelay,
 
 			PublicRateLimit: e.Cfg.PublicRateLimit,
 			TrustedProxies:  e.Cfg.TrustedProxies,
 
 			WebhookTestLoopback: e.Cfg.WebhookTestLoopback,
-			PayoutAccount:       e.Cfg.StellarPayoutAccount,
 		},
 		deps,
 	)
-	if TestHooks.AfterOrderCommit != nil {
-		srv.SetAfterOrderCommit(TestHooks.AfterOrderCommit)
+	if err != nil {
+		return nil, err
 	}
-	return &APIStack{server: srv, matcher: matcher, sandbox: src, outbox: outbox}, nil
+	return &APIStack{server: srv, orders: orderUses, refunds: refundUses, matcher: matcher, sandbox: src, outbox: outbox}, nil
+}
+
+// useCaseConfig is how the use cases (checkout) take orders, and which
+// accounts are the service's own, as c configures them: the one place the
+// API and the operator's commands get it from.
+func useCaseConfig(c Config) checkout.Config {
+	return checkout.Config{
+		Payments: paymentSetups(c), NoPurchasing: noPurchasing(c), PaymentWindow: c.PaymentWindow,
+		RateMaxAge: c.RateMaxAge, StartMarkDelay: api.DefaultStartMarkDelay, PayoutAccount: c.StellarPayoutAccount,
+	}
 }
 
 // run serves HTTP and runs the payment source and the reconciler until ctx
@@ -389,7 +411,7 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 	go func() { _ = s.sandbox.Watch(ctx, s.matcher.Handle) }()
 	go s.reconcile(ctx, e)
 	err := api.Serve(ctx, e.Cfg.HTTPAddr, s.server.Handler(), e.Log, ready)
-	s.server.FlushStartMarks()
+	s.orders.FlushStartMarks()
 	return err
 }
 
@@ -410,12 +432,12 @@ func (s *APIStack) reconcile(ctx context.Context, e Env) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.server.ReconcileOrders(ctx, grace); err != nil {
+		if n, err := s.orders.ReconcileOrders(ctx, grace); err != nil {
 			e.Log.Warn("reconciling orders", slog.Any("error", err))
 		} else if n > 0 {
 			e.Log.Info("reconciled orders", slog.Int("started", n))
 		}
-		if n, err := s.server.ReconcileRefunds(ctx, grace); err != nil {
+		if n, err := s.refunds.ReconcileRefunds(ctx, grace); err != nil {
 			e.Log.Warn("reconciling refunds", slog.Any("error", err))
 		} else if n > 0 {
 			e.Log.Info("reconciled refunds", slog.Int("started", n))
