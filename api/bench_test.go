@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/api"
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
@@ -32,11 +31,10 @@ func BenchmarkGetOrder(b *testing.B) {
 			b.Run(dialect+"/"+c.name, func(b *testing.B) {
 				st := sqlstoretest.Open(b, dialect)
 				srv := newTestServer(b, api.Config{
-					KeyPrefix: "mc", Pricing: models.DefaultPricingRules(), PublicURL: ordersPublicURL, KeyCacheTTL: c.ttl,
+					KeyPrefix: "mc", PublicURL: ordersPublicURL, KeyCacheTTL: c.ttl,
 					Payments: map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}},
 				}, api.Deps{
 					Store:     st,
-					Catalogs:  map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
 					Limiter:   ratelimit.NewMemory(nil),
 					Workflows: &recordingWorkflows{},
 				})

@@ -1,17 +1,15 @@
 package api
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -162,7 +160,6 @@ func (r cartRequest) validate() ([]models.ProductRef, []int, string, error) {
 
 // createCart is POST /v1/carts.
 func (s *Server) createCart(c *gin.Context) {
-	ctx := c.Request.Context()
 	key := mustKey(c)
 	var req cartRequest
 	if err := decodeJSON(c, &req); err != nil {
@@ -174,92 +171,20 @@ func (s *Server) createCart(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	// Refuse an unshippable destination before spending catalog lookups.
-	for _, cc := range s.cfg.Pricing.NoShip {
-		if cc == country {
-			abort(c, models.ErrShippingUnavailable)
-			return
-		}
-	}
-
-	lines := make([]models.CartLine, len(refs))
-	errs := make([]error, len(refs))
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// The recovery middleware only sees the request's goroutine: a
-			// panic here would take the whole process down.
-			defer func() {
-				if p := recover(); p != nil {
-					errs[i] = fmt.Errorf("catalog panicked: %v\n%s", p, debug.Stack())
-				}
-			}()
-			ref.ShipTo = country
-			p, err := s.product(ctx, key.Mode, ref)
-			if err == nil && key.Mode == models.ModeLive {
-				err = models.CheckLiveBuyable(p, country)
-			}
-			lines[i], errs[i] = models.CartLine{Product: p, Quantity: qtys[i]}, err
-		}()
-	}
-	wg.Wait()
-	// The contract's message first, then which item and why: a client
-	// with several items needs to know which one to drop.
-	for i, err := range errs {
-		var me *models.Error
-		if errors.As(err, &me) && me.Code == models.CodeProductUnavailable {
-			abort(c, &models.Error{Code: me.Code, Field: fmt.Sprintf("items[%d].product_url", i),
-				Message: fmt.Sprintf("One or more products unavailable: items[%d]: %s", i, me.Message)})
-			return
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		abort(c, err)
-		return
-	}
-	if key.Mode == models.ModeLive {
-		ps := make([]models.Product, len(lines))
-		for i, l := range lines {
-			ps[i] = l.Product
-		}
-		if err := models.CheckLiveCart(ps); err != nil {
-			abort(c, err)
-			return
-		}
-	}
-
-	quote, err := s.cfg.Pricing.Quote(country, lines)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	id, err := models.NewID("crt", rand.Reader)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	now := s.deps.Now().UTC().Truncate(time.Second)
-	cart := models.Cart{
-		ID: id, AccountID: key.AccountID, Mode: key.Mode, Status: models.CartReady,
-		ShipToCountry: country, Quote: quote, Items: models.PriceItems(lines),
-		CreatedAt: now, ExpiresAt: now.Add(s.cfg.CartTTL),
+	r := checkout.NewCart{AccountID: key.AccountID, Mode: key.Mode, Country: country, Metadata: req.Metadata,
+		Items: make([]checkout.CartItem, len(refs))}
+	for i := range refs {
+		r.Items[i] = checkout.CartItem{Ref: refs[i], Quantity: qtys[i]}
 	}
 	if req.ShipToPostalCode != nil {
-		cart.ShipToPostalCode = *req.ShipToPostalCode
+		r.PostalCode = *req.ShipToPostalCode
 	}
-	// Empty values mean "no such key" (as on an order, where they remove
-	// a cart key): they are not stored.
-	if cart.Metadata, err = models.MergeMetadata(nil, req.Metadata); err != nil {
+	cart, err := s.deps.Carts.CreateCart(c.Request.Context(), r)
+	if err != nil {
 		abort(c, err)
 		return
 	}
-	if err := s.deps.Store.CreateCart(ctx, cart); err != nil {
-		abort(c, err)
-		return
-	}
-	render(c, http.StatusCreated, gin.H{"cart": newCartJSON(cart, now)})
+	render(c, http.StatusCreated, gin.H{"cart": newCartJSON(cart, cart.CreatedAt)})
 }
 
 // getCart is GET /v1/carts/{id}, a Pro endpoint beyond the contract.

@@ -373,7 +373,7 @@ func TestRedisDownKeepsLimits(t *testing.T) {
 			local := ratelimit.NewMemory(func() time.Time { return frozen })
 			limiter := ratelimit.NewFallback(ratelimit.NewRedis(client, "t:"+tc.name+":"), local,
 				ratelimit.FallbackOptions{Cooldown: time.Hour})
-			e := newEnv(t, sqlstore.DialectSQLite, func(d *api.Deps) { d.Limiter = limiter })
+			e := newEnv(t, sqlstore.DialectSQLite, func(s *testStack) { s.deps.Limiter = limiter })
 			key := e.key(t, "acme", models.ModeTest, models.TierFree)
 			const path = "/v1/orders/ord_000000000000000000000000"
 			r := e.get(t, path, key)

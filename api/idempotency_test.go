@@ -121,7 +121,7 @@ func newIdemEnv(t *testing.T, dialect string) *idemEnv {
 		d := &s.deps
 		ie.store = &idemStore{Store: d.Store}
 		d.Store = ie.store
-		d.Catalogs = map[models.Mode]api.Catalog{models.ModeTest: ie.catalog}
+		s.catalogs = map[models.Mode]api.Catalog{models.ModeTest: ie.catalog}
 	})
 	return ie
 }

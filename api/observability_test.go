@@ -119,7 +119,7 @@ func TestReadinessNamesTheFailedDependency(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, sqlstore.DialectSQLite,
 				withStore(func(s api.Store) api.Store { return failingStore{Store: s, pingErr: tc.store} }),
-				func(d *api.Deps) { d.Readiness = []api.ReadinessCheck{{Name: "temporal", Check: tc.temporal}} })
+				func(s *testStack) { s.deps.Readiness = []api.ReadinessCheck{{Name: "temporal", Check: tc.temporal}} })
 			r := e.get(t, "/readyz", "")
 			if tc.want == "" {
 				require.Equalf(t, http.StatusOK, r.status, "%s", r.body)

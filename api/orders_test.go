@@ -217,15 +217,10 @@ type ordersEnv struct {
 }
 
 // ordersSetup is what newOrdersEnvOn builds the server from, for options
-// to change: the API's config and deps, and the use cases' config, rates
-// and refund workflows (deps.Workflows unless an option sets refunds).
+// to change, with the test's clock.
 type ordersSetup struct {
-	cfg     api.Config
-	deps    api.Deps
-	uses    checkout.Config
-	rates   map[models.Mode]api.RateProvider
-	refunds checkout.RefundWorkflows
-	clock   *fakeClock
+	testStack
+	clock *fakeClock
 }
 
 type ordersOption func(s *ordersSetup)
@@ -257,14 +252,10 @@ func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ord
 	wf := &recordingWorkflows{store: st, now: clock.Now}
 	pay := &recordingTestPayments{}
 	payments := map[models.Mode]api.PaymentSetup{models.ModeTest: {Address: sandboxPayTo, Network: "sandbox"}}
-	s := ordersSetup{
-		cfg: api.Config{
-			KeyPrefix: "mc", CartTTL: testCartTTL, Pricing: models.DefaultPricingRules(), PublicURL: ordersPublicURL,
-			Payments: payments,
-		},
+	s := ordersSetup{testStack: testStack{
+		cfg: api.Config{KeyPrefix: "mc", PublicURL: ordersPublicURL, Payments: payments},
 		deps: api.Deps{
 			Store:        st,
-			Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
 			Limiter:      ratelimit.NewMemory(clock.Now),
 			Workflows:    wf,
 			TestPayments: pay,
@@ -272,21 +263,11 @@ func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ord
 		},
 		uses:  checkout.Config{Payments: payments, PaymentWindow: ordersPaymentWindow, RateMaxAge: ordersRateMaxAge},
 		rates: map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
-		clock: clock,
-	}
+	}, clock: clock}
 	for _, o := range opts {
 		o(&s)
 	}
-	if s.refunds == nil {
-		s.refunds = s.deps.Workflows.(checkout.RefundWorkflows)
-	}
-	orders, err := checkout.NewOrders(s.uses, s.deps.Store, s.deps.Workflows, s.rates, clock.Now, nil)
-	require.NoError(t, err)
-	refunds, err := checkout.NewRefunds(s.uses, s.deps.Store, s.deps.Store, s.refunds, noRefundRuns{}, clock.Now, nil)
-	require.NoError(t, err)
-	s.deps.Orders, s.deps.Refunds = orders, refunds
-	srv, err := api.NewServer(s.cfg, s.deps)
-	require.NoError(t, err)
+	srv, orders := s.server(t)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &ordersEnv{env: &env{st: st, clock: clock, ts: ts}, srv: srv, orders: orders, wf: wf, pay: pay}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 
@@ -47,28 +46,10 @@ func (s *Server) previewProduct(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	p, err := s.product(c.Request.Context(), mustKey(c).Mode, ref)
+	p, err := s.deps.Carts.Product(c.Request.Context(), mustKey(c).Mode, ref)
 	if err != nil {
 		abort(c, err)
 		return
 	}
 	render(c, http.StatusOK, gin.H{"product": newProductJSON(p)})
-}
-
-// product looks a product up in the catalog of the key's mode and refuses
-// anything not in stock: a product that cannot be bought is "unavailable"
-// for every purpose of this API.
-func (s *Server) product(ctx context.Context, mode models.Mode, ref models.ProductRef) (models.Product, error) {
-	cat, ok := s.deps.Catalogs[mode]
-	if !ok || cat == nil {
-		return models.Product{}, models.ErrLiveUnavailable
-	}
-	p, err := cat.Product(ctx, ref)
-	if err != nil {
-		return models.Product{}, err
-	}
-	if p.Availability != models.InStock {
-		return models.Product{}, models.ErrProductUnavailable
-	}
-	return p, nil
 }

@@ -62,11 +62,8 @@ type IdempotencyStore interface {
 	PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
 }
 
-// Catalog looks up marketplace products. Errors wrapping
-// models.ErrProductUnavailable mean the product cannot be bought.
-type Catalog interface {
-	Product(ctx context.Context, ref models.ProductRef) (models.Product, error)
-}
+// Catalog looks up marketplace products (checkout.Catalog).
+type Catalog = checkout.Catalog
 
 // RateLimiter decides whether a key may make one more request.
 type RateLimiter interface {
@@ -77,8 +74,6 @@ type RateLimiter interface {
 // is the use cases' (checkout.Config).
 type Config struct {
 	KeyPrefix string
-	CartTTL   time.Duration
-	Pricing   models.PricingRules
 	// Payments says where and how payers pay, per mode, as the order use
 	// cases were given it (the payment instructions' network).
 	Payments map[models.Mode]PaymentSetup
@@ -123,16 +118,14 @@ type RateProvider = checkout.RateProvider
 // "workflow started" mark wait to share one write with others.
 const DefaultStartMarkDelay = 100 * time.Millisecond
 
-// Deps are the adapters the API talks to. Catalogs maps a mode to its
-// catalog; a mode without one answers live_mode_unavailable rather than
-// quietly serving another mode's data.
+// Deps are the adapters and use cases the API talks to.
 type Deps struct {
 	Store     Store
-	Catalogs  map[models.Mode]Catalog
 	Limiter   RateLimiter
 	Workflows OrderWorkflows
-	// Orders and Refunds are the use cases the handlers call, built by
-	// cmd (required).
+	// Carts, Orders and Refunds are the use cases the handlers call,
+	// built by cmd (required).
+	Carts   *checkout.Carts
 	Orders  *checkout.Orders
 	Refunds *checkout.Refunds
 	// TestPayments is the sandbox payment source behind the test helpers.
@@ -170,7 +163,7 @@ type Server struct {
 func NewServer(cfg Config, deps Deps) (*Server, error) {
 	var missing []string
 	for name, isNil := range map[string]bool{"Store": deps.Store == nil, "Limiter": deps.Limiter == nil,
-		"Orders": deps.Orders == nil, "Refunds": deps.Refunds == nil} {
+		"Carts": deps.Carts == nil, "Orders": deps.Orders == nil, "Refunds": deps.Refunds == nil} {
 		if isNil {
 			missing = append(missing, name)
 		}
@@ -181,9 +174,6 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	}
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = models.DefaultKeyPrefix
-	}
-	if cfg.CartTTL <= 0 {
-		cfg.CartTTL = models.DefaultCartTTL
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout

@@ -65,32 +65,30 @@ type env struct {
 	ts    *httptest.Server
 }
 
-// option adjusts the server's dependencies before it is built; Deps.Store
-// already holds the real store, so an option can wrap it.
-type option func(*api.Deps)
+// option adjusts what the server is built from; deps.Store already holds
+// the real store, so an option can wrap it.
+type option func(*testStack)
 
 func withStore(wrap func(api.Store) api.Store) option {
-	return func(d *api.Deps) { d.Store = wrap(d.Store) }
+	return func(s *testStack) { s.deps.Store = wrap(s.deps.Store) }
 }
 
 func withCatalogs(c map[models.Mode]api.Catalog) option {
-	return func(d *api.Deps) { d.Catalogs = c }
+	return func(s *testStack) { s.catalogs = c }
 }
 
 func newEnv(t *testing.T, dialect string, opts ...option) *env {
 	t.Helper()
 	st := sqlstoretest.Open(t, dialect)
 	clock := newFakeClock()
-	deps := api.Deps{
-		Store:    st,
-		Catalogs: map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()},
-		Limiter:  ratelimit.NewMemory(clock.Now),
-		Now:      clock.Now,
+	stack := testStack{
+		cfg:  api.Config{KeyPrefix: "mc"},
+		deps: api.Deps{Store: st, Limiter: ratelimit.NewMemory(clock.Now), Now: clock.Now},
 	}
 	for _, o := range opts {
-		o(&deps)
+		o(&stack)
 	}
-	srv := newTestServer(t, api.Config{KeyPrefix: "mc", CartTTL: testCartTTL, Pricing: models.DefaultPricingRules()}, deps)
+	srv, _ := stack.server(t)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &env{st: st, clock: clock, ts: ts}
@@ -492,27 +490,56 @@ func firstLines(b []byte, lines int) []byte {
 	return bytes.Join(parts, []byte("\n"))
 }
 
-// newTestServer builds the API on cfg and deps, filling what a test left
-// out: a SQLite store, a limiter, workflows that record (on no store),
-// and use cases on those, as cmd builds them.
+// testStack is what a test server is built from: the API's config and
+// deps, and its use cases' config, rates, catalogs and refund workflows
+// (deps.Workflows when nil), as cmd builds them.
+type testStack struct {
+	cfg      api.Config
+	deps     api.Deps
+	uses     checkout.Config
+	rates    map[models.Mode]api.RateProvider
+	catalogs map[models.Mode]api.Catalog
+	refunds  checkout.RefundWorkflows
+}
+
+// server builds the API, filling what the test left out: a SQLite store,
+// a limiter, workflows that record (on no store), the sandbox's catalog.
+func (s testStack) server(t testing.TB) (*api.Server, *checkout.Orders) {
+	t.Helper()
+	if s.deps.Store == nil {
+		s.deps.Store = sqlstoretest.Open(t, sqlstore.DialectSQLite)
+	}
+	if s.deps.Limiter == nil {
+		s.deps.Limiter = ratelimit.NewMemory(s.deps.Now)
+	}
+	if s.deps.Workflows == nil {
+		s.deps.Workflows = &recordingWorkflows{}
+	}
+	if s.refunds == nil {
+		s.refunds = s.deps.Workflows.(checkout.RefundWorkflows)
+	}
+	if s.catalogs == nil {
+		s.catalogs = map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog()}
+	}
+	if s.uses.Payments == nil {
+		s.uses.Payments = s.cfg.Payments
+	}
+	var err error
+	s.deps.Carts, err = checkout.NewCarts(checkout.CartsConfig{Pricing: models.DefaultPricingRules(), TTL: testCartTTL},
+		s.catalogs, s.deps.Store, s.deps.Now)
+	require.NoError(t, err)
+	s.deps.Orders, err = checkout.NewOrders(s.uses, s.deps.Store, s.deps.Workflows, s.rates, s.deps.Now, nil)
+	require.NoError(t, err)
+	s.deps.Refunds, err = checkout.NewRefunds(s.uses, s.deps.Store, s.deps.Store, s.refunds, noRefundRuns{}, s.deps.Now, nil)
+	require.NoError(t, err)
+	srv, err := api.NewServer(s.cfg, s.deps)
+	require.NoError(t, err)
+	return srv, s.deps.Orders
+}
+
+// newTestServer builds the API on cfg and deps (testStack.server).
 func newTestServer(t testing.TB, cfg api.Config, deps api.Deps) *api.Server {
 	t.Helper()
-	if deps.Store == nil {
-		deps.Store = sqlstoretest.Open(t, sqlstore.DialectSQLite)
-	}
-	if deps.Limiter == nil {
-		deps.Limiter = ratelimit.NewMemory(deps.Now)
-	}
-	if deps.Workflows == nil {
-		deps.Workflows = &recordingWorkflows{}
-	}
-	uses := checkout.Config{Payments: cfg.Payments}
-	orders, err := checkout.NewOrders(uses, deps.Store, deps.Workflows, nil, deps.Now, nil)
-	require.NoError(t, err)
-	refunds, err := checkout.NewRefunds(uses, deps.Store, deps.Store, deps.Workflows.(checkout.RefundWorkflows), noRefundRuns{}, deps.Now, nil)
-	require.NoError(t, err)
-	deps.Orders, deps.Refunds = orders, refunds
-	srv, err := api.NewServer(cfg, deps)
-	require.NoError(t, err)
+	srv, _ := testStack{cfg: cfg, deps: deps}.server(t)
 	return srv
 }

@@ -250,6 +250,15 @@ func parseDecimal(path string, s *string) (decimal.Decimal, error) {
 	return d, nil
 }
 
+// Ships refuses a destination in NoShip (country normalised): the service
+// does not ship there, so no cart is priced for it.
+func (r PricingRules) Ships(country string) error {
+	if slices.Contains(r.NoShip, country) {
+		return &Error{Code: CodeShippingUnavailable, Message: DefaultMessage(CodeShippingUnavailable), Field: "ship_to_country"}
+	}
+	return nil
+}
+
 // Quote prices lines for delivery to country (an ISO 3166-1 alpha-2 code;
 // surrounding space and lowercase are tolerated). Each component is rounded
 // to the currency's minor unit on its own and Total is their exact sum, so
@@ -270,8 +279,8 @@ func (r PricingRules) Quote(country string, lines []CartLine) (Quote, error) {
 		return Quote{}, FieldError(CodeInvalidRequest, "ship_to_country",
 			"ship_to_country must be an ISO 3166-1 alpha-2 country code such as \"US\"")
 	}
-	if slices.Contains(r.NoShip, cc) {
-		return Quote{}, &Error{Code: CodeShippingUnavailable, Message: DefaultMessage(CodeShippingUnavailable), Field: "ship_to_country"}
+	if err := r.Ships(cc); err != nil {
+		return Quote{}, err
 	}
 	if len(lines) == 0 {
 		return Quote{}, FieldError(CodeInvalidRequest, "items", "items must contain at least one product")

@@ -49,6 +49,8 @@ func TestUseCasesRefuseMissingParts(t *testing.T) {
 	assert.ErrorContains(t, err, "Refunds needs orders, store")
 	_, err = checkout.NewHandRefunds(nil, nil, clock)
 	assert.ErrorContains(t, err, "HandRefunds needs store, workflows")
+	_, err = checkout.NewCarts(checkout.CartsConfig{}, nil, nil, clock)
+	assert.ErrorContains(t, err, "Carts needs catalogs, store")
 }
 
 func cancelOf(o models.Order, note string) checkout.CancelRequest {

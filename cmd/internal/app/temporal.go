@@ -354,15 +354,20 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if err != nil {
 		return nil, err
 	}
+	cartUses, err := checkout.NewCarts(checkout.CartsConfig{Pricing: e.Cfg.Pricing, TTL: e.Cfg.CartTTL},
+		map[models.Mode]checkout.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live}, st, nil)
+	if err != nil {
+		return nil, err
+	}
 	if TestHooks.AfterOrderCommit != nil {
 		orderUses.SetAfterOrderCommit(TestHooks.AfterOrderCommit)
 	}
 	deps := api.Deps{
 		Store:        st,
-		Catalogs:     map[models.Mode]api.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live},
 		Webhooks:     liveWebhooks(e.Cfg),
 		Limiter:      limiter,
 		Workflows:    orders,
+		Carts:        cartUses,
 		Orders:       orderUses,
 		Refunds:      refundUses,
 		TestPayments: src,
@@ -376,8 +381,7 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	e.Tel.observeAPI(&deps)
 	srv, err := api.NewServer(
 		api.Config{
-			KeyPrefix: e.Cfg.KeyPrefix, CartTTL: e.Cfg.CartTTL,
-			Pricing: e.Cfg.Pricing, PublicURL: e.Cfg.PublicURL,
+			KeyPrefix: e.Cfg.KeyPrefix, PublicURL: e.Cfg.PublicURL,
 			Payments:       uses.Payments,
 			RequestTimeout: e.Cfg.RequestTimeout,
 			KeyCacheTTL:    e.Cfg.KeyCacheTTL,
