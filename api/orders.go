@@ -156,9 +156,6 @@ func (s *Server) createOrder(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	if placed.Dispatch {
-		s.dispatchOrderEvents(ctx, loggerFrom(c), placed.Order.ID)
-	}
 	status := http.StatusCreated
 	if !placed.Created {
 		// The cart's order already existed: a retry of the request that

@@ -367,15 +367,3 @@ func (s *Server) resendWebhookEvent(c *gin.Context) {
 	}
 	render(c, http.StatusAccepted, gin.H{"delivery": gin.H{"id": id, "event_id": ev.ID, "endpoint_id": e.ID, "resend": true}})
 }
-
-// dispatchOrderEvents hands the events an order write just recorded to
-// their delivery workflows. A failure is only logged: the outbox sweep
-// dispatches what is left.
-func (s *Server) dispatchOrderEvents(ctx context.Context, log *slog.Logger, orderID string) {
-	if s.deps.Events == nil {
-		return
-	}
-	if err := s.deps.Events.DispatchOrderEvents(ctx, orderID); err != nil {
-		log.WarnContext(ctx, "dispatching webhook events; the sweep will retry", slog.String("order_id", orderID), slog.Any("error", err))
-	}
-}

@@ -28,7 +28,7 @@ func awaiting() models.Order {
 
 func newOrders(t *testing.T, st *fakeOrders, wf *fakeWorkflows) *checkout.Orders {
 	t.Helper()
-	s, err := checkout.NewOrders(checkout.Config{}, st, wf, nil, clock, nil)
+	s, err := checkout.NewOrders(checkout.Config{}, st, wf, &fakeEvents{}, nil, clock, nil)
 	require.NoError(t, err)
 	return s
 }
@@ -43,8 +43,8 @@ func newHandRefunds(t *testing.T, st *fakeOrders, wf *fakeWorkflows) *checkout.H
 // TestUseCasesRefuseMissingParts: a use case built without a part it needs
 // is refused when it is built, naming the part, not when it is used.
 func TestUseCasesRefuseMissingParts(t *testing.T) {
-	_, err := checkout.NewOrders(checkout.Config{}, newFakeOrders(), nil, nil, clock, nil)
-	assert.ErrorContains(t, err, "Orders needs workflows")
+	_, err := checkout.NewOrders(checkout.Config{}, newFakeOrders(), nil, nil, nil, clock, nil)
+	assert.ErrorContains(t, err, "Orders needs events, workflows")
 	_, err = checkout.NewRefunds(checkout.Config{}, nil, nil, &closedRuns{}, &closedRuns{}, clock, nil)
 	assert.ErrorContains(t, err, "Refunds needs orders, store")
 	_, err = checkout.NewHandRefunds(nil, nil, clock)

@@ -54,10 +54,6 @@ type Placed struct {
 	// Created is false when the cart's order existed already: a retry of
 	// the request that made it.
 	Created bool
-	// Dispatch says the order's creation recorded webhook events (or may
-	// have) for the caller to hand to their delivery now; the outbox sweep
-	// delivers them otherwise.
-	Dispatch bool
 }
 
 // NotStartedError is CreateOrder's answer for an order it committed but
@@ -79,7 +75,8 @@ func (e *NotStartedError) Unwrap() error { return e.Err }
 // orders can be bought, and only once its chain watcher (if any) knows
 // where it starts reading. The order row is committed first, then its
 // workflow is started; if the process dies in between, the reconciler (or
-// the client's retry, which returns the same order) starts it.
+// the client's retry, which returns the same order) starts it. The events
+// the creation recorded are handed to their delivery before it returns.
 func (s *Orders) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 	if !models.ValidID("crt", r.CartID) {
 		// No cart has an id of this shape: no need to ask the database.
@@ -155,7 +152,12 @@ func (s *Orders) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 		}
 	}
 	// No subscribed endpoint, no event: one read saved per order.
-	return Placed{Order: order, Created: created, Dispatch: created && events != 0}, nil
+	if created && events != 0 {
+		if err := s.events.DispatchOrderEvents(ctx, order.ID); err != nil {
+			s.log.WarnContext(ctx, "dispatching webhook events; the sweep will retry", slog.String("order_id", order.ID), slog.Any("error", err))
+		}
+	}
+	return Placed{Order: order, Created: created}, nil
 }
 
 // freshRate returns a rate for base in USD no older than RateMaxAge, or

@@ -27,7 +27,7 @@ func testSetup() map[models.Mode]checkout.PaymentSetup {
 	return map[models.Mode]checkout.PaymentSetup{models.ModeTest: {Address: "GSANDBOX", Network: "sandbox", USDCIssuer: "GISSUER"}}
 }
 
-func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvider) (*checkout.Orders, *fakeOrders, *fakeWorkflows) {
+func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvider) (*checkout.Orders, *fakeOrders, *fakeWorkflows, *fakeEvents) {
 	st := newFakeOrders()
 	st.cart = models.Cart{
 		ID: cartID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
@@ -38,11 +38,12 @@ func newCreating(cfg checkout.Config, rates map[models.Mode]checkout.RateProvide
 	if cfg.Payments == nil {
 		cfg.Payments = testSetup()
 	}
-	s, err := checkout.NewOrders(cfg, st, wf, rates, clock, nil)
+	ev := &fakeEvents{}
+	s, err := checkout.NewOrders(cfg, st, wf, ev, rates, clock, nil)
 	if err != nil {
 		panic(err)
 	}
-	return s, st, wf
+	return s, st, wf, ev
 }
 
 func newOrder(asset string) checkout.NewOrder {
@@ -59,25 +60,25 @@ func newOrder(asset string) checkout.NewOrder {
 
 func TestCreateOrder(t *testing.T) {
 	t.Run("new: committed, then started and marked", func(t *testing.T) {
-		s, st, wf := newCreating(checkout.Config{PaymentWindow: 45 * time.Minute}, nil)
+		s, st, wf, ev := newCreating(checkout.Config{PaymentWindow: 45 * time.Minute}, nil)
 		p, err := s.CreateOrder(t.Context(), newOrder("USDC"))
 		require.NoError(t, err)
 		assert.True(t, p.Created)
-		assert.True(t, p.Dispatch, "its creation recorded an event")
+		assert.Equal(t, []string{p.Order.ID}, ev.dispatched, "its creation recorded an event, handed to its delivery")
 		assert.Equal(t, "GSANDBOX", p.Order.PaymentAddress)
 		assert.Equal(t, t0.Add(45*time.Minute), p.Order.PaymentExpiresAt, "the configured window, from the clock")
 		assert.Equal(t, []string{"start:" + p.Order.ID}, wf.calls)
 		assert.Equal(t, []string{p.Order.ID}, st.marked)
 	})
 	t.Run("no subscribed endpoint: nothing to dispatch", func(t *testing.T) {
-		s, st, _ := newCreating(checkout.Config{}, nil)
+		s, st, _, ev := newCreating(checkout.Config{}, nil)
 		st.events = 0
-		p, err := s.CreateOrder(t.Context(), newOrder("USDC"))
+		_, err := s.CreateOrder(t.Context(), newOrder("USDC"))
 		require.NoError(t, err)
-		assert.False(t, p.Dispatch)
+		assert.Empty(t, ev.dispatched)
 	})
 	t.Run("the cart's order exists and runs: returned, not started again", func(t *testing.T) {
-		s, st, wf := newCreating(checkout.Config{}, nil)
+		s, st, wf, _ := newCreating(checkout.Config{}, nil)
 		o := awaiting()
 		o.CartID = cartID
 		st.orders[o.ID] = o
@@ -87,7 +88,7 @@ func TestCreateOrder(t *testing.T) {
 		assert.Empty(t, wf.calls)
 	})
 	t.Run("the workflow cannot start: the order is saved, the answer says so", func(t *testing.T) {
-		s, st, wf := newCreating(checkout.Config{}, nil)
+		s, st, wf, _ := newCreating(checkout.Config{}, nil)
 		down := errors.New("temporal: connection refused")
 		wf.startErr = map[string]error{"*": down}
 		_, err := s.CreateOrder(t.Context(), newOrder("USDC"))
@@ -117,7 +118,7 @@ func TestCreateOrder(t *testing.T) {
 			models.CodeLiveUnavailable, "Live payments are starting up; retry in a minute"},
 	} {
 		t.Run("refused: "+tc.name, func(t *testing.T) {
-			s, st, wf := newCreating(tc.cfg, nil)
+			s, st, wf, _ := newCreating(tc.cfg, nil)
 			r := newOrder("USDC")
 			if tc.edit != nil {
 				tc.edit(&r, st)
@@ -133,7 +134,7 @@ func TestCreateOrder(t *testing.T) {
 	}
 
 	t.Run("a watched account with a cursor takes orders", func(t *testing.T) {
-		s, st, _ := newCreating(checkout.Config{Payments: map[models.Mode]checkout.PaymentSetup{
+		s, st, _, _ := newCreating(checkout.Config{Payments: map[models.Mode]checkout.PaymentSetup{
 			models.ModeTest: {Address: "GLIVE", Network: "testnet", Watched: true}}}, nil)
 		st.cursor = "123"
 		_, err := s.CreateOrder(t.Context(), newOrder("USDC"))
@@ -151,7 +152,7 @@ func TestCreateOrderRate(t *testing.T) {
 		return map[models.Mode]checkout.RateProvider{models.ModeTest: r}
 	}
 
-	s, _, _ := newCreating(checkout.Config{RateMaxAge: time.Minute}, rates(staticRate{rate: fresh}))
+	s, _, _, _ := newCreating(checkout.Config{RateMaxAge: time.Minute}, rates(staticRate{rate: fresh}))
 	p, err := s.CreateOrder(t.Context(), newOrder("XLM"))
 	require.NoError(t, err)
 	assert.Equal(t, "50", p.Order.PaymentAmount.String(), "12.50 USD at 0.25")
@@ -163,7 +164,7 @@ func TestCreateOrderRate(t *testing.T) {
 		"no source":   nil,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, st, wf := newCreating(checkout.Config{RateMaxAge: time.Minute}, r)
+			s, st, wf, _ := newCreating(checkout.Config{RateMaxAge: time.Minute}, r)
 			_, err := s.CreateOrder(t.Context(), newOrder("XLM"))
 			assert.ErrorIs(t, err, models.NewError(models.CodeRateUnavailable))
 			assert.Empty(t, st.orders, "no order built")

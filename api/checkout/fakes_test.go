@@ -159,3 +159,11 @@ func (w *fakeWorkflows) RecordRefund(_ context.Context, orderID string, r workfl
 	}
 	return workflows.RefundResult{PaymentStatus: models.PaymentRefunded, Amount: r.Amount}, nil
 }
+
+// fakeEvents records the orders whose events were dispatched.
+type fakeEvents struct{ dispatched []string }
+
+func (e *fakeEvents) DispatchOrderEvents(_ context.Context, orderID string) error {
+	e.dispatched = append(e.dispatched, orderID)
+	return nil
+}

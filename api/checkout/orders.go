@@ -44,11 +44,18 @@ type OrderWorkflows interface {
 	CancelOrder(ctx context.Context, orderID, note string) error
 }
 
+// Events hands the webhook events an order write recorded to their
+// delivery (workflows.Outbox); the outbox sweep delivers what it misses.
+type Events interface {
+	DispatchOrderEvents(ctx context.Context, orderID string) error
+}
+
 // Orders carries out the order use cases.
 type Orders struct {
 	cfg       Config
 	store     OrderStore
 	workflows OrderWorkflows
+	events    Events
 	rates     map[models.Mode]RateProvider
 	own       []string // the service's accounts (Config.ownAccounts)
 	now       Clock
@@ -61,11 +68,11 @@ type Orders struct {
 	afterCommit func(models.Order) error
 }
 
-// NewOrders returns the order use cases on cfg: store and workflows are
-// required; rates quote the assets not priced 1:1, per mode (a mode
-// without one refuses them: rate_unavailable).
-func NewOrders(cfg Config, store OrderStore, workflows OrderWorkflows, rates map[models.Mode]RateProvider, now Clock, log *slog.Logger) (*Orders, error) {
-	if err := missing("Orders", map[string]bool{"store": store == nil, "workflows": workflows == nil}); err != nil {
+// NewOrders returns the order use cases on cfg: store, workflows and
+// events are required; rates quote the assets not priced 1:1, per mode (a
+// mode without one refuses them: rate_unavailable).
+func NewOrders(cfg Config, store OrderStore, workflows OrderWorkflows, events Events, rates map[models.Mode]RateProvider, now Clock, log *slog.Logger) (*Orders, error) {
+	if err := missing("Orders", map[string]bool{"store": store == nil, "workflows": workflows == nil, "events": events == nil}); err != nil {
 		return nil, err
 	}
 	if cfg.PaymentWindow <= 0 {
@@ -74,7 +81,7 @@ func NewOrders(cfg Config, store OrderStore, workflows OrderWorkflows, rates map
 	if cfg.RateMaxAge <= 0 {
 		cfg.RateMaxAge = time.Minute
 	}
-	o := &Orders{cfg: cfg, store: store, workflows: workflows, rates: rates, own: cfg.ownAccounts(), now: orNow(now), log: orDiscard(log)}
+	o := &Orders{cfg: cfg, store: store, workflows: workflows, events: events, rates: rates, own: cfg.ownAccounts(), now: orNow(now), log: orDiscard(log)}
 	if cfg.StartMarkDelay > 0 {
 		o.marks = &startMarks{delay: cfg.StartMarkDelay, write: store.MarkWorkflowsStarted, now: o.now, log: o.log}
 	}

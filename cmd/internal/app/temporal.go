@@ -346,7 +346,8 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	src := sandbox.NewPaymentSource()
 	outbox := newOutbox(e, c, st)
 	uses := useCaseConfig(e.Cfg)
-	orderUses, err := checkout.NewOrders(uses, st, orders, rateProviders(e.Cfg), nil, e.Log)
+	events := outbox.InBackground(e.Log)
+	orderUses, err := checkout.NewOrders(uses, st, orders, events, rateProviders(e.Cfg), nil, e.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +374,7 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		TestPayments: src,
 		Logger:       e.Log,
 
-		Events:   outbox.InBackground(e.Log),
+		Events:   events,
 		Resolver: net.DefaultResolver,
 
 		Readiness: []api.ReadinessCheck{temporalCheck(c)},
