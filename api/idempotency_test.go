@@ -535,7 +535,7 @@ func (p *flakyTestPayments) Send(ctx context.Context, pay models.Payment) (model
 func TestTestPaymentRetryIsTheSamePayment(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		chain := &flakyTestPayments{}
-		oe := newOrdersEnv(t, dialect, func(s *ordersSetup) { d := &s.deps; d.TestPayments = chain })
+		oe := newOrdersEnv(t, dialect, func(s *ordersSetup) { s.testPayments = chain })
 		e := &idemEnv{ordersEnv: oe}
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		cartID, _ := e.newCart(t, key)

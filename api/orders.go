@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -33,10 +31,9 @@ type OrderWorkflows interface {
 	FulfilmentUpdated(ctx context.Context, orderID string, ev models.FulfilmentEvent) error
 }
 
-// TestPayments is the sandbox chain the test helpers pay through.
-type TestPayments interface {
-	Send(ctx context.Context, p models.Payment) (models.PaymentOutcome, error)
-}
+// TestPayments is the sandbox chain the test helpers pay through
+// (checkout.TestPayments).
+type TestPayments = checkout.TestPayments
 
 type orderRequest struct {
 	CartID          *string         `json:"cart_id"`
@@ -529,9 +526,8 @@ type testPaymentRequest struct {
 // it sends a sandbox payment carrying the order's memo through the same
 // matcher as a live payment. Test keys only.
 func (s *Server) createTestPayment(c *gin.Context) {
-	ctx := c.Request.Context()
 	key := mustKey(c)
-	if key.Mode != models.ModeTest || s.deps.TestPayments == nil {
+	if key.Mode != models.ModeTest {
 		abort(c, models.NewError(models.CodeTestModeOnly))
 		return
 	}
@@ -547,91 +543,37 @@ func (s *Server) createTestPayment(c *gin.Context) {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	amount := o.PaymentAmount
+	r := checkout.TestPayment{AccountID: key.AccountID, Mode: key.Mode, Ref: ref, IdempotencyKey: idempotencyKeyOf(c)}
 	if len(req.Amount) > 0 && string(req.Amount) != "null" {
-		if amount, err = parseAmount(req.Amount); err != nil {
+		amount, err := parseAmount(req.Amount)
+		if err != nil {
 			abort(c, err)
 			return
 		}
+		r.Amount = &amount
 	}
-	asset := o.PaymentAsset
 	if req.Asset != nil && *req.Asset != "" {
-		asset = strings.TrimSpace(*req.Asset)
+		asset := strings.TrimSpace(*req.Asset)
 		if !testAssetPattern.MatchString(asset) {
 			abort(c, invalid("asset", "asset must be an asset code (USDC, XLM) or CODE:ISSUER with a Stellar issuer account"))
 			return
 		}
 		if code, issuer, ok := strings.Cut(asset, ":"); ok {
-			asset = strings.ToUpper(code) + ":" + issuer
+			r.Asset = strings.ToUpper(code) + ":" + issuer
 		} else {
-			asset = strings.ToUpper(asset)
+			r.Asset = strings.ToUpper(asset)
 		}
 	}
-	id, err := testPaymentID(key, idempotencyKeyOf(c))
+	sent, err := s.deps.TestHelpers.Pay(c.Request.Context(), r)
 	if err != nil {
 		abort(c, err)
 		return
 	}
-	p := models.Payment{
-		ID: id, Mode: models.ModeTest, Asset: asset, Amount: amount, Memo: o.Number,
-		Sender: "sandbox-payer", ReceivedAt: s.deps.Now().UTC(),
-	}
-	outcome, err := s.deps.TestPayments.Send(ctx, p)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	if outcome == models.PaymentOutcomeMatched && !models.CreditsOrder(p.Asset, o.PaymentAsset) {
-		// The memo matched, but the workflow will record it uncredited.
-		outcome = models.PaymentOutcomeWrongAsset
-	}
+	p := sent.Payment
 	render(c, http.StatusCreated, gin.H{"payment": gin.H{
-		"id": p.ID, "order_id": o.ID, "asset": p.Asset, "amount": p.Amount.String(),
-		"memo": p.Memo, "outcome": outcome,
+		"id": p.ID, "order_id": sent.Order.ID, "asset": p.Asset, "amount": p.Amount.String(),
+		"memo": p.Memo, "outcome": sent.Outcome,
 	}})
-}
-
-// testPaymentID names the sandbox payment a request sends. Under an
-// Idempotency-Key it is a function of the key, its account and mode: the
-// payment may be stored and matched before the answer fails (a 503 when
-// Temporal is down and the signal waits for the reconciler, a process
-// killed before it answers), and the client's retry of the same request
-// must then be that payment again, which the matcher stores once and the
-// workflow counts once, not a second payment. Without a key each request
-// is a new payment, as a payer who sends twice.
-func testPaymentID(key models.APIKey, idemKey string) (string, error) {
-	if idemKey == "" {
-		return models.NewID("sandbox", rand.Reader)
-	}
-	seed := sha256.Sum256([]byte("test-payment\x00" + key.AccountID + "\x00" + string(key.Mode) + "\x00" + idemKey))
-	return models.NewID("sandbox", &hashStream{seed: seed})
-}
-
-// hashStream is an endless deterministic byte stream: SHA-256 of a seed
-// and a counter, block after block.
-type hashStream struct {
-	seed [sha256.Size]byte
-	n    uint64
-	buf  []byte
-}
-
-func (h *hashStream) Read(p []byte) (int, error) {
-	for len(h.buf) < len(p) {
-		var block [sha256.Size + 8]byte
-		copy(block[:], h.seed[:])
-		binary.BigEndian.PutUint64(block[sha256.Size:], h.n)
-		h.n++
-		sum := sha256.Sum256(block[:])
-		h.buf = append(h.buf, sum[:]...)
-	}
-	n := copy(p, h.buf)
-	h.buf = h.buf[n:]
-	return n, nil
 }
 
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or

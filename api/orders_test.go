@@ -255,14 +255,14 @@ func newOrdersEnvOn(t *testing.T, st *sqlstore.Store, opts ...ordersOption) *ord
 	s := ordersSetup{testStack: testStack{
 		cfg: api.Config{KeyPrefix: "mc", PublicURL: ordersPublicURL, Payments: payments},
 		deps: api.Deps{
-			Store:        st,
-			Limiter:      ratelimit.NewMemory(clock.Now),
-			Workflows:    wf,
-			TestPayments: pay,
-			Now:          clock.Now,
+			Store:     st,
+			Limiter:   ratelimit.NewMemory(clock.Now),
+			Workflows: wf,
+			Now:       clock.Now,
 		},
-		uses:  checkout.Config{Payments: payments, PaymentWindow: ordersPaymentWindow, RateMaxAge: ordersRateMaxAge},
-		rates: map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
+		testPayments: pay,
+		uses:         checkout.Config{Payments: payments, PaymentWindow: ordersPaymentWindow, RateMaxAge: ordersRateMaxAge},
+		rates:        map[models.Mode]api.RateProvider{models.ModeTest: rates.NewFixed(decimal.RequireFromString("0.25"), clock.Now)},
 	}, clock: clock}
 	for _, o := range opts {
 		o(&s)

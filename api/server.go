@@ -128,8 +128,8 @@ type Deps struct {
 	Carts   *checkout.Carts
 	Orders  *checkout.Orders
 	Refunds *checkout.Refunds
-	// TestPayments is the sandbox payment source behind the test helpers.
-	TestPayments TestPayments
+	// TestHelpers are test mode's helpers (required).
+	TestHelpers *checkout.TestHelpers
 	// Webhooks reads the buying providers' webhook deliveries, by the
 	// provider's name in the path (/webhooks/zinc).
 	Webhooks map[string]FulfilmentWebhook
@@ -163,7 +163,8 @@ type Server struct {
 func NewServer(cfg Config, deps Deps) (*Server, error) {
 	var missing []string
 	for name, isNil := range map[string]bool{"Store": deps.Store == nil, "Limiter": deps.Limiter == nil,
-		"Carts": deps.Carts == nil, "Orders": deps.Orders == nil, "Refunds": deps.Refunds == nil} {
+		"Carts": deps.Carts == nil, "Orders": deps.Orders == nil, "Refunds": deps.Refunds == nil,
+		"TestHelpers": deps.TestHelpers == nil} {
 		if isNil {
 			missing = append(missing, name)
 		}

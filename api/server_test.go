@@ -500,6 +500,8 @@ type testStack struct {
 	rates    map[models.Mode]api.RateProvider
 	catalogs map[models.Mode]api.Catalog
 	refunds  checkout.RefundWorkflows
+	// testPayments is the sandbox chain (one that records, when nil).
+	testPayments api.TestPayments
 }
 
 // server builds the API, filling what the test left out: a SQLite store,
@@ -535,6 +537,11 @@ func (s testStack) server(t testing.TB) (*api.Server, *checkout.Orders) {
 	s.deps.Orders, err = checkout.NewOrders(s.uses, s.deps.Store, s.deps.Workflows, events, s.rates, s.deps.Now, nil)
 	require.NoError(t, err)
 	s.deps.Refunds, err = checkout.NewRefunds(s.uses, s.deps.Store, s.deps.Store, s.refunds, noRefundRuns{}, s.deps.Now, nil)
+	require.NoError(t, err)
+	if s.testPayments == nil {
+		s.testPayments = &recordingTestPayments{}
+	}
+	s.deps.TestHelpers, err = checkout.NewTestHelpers(s.deps.Store, s.testPayments, s.deps.Now)
 	require.NoError(t, err)
 	srv, err := api.NewServer(s.cfg, s.deps)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package models
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -155,6 +156,36 @@ func NewID(prefix string, random io.Reader) (string, error) {
 		return "", err
 	}
 	return prefix + "_" + s, nil
+}
+
+// IDFrom is the id with this prefix that seed names: NewID's shape, from
+// a deterministic stream of seed, so the same seed always names the same
+// thing (a refund by its key, a test payment by its request).
+func IDFrom(prefix, seed string) string {
+	id, _ := NewID(prefix, &seedStream{seed: sha256.Sum256([]byte(seed))})
+	return id // seedStream never fails
+}
+
+// seedStream is an endless deterministic byte stream: SHA-256 of a seed
+// and a counter, block after block.
+type seedStream struct {
+	seed [sha256.Size]byte
+	n    uint64
+	buf  []byte
+}
+
+func (k *seedStream) Read(p []byte) (int, error) {
+	for len(k.buf) < len(p) {
+		var block [sha256.Size + 8]byte
+		copy(block[:], k.seed[:])
+		binary.BigEndian.PutUint64(block[sha256.Size:], k.n)
+		k.n++
+		sum := sha256.Sum256(block[:])
+		k.buf = append(k.buf, sum[:]...)
+	}
+	n := copy(p, k.buf)
+	k.buf = k.buf[n:]
+	return n, nil
 }
 
 // ValidID reports whether s has the shape NewID gives ids with this

@@ -1,8 +1,6 @@
 package models
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -191,30 +189,7 @@ const RefundIDPrefix = "rfd"
 // a workflow replaying) names the same refund, and its workflow
 // ("refund-<id>") is refused by Temporal the second time.
 func RefundID(key string) string {
-	id, _ := NewID(RefundIDPrefix, &keyStream{seed: sha256.Sum256([]byte("memocart refund\x00" + key))})
-	return id // keyStream never fails
-}
-
-// keyStream is an endless deterministic byte stream: SHA-256 of a seed
-// and a counter, block after block.
-type keyStream struct {
-	seed [sha256.Size]byte
-	n    uint64
-	buf  []byte
-}
-
-func (k *keyStream) Read(p []byte) (int, error) {
-	for len(k.buf) < len(p) {
-		var block [sha256.Size + 8]byte
-		copy(block[:], k.seed[:])
-		binary.BigEndian.PutUint64(block[sha256.Size:], k.n)
-		k.n++
-		sum := sha256.Sum256(block[:])
-		k.buf = append(k.buf, sum[:]...)
-	}
-	n := copy(p, k.buf)
-	k.buf = k.buf[n:]
-	return n, nil
+	return IDFrom(RefundIDPrefix, "memocart refund\x00"+key)
 }
 
 // refundStateError refuses a move: a CodeInvalidRefundState error whose

@@ -355,6 +355,10 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if err != nil {
 		return nil, err
 	}
+	helpers, err := checkout.NewTestHelpers(st, src, nil)
+	if err != nil {
+		return nil, err
+	}
 	cartUses, err := checkout.NewCarts(checkout.CartsConfig{Pricing: e.Cfg.Pricing, TTL: e.Cfg.CartTTL},
 		map[models.Mode]checkout.Catalog{models.ModeTest: sandbox.NewCatalog(), models.ModeLive: live}, st, nil)
 	if err != nil {
@@ -364,15 +368,15 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		orderUses.SetAfterOrderCommit(TestHooks.AfterOrderCommit)
 	}
 	deps := api.Deps{
-		Store:        st,
-		Webhooks:     liveWebhooks(e.Cfg),
-		Limiter:      limiter,
-		Workflows:    orders,
-		Carts:        cartUses,
-		Orders:       orderUses,
-		Refunds:      refundUses,
-		TestPayments: src,
-		Logger:       e.Log,
+		Store:       st,
+		Webhooks:    liveWebhooks(e.Cfg),
+		Limiter:     limiter,
+		Workflows:   orders,
+		Carts:       cartUses,
+		Orders:      orderUses,
+		Refunds:     refundUses,
+		TestHelpers: helpers,
+		Logger:      e.Log,
 
 		Events:   events,
 		Resolver: net.DefaultResolver,

@@ -1,0 +1,106 @@
+package checkout
+
+import (
+	"context"
+	"crypto/rand"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
+)
+
+// TestPayments is the sandbox chain the test helpers pay through.
+type TestPayments interface {
+	Send(ctx context.Context, p models.Payment) (models.PaymentOutcome, error)
+}
+
+// TestHelpers carries out test mode's helpers: what a payer would do to
+// an order, done through the same paths as production (a payment goes
+// through the sandbox chain and the payment matcher, never into the
+// database behind them).
+type TestHelpers struct {
+	orders   OrderReader
+	payments TestPayments
+	now      Clock
+}
+
+// NewTestHelpers returns the test helpers: every part is required.
+func NewTestHelpers(orders OrderReader, payments TestPayments, now Clock) (*TestHelpers, error) {
+	if err := missing("TestHelpers", map[string]bool{"orders": orders == nil, "payments": payments == nil}); err != nil {
+		return nil, err
+	}
+	return &TestHelpers{orders: orders, payments: payments, now: orNow(now)}, nil
+}
+
+// TestPayment is a test key's payment of one of its orders.
+type TestPayment struct {
+	AccountID string
+	Mode      models.Mode
+	Ref       string // the order's id or normalised number
+	// Amount is what is sent; nil sends the order's amount due.
+	Amount *decimal.Decimal
+	// Asset is sent instead of the order's, when not empty (normalised:
+	// CODE or CODE:ISSUER).
+	Asset string
+	// IdempotencyKey is the request's, if any (testPaymentID).
+	IdempotencyKey string
+}
+
+// SentPayment is a test payment as sent, to its order, and what the
+// matcher made of it.
+type SentPayment struct {
+	Payment models.Payment
+	Order   models.Order
+	Outcome models.PaymentOutcome
+}
+
+// Pay sends a payment of a test-mode order through the sandbox chain,
+// with the order's number as its memo. A payment in another asset than
+// the order's matched by its memo is answered wrong_asset: the order's
+// workflow records it uncredited.
+func (s *TestHelpers) Pay(ctx context.Context, r TestPayment) (SentPayment, error) {
+	if r.Mode != models.ModeTest {
+		return SentPayment{}, models.NewError(models.CodeTestModeOnly)
+	}
+	o, err := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, r.Ref)
+	if err != nil {
+		return SentPayment{}, err
+	}
+	id, err := testPaymentID(r)
+	if err != nil {
+		return SentPayment{}, err
+	}
+	p := models.Payment{
+		ID: id, Mode: models.ModeTest, Asset: o.PaymentAsset, Amount: o.PaymentAmount, Memo: o.Number,
+		Sender: "sandbox-payer", ReceivedAt: s.now().UTC(),
+	}
+	if r.Amount != nil {
+		p.Amount = *r.Amount
+	}
+	if r.Asset != "" {
+		p.Asset = r.Asset
+	}
+	outcome, err := s.payments.Send(ctx, p)
+	if err != nil {
+		return SentPayment{}, err
+	}
+	if outcome == models.PaymentOutcomeMatched && !models.CreditsOrder(p.Asset, o.PaymentAsset) {
+		outcome = models.PaymentOutcomeWrongAsset
+	}
+	return SentPayment{Payment: p, Order: o, Outcome: outcome}, nil
+}
+
+// testPaymentID names the sandbox payment a request sends. Under an
+// Idempotency-Key it is a function of the key, its account and mode: the
+// payment may be stored and matched before the answer fails (a 503 when
+// Temporal is down and the signal waits for the reconciler, a process
+// killed before it answers), and the client's retry of the same request
+// must then be that payment again, which the matcher stores once and the
+// workflow counts once, not a second payment. Without a key each request
+// is a new payment, as a payer who sends twice.
+func testPaymentID(r TestPayment) (string, error) {
+	if r.IdempotencyKey == "" {
+		return models.NewID("sandbox", rand.Reader)
+	}
+	return models.IDFrom("sandbox", "test-payment\x00"+r.AccountID+"\x00"+string(r.Mode)+"\x00"+r.IdempotencyKey), nil
+}
