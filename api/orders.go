@@ -245,9 +245,9 @@ func (s *Server) payURIFor(o models.Order, amount decimal.Decimal) string {
 	})
 }
 
-// assetCodeForURI: SEP-0007 names no asset for XLM, the native asset.
+// assetCodeForURI: SEP-0007 names no asset for the native asset.
 func assetCodeForURI(o models.Order) string {
-	if o.PaymentAsset == "XLM" {
+	if a, err := models.LookupAsset(o.PaymentAsset); err == nil && a.Native() {
 		return ""
 	}
 	return o.PaymentAsset

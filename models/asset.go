@@ -104,3 +104,15 @@ func quotableFor(currency string) []string {
 	}
 	return codes
 }
+
+// Floating reports whether a is quoted at a market rate (a
+// models.RateProvider's), not redeemable 1:1 for a currency: an order in it
+// locks a fresh rate.
+func (a Asset) Floating() bool {
+	_, pegged := assetPegs[a.Code]
+	return !pegged
+}
+
+// Native reports whether a is the Stellar network's own asset (lumens),
+// which payment links (SEP-0007) name by naming no asset.
+func (a Asset) Native() bool { return a.Code == "XLM" }

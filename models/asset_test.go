@@ -139,3 +139,16 @@ func TestQuoteAmountRejectsNonPositiveTotal(t *testing.T) {
 		})
 	}
 }
+
+// TestAssetRules: XLM is the native asset and floats (an order in it
+// locks a rate); USDC is pegged to the dollar and is not native.
+func TestAssetRules(t *testing.T) {
+	usdc, err := LookupAsset("usdc")
+	require.NoError(t, err)
+	xlm, err := LookupAsset("XLM")
+	require.NoError(t, err)
+	assert.False(t, usdc.Floating())
+	assert.False(t, usdc.Native())
+	assert.True(t, xlm.Floating())
+	assert.True(t, xlm.Native())
+}

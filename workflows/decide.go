@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"strings"
 
 	"github.com/memocart/memocart/models"
 )
@@ -60,12 +59,6 @@ func paymentStatusOf(status models.OrderStatus, unpaidClose models.PaymentStatus
 		}
 		return t.Status()
 	}
-}
-
-// credits reports whether p counts towards an order payable in asset.
-// Asset codes are compared without regard to case.
-func credits(p PaymentSignal, asset string) bool {
-	return strings.EqualFold(p.Asset, asset)
 }
 
 // sameTransition reports whether writing b after a would change nothing

@@ -116,7 +116,7 @@ func (o *order) acceptPayment(p PaymentSignal) {
 		// its own.
 		o.late[p.PaymentID] = true
 		logger.Warn("Payment after the refund was recorded; recorded as late, due back")
-	} else if credits(p, o.in.PaymentAsset) {
+	} else if models.CreditsOrder(p.Asset, o.in.PaymentAsset) {
 		o.tally.Add(p.PaymentID, p.Amount)
 		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.tally.Received.String())
 	} else {

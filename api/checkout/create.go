@@ -113,7 +113,7 @@ func (s *Orders) CreateOrder(ctx context.Context, r NewOrder) (Placed, error) {
 		rateErr error
 		events  = -1 // unknown until the store says
 	)
-	if r.Asset.Code == "XLM" {
+	if r.Asset.Floating() {
 		q, err := s.freshRate(ctx, r.Mode, r.Asset.Code, now)
 		rate, rateErr = &q, err
 	}
