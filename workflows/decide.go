@@ -1,7 +1,6 @@
 package workflows
 
 import (
-
 	"github.com/memocart/memocart/models"
 )
 
