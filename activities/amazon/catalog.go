@@ -268,61 +268,42 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	return c.product(ctx, g, sf, page.ID)
 }
 
-// product looks asin up on sf, retrying what may pass.
+// product looks asin up on sf, retrying what may pass (upstream.Do).
 func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin string) (models.Product, error) {
 	log := c.log.With("asin", asin, "storefront", sf.bare)
-	refreshed := false
-	for attempt := 1; ; {
-		p, err := c.lookup(ctx, g, sf, asin)
-		if err == nil {
-			return p, nil
-		}
-		var ue *upstreamError
-		switch {
-		case errors.As(err, &ue):
-		case errors.Is(err, errNoTime) || ctx.Err() != nil:
-			// The caller's deadline, not Amazon: still "retry later".
-			return models.Product{}, marketplaceUnavailable(err)
-		default:
-			// An answer about the product, or an error already decided.
-			return models.Product{}, err
-		}
-		switch {
-		case ue.Status == http.StatusUnauthorized && !refreshed:
-			// The token expired or was revoked early: one fresh token.
-			refreshed = true
-			continue
-		case ue.Status == http.StatusUnauthorized:
-			log.Error("amazon: credentials rejected by the Creators API",
-				"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes)
-			return models.Product{}, marketplaceUnavailable(ue)
-		case ue.Status == http.StatusForbidden || ue.Status == http.StatusBadRequest:
-			// AccessDeniedException (the Associates account is not
-			// eligible, the tag is not its own) or ValidationException
-			// (a field Amazon refuses, usually the partner tag): the
-			// deployment's setup, which retrying cannot fix and only an
-			// operator can.
-			log.Error("amazon: the Creators API refuses this deployment's requests: check the Associates account and partner tag",
-				"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes, "fields", ue.Fields)
-			return models.Product{}, fmt.Errorf("amazon: %w: %w", models.Errorf(models.CodeLiveUnavailable,
-				"Live product data from Amazon is not available on this deployment right now"), ue)
-		case !ue.retryable():
-			log.Warn("amazon: unexpected getItems answer", "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
-			return models.Product{}, marketplaceUnavailable(ue)
-		case attempt >= maxAttempts:
-			log.Warn("amazon: giving up", "attempts", attempt, "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
-			return models.Product{}, marketplaceUnavailable(ue)
-		}
-		wait := max(c.backoff.Wait(attempt), ue.RetryAfter)
-		if wait > maxRetryWait || !upstream.Fits(ctx, wait) {
-			log.Warn("amazon: no time to retry", "attempts", attempt, "wait", wait, "status", ue.Status, "codes", ue.Codes)
-			return models.Product{}, marketplaceUnavailable(ue)
-		}
-		if err := c.sleep(ctx, wait); err != nil {
-			return models.Product{}, marketplaceUnavailable(err)
-		}
-		attempt++
+	retry := upstream.Retry{Attempts: maxAttempts, Backoff: c.backoff, MaxWait: maxRetryWait, Sleep: c.sleep}
+	p, err, stop, attempts := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, g, sf, asin) })
+	var ue *upstreamError
+	errors.As(err, &ue)
+	switch {
+	case err == nil:
+		return p, nil
+	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
+		// The caller's deadline, not Amazon: still "retry later".
+		return models.Product{}, marketplaceUnavailable(err)
+	case stop == upstream.Answered:
+		// An answer about the product, or an error already decided.
+		return models.Product{}, err
+	case stop == upstream.Unauthorized:
+		log.Error("amazon: credentials rejected by the Creators API",
+			"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes)
+	case stop == upstream.Final && (ue.Status == http.StatusForbidden || ue.Status == http.StatusBadRequest):
+		// AccessDeniedException (the Associates account is not eligible,
+		// the tag is not its own) or ValidationException (a field Amazon
+		// refuses, usually the partner tag): the deployment's setup,
+		// which retrying cannot fix and only an operator can.
+		log.Error("amazon: the Creators API refuses this deployment's requests: check the Associates account and partner tag",
+			"region_group", string(g.name), "status", ue.Status, "codes", ue.Codes, "fields", ue.Fields)
+		return models.Product{}, fmt.Errorf("amazon: %w: %w", models.Errorf(models.CodeLiveUnavailable,
+			"Live product data from Amazon is not available on this deployment right now"), ue)
+	case stop == upstream.Final:
+		log.Warn("amazon: unexpected getItems answer", "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
+	case stop == upstream.Exhausted:
+		log.Warn("amazon: giving up", "attempts", attempts, "status", ue.Status, "codes", ue.Codes, "err", ue.Err)
+	case ue != nil:
+		log.Warn("amazon: no time to retry", "attempts", attempts, "status", ue.Status, "codes", ue.Codes)
 	}
+	return models.Product{}, marketplaceUnavailable(err)
 }
 
 // errNoTime marks a call not made because the caller's deadline would

@@ -163,9 +163,13 @@ func (e *upstreamError) Unwrap() error { return e.Err }
 
 // retryable reports whether another attempt may succeed: throttling,
 // server errors and calls that got no response.
-func (e *upstreamError) retryable() bool {
+// Retryable, HTTPStatus and RetryAfterWait make it an upstream.Failure.
+func (e *upstreamError) Retryable() bool {
 	return e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
+
+func (e *upstreamError) HTTPStatus() int               { return e.Status }
+func (e *upstreamError) RetryAfterWait() time.Duration { return e.RetryAfter }
 
 // readAnswer interprets a getItems response about asin on sf. An answer
 // about the product (found, not buyable, unknown) is a Product or a

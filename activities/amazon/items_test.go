@@ -278,7 +278,7 @@ func TestReadAnswerUpstreamFailures(t *testing.T) {
 			require.True(t, errors.As(err, &ue), "not an upstreamError: %v", err)
 			assert.Equal(t, tt.status, ue.Status)
 			assert.Equal(t, tt.codes, ue.Codes)
-			assert.Equal(t, tt.retryable, ue.retryable())
+			assert.Equal(t, tt.retryable, ue.Retryable())
 			// What reaches logs never carries the upstream's messages.
 			assert.NotContains(t, err.Error(), "eligibility")
 			assert.NotContains(t, err.Error(), "throttling")

@@ -146,48 +146,32 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	}
 	log := c.log.With("item", ref.ID, "marketplace", marketplace)
 
-	refreshed := false
-	for attempt := 1; ; {
-		p, err := c.lookup(ctx, ref, marketplace)
-		if err == nil {
-			return p, nil
-		}
-		if ctx.Err() != nil {
-			return models.Product{}, marketplaceUnavailable(ctx.Err())
-		}
-		var ue *upstreamError
-		if !errors.As(err, &ue) {
-			// An answer about the listing itself, or a call cut short.
-			if errors.Is(err, errNoTime) {
-				return models.Product{}, marketplaceUnavailable(err)
-			}
-			return models.Product{}, err
-		}
-		switch {
-		case ue.Status == http.StatusUnauthorized && !refreshed:
-			// The token expired or was revoked early: one fresh token.
-			refreshed = true
-			continue
-		case ue.Status == http.StatusUnauthorized || ue.Status == http.StatusForbidden:
-			log.Error("ebay: credentials rejected by the Browse API", "status", ue.Status, "error_ids", ue.ErrorIDs)
-			return models.Product{}, marketplaceUnavailable(ue)
-		case !ue.retryable():
-			log.Warn("ebay: unexpected answer", "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
-			return models.Product{}, ue
-		case attempt >= maxAttempts:
-			log.Warn("ebay: giving up", "attempts", attempt, "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
-			return models.Product{}, marketplaceUnavailable(ue)
-		}
-		wait := max(c.backoff.Wait(attempt), ue.RetryAfter)
-		if wait > maxRetryWait || !upstream.Fits(ctx, wait) {
-			log.Warn("ebay: no time to retry", "attempts", attempt, "wait", wait, "status", ue.Status, "error_ids", ue.ErrorIDs)
-			return models.Product{}, marketplaceUnavailable(ue)
-		}
-		if err := upstream.Sleep(ctx, wait); err != nil {
-			return models.Product{}, marketplaceUnavailable(err)
-		}
-		attempt++
+	retry := upstream.Retry{Attempts: maxAttempts, Backoff: c.backoff, MaxWait: maxRetryWait}
+	p, err, stop, attempts := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, ref, marketplace) })
+	var ue *upstreamError
+	errors.As(err, &ue)
+	switch {
+	case err == nil:
+		return p, nil
+	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
+		// The caller's deadline, not eBay: still "retry later".
+		return models.Product{}, marketplaceUnavailable(err)
+	case stop == upstream.Answered:
+		// An answer about the listing itself.
+		return models.Product{}, err
+	case stop == upstream.Unauthorized || (stop == upstream.Final && ue.Status == http.StatusForbidden):
+		log.Error("ebay: credentials rejected by the Browse API", "status", ue.Status, "error_ids", ue.ErrorIDs)
+	case stop == upstream.Final && ue.final != nil:
+		// An answer whose meaning eBay's status gives (upstreamError.final).
+		return models.Product{}, ue
+	case stop == upstream.Final:
+		log.Warn("ebay: unexpected answer", "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
+	case stop == upstream.Exhausted:
+		log.Warn("ebay: giving up", "attempts", attempts, "status", ue.Status, "error_ids", ue.ErrorIDs, "err", ue.Err)
+	case ue != nil:
+		log.Warn("ebay: no time to retry", "attempts", attempts, "status", ue.Status, "error_ids", ue.ErrorIDs)
 	}
+	return models.Product{}, marketplaceUnavailable(err)
 }
 
 // errNoTime marks a call not made because the caller's deadline would

@@ -122,10 +122,14 @@ func (e *upstreamError) Unwrap() []error {
 
 // retryable reports whether the same request may succeed later: throttling
 // (eBay's quota refusals are 429 too), server errors, no answer at all.
-func (e *upstreamError) retryable() bool {
+// Retryable, HTTPStatus and RetryAfterWait make it an upstream.Failure.
+func (e *upstreamError) Retryable() bool {
 	return e.final == nil && (e.Status == 0 || e.Status == http.StatusTooManyRequests || e.Status >= 500 ||
 		(e.Status == http.StatusOK && e.Err != nil))
 }
+
+func (e *upstreamError) HTTPStatus() int               { return e.Status }
+func (e *upstreamError) RetryAfterWait() time.Duration { return e.RetryAfter }
 
 // readAnswer interprets one getItemByLegacyId answer for ref. It returns
 // the product, a *models.Error for a listing that exists but cannot be

@@ -225,7 +225,7 @@ func TestReadAnswerUpstreamFailures(t *testing.T) {
 			if tt.ids != nil {
 				assert.Equal(t, tt.ids, ue.ErrorIDs)
 			}
-			assert.Equal(t, tt.retryable, ue.retryable())
+			assert.Equal(t, tt.retryable, ue.Retryable())
 			if tt.final == "" {
 				assert.Nil(t, ue.final)
 			} else {
