@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/api/ratelimit"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/clocktest"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
@@ -34,28 +34,12 @@ import (
 // testCartTTL is the cart lifetime the contract promises.
 const testCartTTL = 30 * time.Minute
 
-// fakeClock is a settable clock shared by the server and its limiter. The
-// server calls it from request goroutines, hence the mutex.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the clock shared by the server and its limiter.
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
 	// A fractional second, so second-truncation bugs in timestamps show.
-	return &fakeClock{now: time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return clocktest.New(time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC))
 }
 
 // env is one server under test on a fresh database, served over real HTTP.

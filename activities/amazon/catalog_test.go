@@ -20,44 +20,15 @@ import (
 
 	"github.com/memocart/memocart/activities/amazon/creatorstest"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/clocktest"
 )
 
-// fakeClock is a clock that only moves when the catalog sleeps, so waits
-// can be asserted exactly and cost no time.
-type fakeClock struct {
-	mu    sync.Mutex
-	t     time.Time
-	slept []time.Duration
-}
+// fakeClock only moves when the catalog sleeps, so waits are asserted
+// exactly and cost no time.
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
-	f.slept = append(f.slept, d)
-	return ctx.Err()
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
-}
-
-func (f *fakeClock) Slept() []time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]time.Duration(nil), f.slept...)
+	return clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // logBuffer collects a catalog's log lines; safe for concurrent use.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/clocktest"
 )
 
 // countingCatalog answers with a product priced by its call count, or err.
@@ -33,20 +34,12 @@ func (c *countingCatalog) Product(ctx context.Context, ref models.ProductRef) (m
 	return models.Product{Marketplace: ref.Marketplace, ID: ref.ID, Currency: "USD", Price: decimal.NewFromInt(int64(n)), Availability: models.InStock}, nil
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
-
 func ref(id, shipTo string) models.ProductRef {
 	return models.ProductRef{Marketplace: models.MarketplaceAmazon, ID: id, Host: "www.amazon.com", URL: "https://www.amazon.com/dp/" + id, ShipTo: shipTo}
 }
 
 func TestRouterCachesForTTLPerKey(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	amazon := &countingCatalog{}
 	r := NewRouter(Config{Catalogs: map[models.Marketplace]Catalog{models.MarketplaceAmazon: amazon}, TTL: 10 * time.Minute, Now: clk.Now})
 	ctx := t.Context()
@@ -77,7 +70,7 @@ func TestRouterCachesForTTLPerKey(t *testing.T) {
 }
 
 func TestRouterErrors(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	clk := clocktest.New(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	tests := []struct {
 		name       string
 		err        error

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/memocart/memocart/models/clocktest"
 )
 
 const (
@@ -109,25 +111,10 @@ func (s *tokenServer) cache(clock *fakeClock) *TokenCache {
 	return NewTokenCache(s.conf(), s.Client(), time.Minute, clock.Now)
 }
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
+	return clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // TestTokenLifetime: a token is reused until its lifetime less the margin
