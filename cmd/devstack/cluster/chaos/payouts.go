@@ -1,0 +1,165 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/memocart/memocart/cmd/devstack/cluster"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
+	"github.com/memocart/memocart/models"
+)
+
+// PayoutsOptions configures a payouts measurement.
+type PayoutsOptions struct {
+	// Refunds is how many refunds are approved at once.
+	Refunds int
+	// Concurrency is how many clients create the orders owed them.
+	Concurrency int
+	// Live is the test servers of the cluster's live mode, which must
+	// leave live refunds for an operator (MEMOCART_REFUND_AUTO_APPROVE_MAX
+	// 0).
+	Live *testservers.Servers
+	// Memocart is the service binary (the operator's commands).
+	Memocart string
+	// RequestTimeout is the cluster's MEMOCART_REQUEST_TIMEOUT; Wait
+	// bounds each wait (refunds owed, refunds sent).
+	RequestTimeout, Wait time.Duration
+	// Seed names the refund destinations.
+	Seed uint64
+	Out  io.Writer
+}
+
+// Payouts measures refunds paid out at once across the cluster's workers
+// (issue 32, point 5): it creates Refunds live orders, each overpaid on
+// the Horizon test server with its refund destination set through the
+// API, waits until every refund of the excess awaits an operator's
+// approval, approves them all at once (one `memocart refunds approve` each,
+// started together), and measures the time until all are sent. The
+// report's invariants: every refund sent, once, of its amount, counted on
+// the Horizon test server's ledger; no submission answered tx_bad_seq (two
+// workers colliding on the payout account's sequence number); the live
+// books balanced.
+func Payouts(ctx context.Context, c *cluster.Cluster, opts PayoutsOptions) (*Report, error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	r := &run{opts: Options{Orders: opts.Refunds, Concurrency: opts.Concurrency, Live: opts.Live, Memocart: opts.Memocart,
+		RequestTimeout: opts.RequestTimeout, Seed: opts.Seed, Settle: opts.Wait, Out: opts.Out},
+		c: c, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed))}
+	r.began = time.Now()
+	if err := r.newClients(ctx); err != nil {
+		return nil, err
+	}
+	if err := waitWatcher(ctx, c); err != nil {
+		return nil, err
+	}
+	r.orders = make([]*order, opts.Refunds)
+	for i := range r.orders {
+		r.orders[i] = &order{index: i, kind: liveOverpaid}
+	}
+	r.logf("creating %d live orders, each overpaid by %s USDC with its refund destination set", opts.Refunds, overpay)
+	r.one(ctx, r.orders[0], 0)
+	r.load(ctx)
+	for _, o := range r.orders {
+		if o.failure != "" {
+			return nil, fmt.Errorf("order %d: %s", o.index, o.failure)
+		}
+	}
+	waiting, err := r.waitRefunds(ctx, models.RefundAwaitingApproval)
+	if err != nil {
+		return nil, err
+	}
+	r.logf("%d refunds await approval; approving them all at once", len(waiting))
+
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(waiting))
+	for i, f := range waiting {
+		wg.Go(func() { _, errs[i] = command(ctx, c, opts.Memocart, "refunds", "approve", f.id) })
+	}
+	wg.Wait()
+	approved := time.Since(began)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r.logf("every approve command exited in %.1fs", approved.Seconds())
+	sent, err := r.waitRefunds(ctx, models.RefundSent)
+	if err != nil {
+		return nil, err
+	}
+	var last time.Time
+	var took []time.Duration
+	for _, f := range sent {
+		if f.sentAt.After(last) {
+			last = *f.sentAt
+		}
+		took = append(took, f.sentAt.Sub(began))
+	}
+	r.logf("every refund sent")
+
+	refunds, err := r.readRefunds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := opts.Live.Horizon
+	owed, unowed := refundsNotSent(r.orders, refunds)
+	badSeq := Invariant{Name: "payout submissions answered tx_bad_seq (a sequence collision)"}
+	for range h.Rejections()["tx_bad_seq"] {
+		badSeq.add("tx_bad_seq")
+	}
+	rep := &r.report
+	rep.Invariants = []Invariant{owed, unowed, paidOtherThanOnce(opts.Live.Payout, refunds, h.LedgerPayments()), badSeq,
+		reconcile(ctx, c, opts.Memocart, models.ModeLive)}
+	p50, _, slowest := percentiles(took)
+	total := last.Sub(began)
+	rep.figure("refunds approved at once", "%d", len(waiting))
+	rep.figure("approve commands started together, all exited", "%.1fs", approved.Seconds())
+	rep.figure("approval → every refund sent", "%.1fs", total.Seconds())
+	rep.figure("approval → a refund sent: median / max", "%.1fs / %.1fs", p50.Seconds(), slowest.Seconds())
+	rep.figure("refunds sent per second", "%.1f", float64(len(sent))/total.Seconds())
+	rep.figure("transactions submitted to Horizon / refused before a ledger (by code)", "%d / %s", h.Submissions(), rejections(h))
+	rep.WallTime = time.Since(r.began)
+	rep.Log = r.log
+	return rep, nil
+}
+
+// waitRefunds waits until every order of the run has one live refund, all
+// of them at status, for at most Settle, and returns them.
+func (r *run) waitRefunds(ctx context.Context, status models.RefundStatus) ([]dbRefund, error) {
+	deadline := time.Now().Add(r.opts.Settle)
+	lastLog := time.Now()
+	for {
+		refunds, err := r.readRefunds(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var at []dbRefund
+		byStatus := map[string]int{}
+		for _, f := range refunds {
+			byStatus[f.status]++
+			if f.status == string(status) {
+				at = append(at, f)
+			}
+		}
+		if len(at) == len(r.orders) && len(refunds) == len(r.orders) {
+			return at, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%d refunds, %d of them %s, after %v: %v", len(refunds), len(at), status, r.opts.Settle, byStatus)
+		}
+		if time.Since(lastLog) > 15*time.Second {
+			r.logf("waiting for %d refunds %s: %v", len(r.orders), status, byStatus)
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
