@@ -96,6 +96,9 @@ type order struct {
 	kind   liveKind
 	amount string
 	dest   string
+	// lateByClient: planned paid in time, but the client reached the
+	// payment with less than half the window left, so it paid late.
+	lateByClient bool
 }
 
 // run is one chaos run.

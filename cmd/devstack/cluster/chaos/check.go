@@ -415,7 +415,7 @@ func (r *run) check(ctx context.Context) error {
 	rep.figure("orders attempted (clients)", "%d", len(r.orders))
 	rep.figure("orders acknowledged (2xx)", "%d", len(acked))
 	rep.figure("paid (payment helper answered 201 matched, or live and paid in full in time)", "%d", len(paid))
-	rep.figure("left unpaid on purpose", "%d", len(unpaid))
+	rep.figure("left unpaid on purpose (live: or paid after the deadline)", "%d", len(unpaid))
 	rep.figure("order rows in the database", "%d", len(orders))
 	rep.figure("order rows no client was told of", "%d", notAcked)
 	rep.figure("delivered / cancelled / failed / other", "%d / %d / %d / %d", count(models.OrderDelivered), count(models.OrderCancelled),

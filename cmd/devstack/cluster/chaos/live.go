@@ -104,6 +104,13 @@ func (r *run) oneLive(ctx context.Context, o *order, w int) {
 		o.failure = describe("refund destination", a, err)
 		return
 	}
+	// A payment sent close to its deadline may reach the order after it
+	// (the watcher restarts on another worker after a kill): an order
+	// whose client took so long paid late on purpose.
+	if exp, err := time.Parse(time.RFC3339, fmt.Sprint(ord["payment_expires_at"])); o.kind != liveLate &&
+		(err != nil || time.Until(exp) < r.opts.PaymentWindow/2) {
+		o.kind, o.lateByClient = liveLate, true
+	}
 	switch o.kind {
 	case liveLate:
 		r.late.Go(func() { r.payLate(ctx, o) })
@@ -354,10 +361,13 @@ func (r *run) checkMoney(ctx context.Context) ([][2]string, error) {
 		rep.Invariants = append(rep.Invariants, reconcile(ctx, r.c, r.opts.Memocart, mode))
 	}
 
-	kinds := map[liveKind]int{}
+	kinds, lateByClient := map[liveKind]int{}, 0
 	for _, o := range r.orders {
 		if o.orderID != "" && o.kind != "" {
 			kinds[o.kind]++
+		}
+		if o.lateByClient {
+			lateByClient++
 		}
 	}
 	sent, duringLoad, payouts := 0, 0, 0
@@ -380,6 +390,7 @@ func (r *run) checkMoney(ctx context.Context) ([][2]string, error) {
 	return [][2]string{
 		{"live orders acknowledged: exact / overpaid / late / out of stock at Zinc", fmt.Sprintf("%d / %d / %d / %d",
 			kinds[liveExact], kinds[liveOverpaid], kinds[liveLate], kinds[liveFailed])},
+		{"live orders the client reached the payment of too late, paid late instead", fmt.Sprintf("%d", lateByClient)},
 		{"refunds in the database / sent / sent during the load (and its kills)", fmt.Sprintf("%d / %d / %d", len(refunds), sent, duringLoad)},
 		{"refund created → sent: median / max", fmt.Sprintf("%.1fs / %.1fs", p50.Seconds(), slowest.Seconds())},
 		{"payments from the payout account on the Horizon test server", fmt.Sprintf("%d", payouts)},

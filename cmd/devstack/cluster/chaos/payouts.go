@@ -1,13 +1,23 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/memocart/memocart/cmd/devstack/cluster"
 	"github.com/memocart/memocart/cmd/devstack/testservers"
@@ -123,6 +133,11 @@ func Payouts(ctx context.Context, c *cluster.Cluster, opts PayoutsOptions) (*Rep
 	rep.figure("approval → a refund sent: median / max", "%.1fs / %.1fs", p50.Seconds(), slowest.Seconds())
 	rep.figure("refunds sent per second", "%.1f", float64(len(sent))/total.Seconds())
 	rep.figure("transactions submitted to Horizon / refused before a ledger (by code)", "%d / %s", h.Submissions(), rejections(h))
+	by, err := payoutWorkers(ctx, c, sent)
+	if err != nil {
+		return nil, err
+	}
+	rep.figure("payouts (SendRefund completed) by worker", "%s", by)
 	rep.WallTime = time.Since(r.began)
 	rep.Log = r.log
 	return rep, nil
@@ -162,4 +177,51 @@ func (r *run) waitRefunds(ctx context.Context, status models.RefundStatus) ([]db
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// payoutWorkers counts, by worker replica, the SendRefund activities of
+// the refunds' workflows that completed (the identity of their started
+// event names the worker process): both workers pay, serialised on the
+// payout account.
+func payoutWorkers(ctx context.Context, c *cluster.Cluster, refunds []dbRefund) (string, error) {
+	tc, err := client.DialContext(ctx, client.Options{
+		HostPort:  fmt.Sprintf("127.0.0.1:%d", c.Ports().Frontend),
+		Namespace: cluster.Namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		return "", fmt.Errorf("dialling Temporal: %w", err)
+	}
+	defer tc.Close()
+	byPID := map[string]string{}
+	for name, pid := range c.PIDs() {
+		byPID[strconv.Itoa(pid)] = name
+	}
+	count := map[string]int{}
+	for _, f := range refunds {
+		it := tc.GetWorkflowHistory(ctx, models.RefundWorkflowID(f.id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		sends := map[int64]bool{}
+		started := map[int64]string{} // scheduled event id -> identity
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return "", fmt.Errorf("history of refund %s: %w", f.id, err)
+			}
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "SendRefund" {
+				sends[ev.GetEventId()] = true
+			}
+			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && sends[a.GetScheduledEventId()] {
+				started[a.GetScheduledEventId()] = a.GetIdentity()
+			}
+			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && sends[a.GetScheduledEventId()] {
+				pid, _, _ := strings.Cut(started[a.GetScheduledEventId()], "@")
+				count[cmp.Or(byPID[pid], "pid "+pid)]++
+			}
+		}
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(count)) {
+		parts = append(parts, fmt.Sprintf("%s × %d", name, count[name]))
+	}
+	return strings.Join(parts, ", "), nil
 }
