@@ -157,7 +157,7 @@ type dbRefund struct {
 	id, orderID, mode, reason, status, asset, dest, txHash string
 	amount                                                 decimal.Decimal
 	createdAt                                              time.Time
-	sentAt                                                 *time.Time
+	approvedAt, sentAt                                     *time.Time
 }
 
 // readRefunds reads every refund of the cluster's app database.
@@ -173,7 +173,7 @@ func readRefunds(ctx context.Context, c *cluster.Cluster) ([]dbRefund, error) {
 	defer conn.Close(context.WithoutCancel(ctx))
 	rows, err := conn.Query(ctx, `
 		SELECT id, COALESCE(order_id, ''), mode, reason, status, asset, destination_address, transaction_hash,
-		       amount::text, created_at, sent_at
+		       amount::text, created_at, approved_at, sent_at
 		FROM refunds ORDER BY created_at`)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func readRefunds(ctx context.Context, c *cluster.Cluster) ([]dbRefund, error) {
 	for rows.Next() {
 		var f dbRefund
 		var amount string
-		if err := rows.Scan(&f.id, &f.orderID, &f.mode, &f.reason, &f.status, &f.asset, &f.dest, &f.txHash, &amount, &f.createdAt, &f.sentAt); err != nil {
+		if err := rows.Scan(&f.id, &f.orderID, &f.mode, &f.reason, &f.status, &f.asset, &f.dest, &f.txHash, &amount, &f.createdAt, &f.approvedAt, &f.sentAt); err != nil {
 			return nil, err
 		}
 		if f.amount, err = decimal.NewFromString(amount); err != nil {

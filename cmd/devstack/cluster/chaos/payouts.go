@@ -102,13 +102,19 @@ func Payouts(ctx context.Context, c *cluster.Cluster, opts PayoutsOptions) (*Rep
 	if err != nil {
 		return nil, err
 	}
-	var last time.Time
-	var took []time.Duration
+	var last, lastApproved time.Time
+	var took, afterApproval []time.Duration
 	for _, f := range sent {
 		if f.sentAt.After(last) {
 			last = *f.sentAt
 		}
 		took = append(took, f.sentAt.Sub(began))
+		if f.approvedAt != nil {
+			afterApproval = append(afterApproval, f.sentAt.Sub(*f.approvedAt))
+			if f.approvedAt.After(lastApproved) {
+				lastApproved = *f.approvedAt
+			}
+		}
 	}
 	r.logf("every refund sent")
 
@@ -126,12 +132,15 @@ func Payouts(ctx context.Context, c *cluster.Cluster, opts PayoutsOptions) (*Rep
 	rep.Invariants = []Invariant{owed, unowed, paidOtherThanOnce(opts.Live.Payout, refunds, h.LedgerPayments()), badSeq,
 		reconcile(ctx, c, opts.Memocart, models.ModeLive)}
 	p50, _, slowest := percentiles(took)
+	a50, _, aMax := percentiles(afterApproval)
 	total := last.Sub(began)
 	rep.figure("refunds approved at once", "%d", len(waiting))
-	rep.figure("approve commands started together, all exited", "%.1fs", approved.Seconds())
-	rep.figure("approval → every refund sent", "%.1fs", total.Seconds())
-	rep.figure("approval → a refund sent: median / max", "%.1fs / %.1fs", p50.Seconds(), slowest.Seconds())
-	rep.figure("refunds sent per second", "%.1f", float64(len(sent))/total.Seconds())
+	rep.figure("approve commands started together, all exited", "%.2fs", approved.Seconds())
+	rep.figure("approve commands started → every refund sent", "%.2fs", total.Seconds())
+	rep.figure("approve commands started → a refund sent: median / max", "%.2fs / %.2fs", p50.Seconds(), slowest.Seconds())
+	rep.figure("approve commands started → last approval recorded", "%.2fs", lastApproved.Sub(began).Seconds())
+	rep.figure("a refund's approval recorded → sent: median / max", "%.2fs / %.2fs", a50.Seconds(), aMax.Seconds())
+	rep.figure("refunds sent per second (from the first approve command)", "%.1f", float64(len(sent))/total.Seconds())
 	rep.figure("transactions submitted to Horizon / refused before a ledger (by code)", "%d / %s", h.Submissions(), rejections(h))
 	by, err := payoutWorkers(ctx, c, sent)
 	if err != nil {
