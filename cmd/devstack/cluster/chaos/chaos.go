@@ -88,7 +88,7 @@ type order struct {
 	orderID string // from the order request's 2xx
 	number  string
 	unpaid  bool   // planned unpaid: never sent a payment
-	paid    bool   // the payment helper answered 201 "matched"
+	paid    bool   // the payment helper answered 201 "matched"; live: the payment was sent on Horizon
 	payment string // the outcome the payment helper answered
 	failure string // why the client gave up, if it did
 	// Live orders only: what the order does with its money, the amount

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -74,4 +75,28 @@ func TestRefundsNotSentWantsOneSentRefundOfWhatIsOwed(t *testing.T) {
 	owed, unowed = refundsNotSent(orders, []dbRefund{refund("o1", "sent", "20"), refund("o2", "sending", "20"), refund("o4", "sent", "1")})
 	assert.Equal(t, 3, owed.Count, "o1's amount, o2 not sent, o3 without a refund: %v", owed.Examples)
 	assert.Equal(t, 1, unowed.Count, "o4 is owed nothing: %v", unowed.Examples)
+}
+
+// TestDrawKindFollowsTheShares: the live orders' kinds come in the shares
+// the flags give, the rest paid their amount, and a seed repeats them.
+func TestDrawKindFollowsTheShares(t *testing.T) {
+	newRun := func(overpaid, late, failed float64) *run {
+		return &run{opts: Options{Overpaid: overpaid, Late: late, Failed: failed}, rng: rand.New(rand.NewPCG(3, 3))}
+	}
+	r := newRun(0.25, 0.25, 0.25)
+	n := map[liveKind]int{}
+	for range 10_000 {
+		n[r.drawKind()]++
+	}
+	for _, k := range []liveKind{liveExact, liveOverpaid, liveLate, liveFailed} {
+		assert.InDelta(t, 2500, n[k], 200, "%s: %v", k, n)
+	}
+	r = newRun(0, 1, 0)
+	for range 100 {
+		assert.Equal(t, liveLate, r.drawKind())
+	}
+	a, b := newRun(0.2, 0.3, 0.1), newRun(0.2, 0.3, 0.1)
+	for range 100 {
+		assert.Equal(t, a.drawKind(), b.drawKind())
+	}
 }
