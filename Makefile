@@ -101,10 +101,13 @@ cluster-status:
 	bin/devstack cluster $(CLUSTER_FLAGS) status
 
 # Brings a second cluster up on other ports in a temporary directory, takes a
-# sandbox order to delivered through it, and stops it. Not part of `make
-# test`: it builds the Temporal binaries (cached under the user cache dir).
+# sandbox order to delivered through it, and stops it; then one more with
+# live mode on the providers' test servers, whose 5 refunds approved at once
+# must each be paid once (the payouts driver). Not part of `make test`: it
+# builds the Temporal binaries (cached under the user cache dir).
 cluster-test:
 	$(GO) -C $(DEVSTACK) test -race -count=1 -tags clustertest -run TestCluster -v -timeout 20m ./cluster/
+	$(GO) -C $(DEVSTACK) test -race -count=1 -tags clustertest -run TestClusterPayouts -v -timeout 20m .
 
 # The chaos test (docs/reliability.md): its own cluster on free ports in a
 # temporary directory, 1,000 orders (a share live on the providers' test
