@@ -97,7 +97,7 @@ type order struct {
 	amount string
 	dest   string
 	// lateByClient: planned paid in time, but the client reached the
-	// payment with less than half the window left, so it paid late.
+	// payment too close to the deadline (inTimeMargin), so it paid late.
 	lateByClient bool
 }
 

@@ -104,11 +104,12 @@ func (r *run) oneLive(ctx context.Context, o *order, w int) {
 		o.failure = describe("refund destination", a, err)
 		return
 	}
-	// A payment sent close to its deadline may reach the order after it
-	// (the watcher restarts on another worker after a kill): an order
-	// whose client took so long paid late on purpose.
+	// The order counts a payment when its signal reaches the workflow: one
+	// sent close to the deadline may reach it after, while the watcher
+	// waits out its worker's kill. An order whose client took so long is
+	// paid late on purpose.
 	if exp, err := time.Parse(time.RFC3339, fmt.Sprint(ord["payment_expires_at"])); o.kind != liveLate &&
-		(err != nil || time.Until(exp) < r.opts.PaymentWindow/2) {
+		(err != nil || time.Until(exp) < r.inTimeMargin()) {
 		o.kind, o.lateByClient = liveLate, true
 	}
 	switch o.kind {
@@ -119,6 +120,14 @@ func (r *run) oneLive(ctx context.Context, o *order, w int) {
 	default:
 		r.payLive(o, decimal.RequireFromString(o.amount))
 	}
+}
+
+// inTimeMargin is how much of its window a live order must have left when
+// its client pays it in time: the Stellar watcher's heartbeat timeout
+// (30 s, then it restarts on the other worker and catches up) with room to
+// spare, or three quarters of a shorter window.
+func (r *run) inTimeMargin() time.Duration {
+	return min(45*time.Second, r.opts.PaymentWindow*3/4)
 }
 
 // payLive sends amount USDC to the receiving account with the order's
