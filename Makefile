@@ -24,7 +24,7 @@ export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 MEMOCART_TEST_CHROMIUM ?= chromium
 export MEMOCART_TEST_CHROMIUM
 
-.PHONY: run build devstack test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos
+.PHONY: run build devstack test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos payouts
 
 run: devstack
 	bin/devstack dev
@@ -101,19 +101,32 @@ cluster-status:
 	bin/devstack cluster $(CLUSTER_FLAGS) status
 
 # Brings a second cluster up on other ports in a temporary directory, takes a
-# sandbox order to delivered through it, and stops it. Not part of `make
-# test`: it builds the Temporal binaries (cached under the user cache dir).
+# sandbox order to delivered through it, and stops it; then one more with
+# live mode on the providers' test servers, whose 5 refunds approved at once
+# must each be paid once (the payouts driver). Not part of `make test`: it
+# builds the Temporal binaries (cached under the user cache dir).
 cluster-test:
 	$(GO) -C $(DEVSTACK) test -race -count=1 -tags clustertest -run TestCluster -v -timeout 20m ./cluster/
+	$(GO) -C $(DEVSTACK) test -race -count=1 -tags clustertest -run TestClusterPayouts -v -timeout 20m .
 
 # The chaos test (docs/reliability.md): its own cluster on free ports in a
-# temporary directory, 1,000 sandbox orders created and paid while an api, a
-# worker, Temporal and Postgres are SIGKILLed, then the invariants as a table;
-# exits 1 when one is not 0. Not part of `make test` (it takes minutes).
+# temporary directory, 1,000 orders (a share live on the providers' test
+# servers, with refunds to pay) created and paid while an api, a worker,
+# Temporal and Postgres are SIGKILLed, then the invariants as a table; exits
+# 1 when one is not 0. Not part of `make test` (it takes minutes).
 # CHAOS_FLAGS passes flags, e.g. CHAOS_FLAGS='-orders 100 -load-time 45s'.
 CHAOS_FLAGS ?=
 chaos: build devstack
 	bin/devstack chaos $(CHAOS_FLAGS)
+
+# The 50-refunds-at-once figure of docs/benchmarks.md: its own cluster (as
+# chaos), live mode on the providers' test servers, 50 refunds approved at
+# once; prints the time until all are sent and exits 1 unless each was paid
+# once with no sequence collision. Not part of `make test`.
+# PAYOUTS_FLAGS passes flags, e.g. PAYOUTS_FLAGS='-refunds 100'.
+PAYOUTS_FLAGS ?=
+payouts: build devstack
+	bin/devstack payouts $(PAYOUTS_FLAGS)
 
 clean:
 	rm -rf bin .data

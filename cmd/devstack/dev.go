@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/memocart/memocart/cmd/devstack/devtemporal"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
 	"github.com/memocart/memocart/cmd/internal/app"
 	"github.com/memocart/memocart/workflows"
 )
@@ -43,7 +44,7 @@ Flags:`)
 		// dev dials its own embedded server, which speaks plain gRPC.
 		return errors.New("MEMOCART_TEMPORAL_TLS*/MEMOCART_TEMPORAL_API_KEY are for an external Temporal cluster (memocart api, worker): dev runs its own server without TLS; unset them")
 	}
-	var live *devLiveServers
+	var live *testservers.Servers
 	if e.Cfg.DevLive == "testservers" {
 		var stopLive func()
 		var err error
@@ -140,8 +141,8 @@ Flags:`)
 		}
 		liveBanner := ""
 		if live != nil {
-			live.listening(addr)
-			liveBanner = live.banner(liveKey)
+			live.Listening(addr)
+			liveBanner = devLiveBanner(live, liveKey)
 		}
 		fmt.Fprintf(e.Stdout, `
 Memocart dev is running.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
@@ -38,7 +39,7 @@ func (s *liveStack) operator(args ...string) (string, error) {
 // answers the discrepancies' kinds and the live ledgers.
 func (s *liveStack) reconcileLive() (kinds []string, ledgers []map[string]string) {
 	s.t.Helper()
-	s.env["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(s.env["MEMOCART_DATA_DIR"], devPayoutSeedFile)
+	s.env["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(s.env["MEMOCART_DATA_DIR"], testservers.PayoutSeedFile)
 	defer delete(s.env, "MEMOCART_STELLAR_PAYOUT_SECRET_FILE")
 	out, _ := s.operator("reconcile", "--mode", "live", "--json")
 	var got struct {

@@ -26,6 +26,7 @@ import (
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/zinc"
 	"github.com/memocart/memocart/activities/zinc/zinctest"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
@@ -45,7 +46,7 @@ var (
 type liveStack struct {
 	*stack
 	horizon *horizontest.Server
-	servers *devLiveServers
+	servers *testservers.Servers
 	liveKey string
 	store   *sqlstore.Store
 	dsn     string
@@ -54,17 +55,17 @@ type liveStack struct {
 // newLiveServers starts the providers' test servers for one test and
 // makes `devstack dev` use them (MEMOCART_DEV_LIVE=testservers). Zinc's
 // clock stands still until the test moves it.
-func newLiveServers(t testing.TB, hz *horizontest.Server) *devLiveServers {
-	srv := &devLiveServers{
-		creators: creatorstest.New(),
-		browse:   browsetest.New(),
-		zinc:     zinctest.New(zinctest.WithAPIKey(devZincKey)),
-		horizon:  hz,
+func newLiveServers(t testing.TB, hz *horizontest.Server) *testservers.Servers {
+	srv := &testservers.Servers{
+		Creators: creatorstest.New(),
+		Browse:   browsetest.New(),
+		Zinc:     zinctest.New(zinctest.WithAPIKey(testservers.ZincKey)),
+		Horizon:  hz,
 	}
 	t.Cleanup(func() {
-		srv.creators.Close()
-		srv.browse.Close()
-		srv.zinc.Close()
+		srv.Creators.Close()
+		srv.Browse.Close()
+		srv.Zinc.Close()
 	})
 	testHookLiveServers = srv
 	t.Cleanup(func() { testHookLiveServers = nil })
@@ -247,7 +248,7 @@ func TestE2ELiveExactPaymentIsPlacedWithZinc(t *testing.T) {
 	// Paid: placed with Zinc once, for at most what the customer paid for
 	// goods, shipping and tax (117.73 less the 3.00 service fee).
 	id := str(o, "id")
-	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(id) == 1 }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return s.servers.Zinc.OrdersCreated(id) == 1 }, 30*time.Second, 50*time.Millisecond)
 	z := s.zincOrder(id)
 	assert.Equal(t, int64(11473), z.MaxPrice)
 	assert.Equal(t, str(o, "number"), z.PONumber)
@@ -447,7 +448,7 @@ func TestE2EPaymentsCommand(t *testing.T) {
 // zincOrder returns the Zinc test server's order placed under key.
 func (s *liveStack) zincOrder(key string) zinctest.Order {
 	s.t.Helper()
-	for _, z := range s.servers.zinc.Orders() {
+	for _, z := range s.servers.Zinc.Orders() {
 		if z.IdempotencyKey == key {
 			return z
 		}
@@ -522,16 +523,16 @@ func TestE2ELiveMarketplacesToDelivered(t *testing.T) {
 			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
 				s.payInFull(o)
 				s.waitStatus(s.liveKey, str(o, "number"), "paid")
-				require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
+				require.Eventually(t, func() bool { return s.servers.Zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
 			}
 			assert.Contains(t, s.zincOrder(str(ebayOrder, "id")).Products[0].URL, "ebay.com/itm/123456789012")
 
 			// Zinc buys and ships on its clock.
-			s.servers.zinc.Advance(zinctest.DefaultTimings.Placed)
+			s.servers.Zinc.Advance(zinctest.DefaultTimings.Placed)
 			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
 				s.waitStatus(s.liveKey, str(o, "number"), "ordered")
 			}
-			s.servers.zinc.Advance(zinctest.DefaultTimings.InTransit)
+			s.servers.Zinc.Advance(zinctest.DefaultTimings.InTransit)
 			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
 				shipped, _ := s.waitStatus(s.liveKey, str(o, "number"), "shipped")
 				tr := obj(shipped, "tracking")
@@ -539,7 +540,7 @@ func TestE2ELiveMarketplacesToDelivered(t *testing.T) {
 				assert.NotEmpty(t, str(tr, "tracking_number"))
 				assert.Regexp(t, `^\d{4}-\d{2}-\d{2}$`, str(tr, "estimated_delivery"))
 			}
-			s.servers.zinc.Advance(zinctest.DefaultTimings.Delivered)
+			s.servers.Zinc.Advance(zinctest.DefaultTimings.Delivered)
 			for _, o := range []map[string]any{amazonOrder, ebayOrder} {
 				final, _ := s.waitStatus(s.liveKey, str(o, "number"), "delivered")
 				assert.Equal(t, "confirmed", str(final, "payment_status"))
@@ -552,7 +553,7 @@ func TestE2ELiveMarketplacesToDelivered(t *testing.T) {
 				assert.Equal(t, "delivered", str(ship, "status"))
 				assert.Equal(t, str(obj(final, "tracking"), "tracking_number"), str(ship, "tracking_number"))
 				assert.NotEmpty(t, ship["checkpoints"])
-				assert.Equal(t, 1, s.servers.zinc.OrdersCreated(str(o, "id")), "bought exactly once")
+				assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(str(o, "id")), "bought exactly once")
 			}
 			if *recordHistories && d == "sqlite" {
 				writeHistory(t, s.stack, str(amazonOrder, "id"), "order_live_delivered.json")
@@ -591,7 +592,7 @@ func TestE2ELiveFailuresEndFailedWithRefundDue(t *testing.T) {
 		}, 30*time.Second, 50*time.Millisecond)
 	}
 	// Zinc's clock runs fast from here: three days in a few seconds.
-	s.servers.zinc.SetAutoClock(50_000)
+	s.servers.Zinc.SetAutoClock(50_000)
 	for i, c := range cases {
 		t.Run(c.asin, func(t *testing.T) {
 			final, _ := s.with(t).waitStatus(s.liveKey, str(orders[i], "number"), "failed")
@@ -602,8 +603,8 @@ func TestE2ELiveFailuresEndFailedWithRefundDue(t *testing.T) {
 	final, _ := s.waitStatus(s.liveKey, str(retried, "number"), "delivered")
 	assert.Equal(t, "confirmed", str(final, "payment_status"))
 	id := str(retried, "id")
-	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "first attempt")
-	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id+"-2"), "placed again once")
+	assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(id), "first attempt")
+	assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(id+"-2"), "placed again once")
 	if *recordHistories {
 		writeHistory(t, s.stack, id, "order_live_placed_again.json")
 		writeHistory(t, s.stack, str(orders[3], "id"), "order_live_undeliverable.json")
@@ -619,20 +620,20 @@ func TestE2ELiveOrderPlacedOnceThroughCrashes(t *testing.T) {
 	s := startLive(t, "sqlite", map[string]string{"MEMOCART_DATA_DIR": dir})
 	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0002")
 	id := str(o, "id")
-	s.servers.zinc.FailAfterCreate(1)
+	s.servers.Zinc.FailAfterCreate(1)
 	s.payInFull(o)
-	require.Eventually(t, func() bool { return s.servers.zinc.CreateRequests(id) >= 2 }, 60*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return s.servers.Zinc.CreateRequests(id) >= 2 }, 60*time.Second, 50*time.Millisecond,
 		"the activity retried after losing Zinc's answer")
-	s.servers.zinc.Advance(zinctest.DefaultTimings.Shipped)
+	s.servers.Zinc.Advance(zinctest.DefaultTimings.Shipped)
 	s.waitStatus(s.liveKey, str(o, "number"), "shipped")
 
 	s.stop()
-	s.servers.zinc.Advance(zinctest.DefaultTimings.Delivered)
+	s.servers.Zinc.Advance(zinctest.DefaultTimings.Delivered)
 	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
 	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
 	s2.waitStatus(s.liveKey, str(o, "number"), "delivered")
-	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "one Zinc order whatever was retried")
-	assert.Len(t, s.servers.zinc.Orders(), 1)
+	assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(id), "one Zinc order whatever was retried")
+	assert.Len(t, s.servers.Zinc.Orders(), 1)
 }
 
 // TestE2ELiveWebhooksDriveProgress: with checks an hour apart, only Zinc's
@@ -640,10 +641,10 @@ func TestE2ELiveOrderPlacedOnceThroughCrashes(t *testing.T) {
 // a forged delivery is refused.
 func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 	s := startLive(t, "sqlite", map[string]string{"MEMOCART_ZINC_POLL_SCHEDULE": "1h,1h,1h,1h"})
-	s.servers.zinc.DuplicateWebhooks(true)
+	s.servers.Zinc.DuplicateWebhooks(true)
 	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0003")
 	s.payInFull(o)
-	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return s.servers.Zinc.OrdersCreated(str(o, "id")) == 1 }, 30*time.Second, 50*time.Millisecond)
 	for _, step := range []struct {
 		at     time.Duration
 		status string
@@ -652,10 +653,10 @@ func TestE2ELiveWebhooksDriveProgress(t *testing.T) {
 		{zinctest.DefaultTimings.InTransit, "shipped"},
 		{zinctest.DefaultTimings.Delivered, "delivered"},
 	} {
-		s.servers.zinc.SetNow(s.servers.zinc.Orders()[0].CreatedAt.Add(step.at))
+		s.servers.Zinc.SetNow(s.servers.Zinc.Orders()[0].CreatedAt.Add(step.at))
 		s.waitStatus(s.liveKey, str(o, "number"), step.status)
 	}
-	assert.Positive(t, s.servers.zinc.WebhooksSent())
+	assert.Positive(t, s.servers.Zinc.WebhooksSent())
 	if *recordHistories {
 		writeHistory(t, s.stack, str(o, "id"), "order_live_webhooks.json")
 		// From the baseline on: a webhook's check finds the change and
@@ -718,9 +719,9 @@ func TestE2ELiveWorkerKilledBetweenPlacingAndRecording(t *testing.T) {
 	s := startLive(t, "sqlite", map[string]string{"MEMOCART_DATA_DIR": dir})
 	o := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0004")
 	id := str(o, "id")
-	s.servers.zinc.HoldAfterCreate(1)
+	s.servers.Zinc.HoldAfterCreate(1)
 	s.payInFull(o)
-	require.Eventually(t, func() bool { return s.servers.zinc.OrdersCreated(id) == 1 }, 60*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return s.servers.Zinc.OrdersCreated(id) == 1 }, 60*time.Second, 20*time.Millisecond,
 		"Zinc created the order; its answer is held")
 	stored, err := s.store.Order(context.Background(), id)
 	require.NoError(t, err)
@@ -729,14 +730,14 @@ func TestE2ELiveWorkerKilledBetweenPlacingAndRecording(t *testing.T) {
 	s.stop()
 	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
 	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
-	require.Eventually(t, func() bool { return s.servers.zinc.CreateRequests(id) >= 2 }, 90*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return s.servers.Zinc.CreateRequests(id) >= 2 }, 90*time.Second, 50*time.Millisecond,
 		"the restarted worker placed the order again")
-	s.servers.zinc.SetAutoClock(50_000)
+	s.servers.Zinc.SetAutoClock(50_000)
 	s2.waitStatus(s.liveKey, str(o, "number"), "delivered")
-	assert.Equal(t, 1, s.servers.zinc.OrdersCreated(id), "bought exactly once")
-	assert.Len(t, s.servers.zinc.Orders(), 1)
+	assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(id), "bought exactly once")
+	assert.Len(t, s.servers.Zinc.Orders(), 1)
 	stored, err = s.store.Order(context.Background(), id)
 	require.NoError(t, err)
 	require.NotNil(t, stored.Fulfilment)
-	assert.Equal(t, s.servers.zinc.Orders()[0].ID, stored.Fulfilment.Ref)
+	assert.Equal(t, s.servers.Zinc.Orders()[0].ID, stored.Fulfilment.Ref)
 }

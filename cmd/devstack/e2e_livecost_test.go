@@ -60,7 +60,7 @@ func BenchmarkLiveOrderCost(b *testing.B) {
 				"MEMOCART_ZINC_POLL_SCHEDULE": scaledSchedule(7*time.Minute, 4*time.Minute, 6*time.Hour, 6*time.Hour),
 				"MEMOCART_ADMIN_ADDR":         adminAddr,
 			})
-			zinc := s.servers.zinc
+			zinc := s.servers.Zinc
 			zinc.SetTimings(zinctest.Timings{
 				Processing: time.Minute, Placed: 6 * time.Minute,
 				Shipped: 24 * time.Hour, InTransit: 25 * time.Hour, Delivered: 96 * time.Hour,

@@ -30,6 +30,7 @@ import (
 
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/zinc/zinctest"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
@@ -39,10 +40,6 @@ import (
 // running tests (TestMain): a `memocart worker` process a test can
 // SIGKILL. It exits when its stdin closes (the test ended) or on SIGTERM.
 const commandProcessEnv = "MEMOCART_TEST_COMMAND"
-
-// devPayoutSeedFile is where dev live's fundDevPayout writes the payout
-// account's seed, under MEMOCART_DATA_DIR.
-const devPayoutSeedFile = "dev-live-payout-seed"
 
 func runCommandProcess(args string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -131,7 +128,7 @@ func (s *liveStack) failedLiveOrder() (order, refund map[string]any) {
 	s.t.Helper()
 	o := s.liveCartOrder("https://www.amazon.com/dp/" + zinctest.OutOfStockASIN)
 	// Zinc's clock runs fast: the retailer's answer comes in seconds.
-	s.servers.zinc.SetAutoClock(50_000)
+	s.servers.Zinc.SetAutoClock(50_000)
 	s.payInFull(o)
 	final, _ := s.waitStatus(s.liveKey, str(o, "number"), "failed")
 	assert.Equal(s.t, "refund_due", str(final, "payment_status"))
@@ -263,7 +260,7 @@ func describe(ps []horizontest.Payment) string {
 // payout account to dest, in USDC, the refund's amount, with the memo.
 func (s *liveStack) assertRefundPayment(p horizontest.Payment, refund map[string]any, dest, memo string) {
 	s.t.Helper()
-	assert.Equal(s.t, s.servers.payout, p.From, "paid from the payout account")
+	assert.Equal(s.t, s.servers.Payout, p.From, "paid from the payout account")
 	assert.Equal(s.t, dest, p.To)
 	assert.Equal(s.t, "USDC", p.AssetCode)
 	assert.Equal(s.t, usdcIssuer, p.AssetIssuer)
@@ -325,7 +322,7 @@ func TestE2ERefundOverDailyMaxWaitsForOperator(t *testing.T) {
 	o, r := s.failedLiveOrder()
 	id := str(r, "id")
 	require.True(t, decimal.RequireFromString(str(r, "amount")).GreaterThan(decimal.NewFromInt(1)), "the refund is over the daily maximum")
-	require.True(t, decimal.RequireFromString(str(r, "amount")).LessThan(devRefundAutoApproveMax), "and under the auto-approve maximum")
+	require.True(t, decimal.RequireFromString(str(r, "amount")).LessThan(testservers.AutoApproveMax), "and under the auto-approve maximum")
 
 	dest := s.refundAccount("refund over daily max", true)
 	code, b := s.setRefundDestination(o, dest, "over the daily max")
@@ -372,7 +369,7 @@ func TestE2ERefundNoTrustlineFailsThenNewDestination(t *testing.T) {
 	// The service's own accounts, the receiving one (or a muxed form of
 	// it) and the payout one, are refused: a refund paid to the receiving
 	// account would come back as a late payment, refunded again.
-	payout, err := devPayoutKey()
+	payout, err := testservers.PayoutKey()
 	require.NoError(t, err)
 	plain, err := xdr.AddressToMuxedAccount(liveAccount)
 	require.NoError(t, err)
@@ -492,7 +489,7 @@ func TestE2ERefundWorkerKilledAfterSubmittingPaysOnce(t *testing.T) {
 		workerEnv[k] = v
 	}
 	workerEnv["MEMOCART_TEMPORAL_ADDRESS"] = again.temporal
-	workerEnv["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(dir, devPayoutSeedFile)
+	workerEnv["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(dir, testservers.PayoutSeedFile)
 	first := startWorkerProcess(t, workerEnv)
 
 	// Horizon holds the submission for a while, then applies it whatever

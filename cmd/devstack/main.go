@@ -1,7 +1,7 @@
 // Command devstack is Memocart's developer and lab tooling: every command of
-// the memocart binary plus dev (the whole stack in one process on an embedded
-// Temporal server), loadtest, cluster and chaos. It is its own module so the
-// service never depends on the Temporal server it embeds.
+// the memocart binary plus dev (the whole stack in one process on an
+// embedded Temporal server), loadtest, cluster, chaos and payouts. It is its
+// own module so the service never depends on the Temporal server it embeds.
 package main
 
 import "github.com/memocart/memocart/cmd/internal/app"
@@ -16,5 +16,6 @@ func commands() []app.Command {
 		{Name: "cluster", Summary: "the production topology on this machine without Docker: up, down, status... (cluster --help)", Run: runCluster, LogFormat: "text"},
 		{Name: "cost", Summary: "events, workflow tasks and billable Temporal actions per order path, from histories (cost --help)", Run: runCost, LogFormat: "text"},
 		{Name: "chaos", Summary: "orders through a cluster of its own while its processes are killed; checks that none is lost (chaos --help)", Run: runChaos, LogFormat: "text"},
+		{Name: "payouts", Summary: "refunds approved at once on a cluster of its own: time until all are sent, each paid once (payouts --help)", Run: runPayouts, LogFormat: "text"},
 	}
 }

@@ -173,6 +173,9 @@ type Server struct {
 	txList   []*txEntry          // transactions in the ledger, in order
 	lags     []int64             // how many ledgers each instance trails the network by
 	turn     int                 // the instance that answers the next GET
+
+	// Submissions refused before any ledger, by result code (rejections.go).
+	rejections map[string]int
 }
 
 // New starts a server holding the (empty) history of account.

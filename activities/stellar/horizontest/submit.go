@@ -592,6 +592,7 @@ func failureProblem(raw string, bump *feeBump, code xdr.TransactionResultCode, o
 // is charged or recorded.
 // bump is nil unless the inner transaction of a fee bump failed them.
 func (s *Server) rejectLocked(raw string, bump *feeBump, code xdr.TransactionResultCode, fee int64, ops []opOutcome) (int, string, []byte) {
+	s.countRejectionLocked(code)
 	return http.StatusBadRequest, problemJSON, failureProblem(raw, bump, code, ops, resultXDR(bump, code, fee, ops))
 }
 

@@ -399,6 +399,11 @@ func TestSubmitFailures(t *testing.T) {
 			var result xdr.TransactionResult
 			require.NoError(t, xdr.SafeUnmarshalBase64(extras["result_xdr"].(string), &result))
 			assert.Equal(t, txResultCodes[tc.txCode], result.Result.Code, "result_xdr carries the code")
+			if tc.inLedger {
+				assert.Empty(t, s.Rejections(), "in a ledger: not a rejection")
+			} else {
+				assert.Equal(t, map[string]int{tc.txCode: 1}, s.Rejections(), "the rejection is counted by its code")
+			}
 
 			// No payment moved; only a transaction in a ledger costs its
 			// fee and its sequence number.

@@ -52,6 +52,11 @@ func (c *Cluster) AppEnv(role string, i int) map[string]string {
 	return env
 }
 
+// CommandEnv is the environment of a memocart command run against the
+// cluster (keys, refunds, reconcile): what api and worker inherit, with the
+// cluster's own variables.
+func (c *Cluster) CommandEnv() []string { return withEnv(c.opts.Env, c.AppEnv("cli", 0)) }
+
 func (c *Cluster) appCommand(role string, i int) func() (*exec.Cmd, *syscall.Credential, error) {
 	return func() (*exec.Cmd, *syscall.Credential, error) {
 		if c.opts.Memocart == "" {

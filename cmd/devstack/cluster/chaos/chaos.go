@@ -1,15 +1,23 @@
-// Package chaos is `devstack chaos` (`make chaos`): a load of sandbox
-// orders created and paid through both API replicas of a running cluster
-// (package cluster) while a driver SIGKILLs, at random moments of the load,
-// an API replica, a worker replica, the Temporal server and Postgres, and
-// restarts each a few seconds later. It then checks what must hold however
-// the processes died (no acknowledged order lost, one order per cart, every
-// paid order delivered and placed once, every order with its workflow and
-// every workflow with its order, every unpaid order cancelled) and prints
-// them as a table with the figures of the run.
+// Package chaos is `devstack chaos` (`make chaos`): a load of orders
+// created through both API replicas of a running cluster (package cluster)
+// while a driver SIGKILLs, at random moments of the load, an API replica, a
+// worker replica, the Temporal server and Postgres, and restarts each a
+// few seconds later. Most orders are sandbox orders paid through the test
+// helper; a share are live orders on the providers' test servers, which
+// this process hosts (package testservers): paid on the Horizon test server
+// by their memo, some overpaid, some late, some failing at Zinc, each with
+// a refund destination set through the API, so that refunds are paid out
+// while processes die. It then checks what must hold however the processes
+// died (no acknowledged order lost, one order per cart, every paid order
+// delivered and placed once, every order with its workflow and every
+// workflow with its order, every unpaid order cancelled, every refund owed
+// sent, no destination paid twice, `memocart reconcile` balanced) and
+// prints them as a table with the figures of the run. Payouts (payouts.go)
+// measures refunds approved at once on the same cluster.
 //
-// It may import the standard library, package cluster, pgx, the Temporal
-// SDK client and API modules, and models (ids, workflow ids).
+// It may import the standard library, package cluster, package
+// testservers and the test servers it runs, pgx, decimal, the Temporal SDK
+// client and API modules, and models (ids, workflow ids, statuses).
 package chaos
 
 import (
@@ -24,7 +32,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/memocart/memocart/cmd/devstack/cluster"
+	"github.com/memocart/memocart/cmd/devstack/testservers"
+	"github.com/memocart/memocart/models"
 )
 
 // Options configures a run.
@@ -54,8 +66,16 @@ type Options struct {
 	// long past the last deadline the run waits for every order to end.
 	PaymentWindow time.Duration
 	Settle        time.Duration
+	// Live is the providers' test servers the cluster's live mode runs
+	// against (nil: sandbox orders only); LiveShare is the fraction of the
+	// paid orders that are live, and Overpaid, Late and Failed the
+	// fractions of those that are overpaid, paid late, or fail at Zinc
+	// (the rest are paid their amount).
+	Live                   *testservers.Servers
+	LiveShare              float64
+	Overpaid, Late, Failed float64
 	// Memocart is the prod binary the cluster runs (to create the run's
-	// API key).
+	// API keys and reconcile its books).
 	Memocart string
 	// Out receives progress and the report.
 	Out io.Writer
@@ -68,9 +88,17 @@ type order struct {
 	orderID string // from the order request's 2xx
 	number  string
 	unpaid  bool   // planned unpaid: never sent a payment
-	paid    bool   // the payment helper answered 201 "matched"
+	paid    bool   // the payment helper answered 201 "matched"; live: the payment was sent on Horizon
 	payment string // the outcome the payment helper answered
 	failure string // why the client gave up, if it did
+	// Live orders only: what the order does with its money, the amount
+	// it was asked to pay, and where its refunds go.
+	kind   liveKind
+	amount string
+	dest   string
+	// lateByClient: planned paid in time, but the client reached the
+	// payment too close to the deadline (inTimeMargin), so it paid late.
+	lateByClient bool
 }
 
 // run is one chaos run.
@@ -78,6 +106,8 @@ type run struct {
 	opts    Options
 	c       *cluster.Cluster
 	api     *apiClient
+	liveAPI *apiClient     // the live key's client (nil without live orders)
+	late    sync.WaitGroup // the late payers (payLate)
 	rng     *rand.Rand
 	began   time.Time
 	started atomic.Int64 // orders whose cart request was sent
@@ -99,30 +129,27 @@ func Run(ctx context.Context, c *cluster.Cluster, opts Options) (*Report, error)
 		opts.Out = io.Discard
 	}
 	r := &run{opts: opts, c: c, rng: rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))}
-	key, err := r.createKey(ctx)
-	if err != nil {
+	if err := r.newClients(ctx); err != nil {
 		return nil, err
-	}
-	p := c.Ports()
-	r.api = &apiClient{
-		bases: [2]string{fmt.Sprintf("http://127.0.0.1:%d", p.API[0]), fmt.Sprintf("http://127.0.0.1:%d", p.API[1])},
-		key:   key,
-		// Past the request timeout the service answers 503 itself; a
-		// client timeout above it only fires when a process hangs.
-		hc:     &http.Client{Timeout: opts.RequestTimeout + 5*time.Second},
-		giveUp: 5 * time.Minute,
-		stats:  &clientStats{},
 	}
 	r.orders = make([]*order, opts.Orders)
 	for i := range r.orders {
 		r.orders[i] = &order{index: i, unpaid: r.rng.Float64() < opts.Unpaid}
+		if !r.orders[i].unpaid && r.liveAPI != nil && r.rng.Float64() < opts.LiveShare {
+			r.orders[i].kind = r.drawKind()
+		}
 	}
 	// The first order is the one the Postgres-outage probe reads: made
 	// before the load, left unpaid (it must end cancelled like the rest).
-	r.orders[0].unpaid = true
+	r.orders[0].unpaid, r.orders[0].kind = true, ""
 	plan := r.killPlan()
-	r.logf("seed %d; %d orders (%d planned unpaid), %d clients over %v; kills: %s",
-		opts.Seed, opts.Orders, r.countPlannedUnpaid(), opts.Concurrency, opts.LoadTime, plan)
+	r.logf("seed %d; %d orders (%d planned unpaid; live: %s), %d clients over %v; kills: %s",
+		opts.Seed, opts.Orders, r.countPlannedUnpaid(), r.liveMix(), opts.Concurrency, opts.LoadTime, plan)
+	if r.liveAPI != nil {
+		if err := waitWatcher(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 
 	r.began = time.Now()
 	r.one(ctx, r.orders[0], 0)
@@ -143,6 +170,11 @@ func Run(ctx context.Context, c *cluster.Cluster, opts Options) (*Report, error)
 	if err := r.settle(ctx); err != nil {
 		return nil, err
 	}
+	if r.liveAPI != nil {
+		if err := r.settleRefunds(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
@@ -151,26 +183,107 @@ func Run(ctx context.Context, c *cluster.Cluster, opts Options) (*Report, error)
 	return &r.report, nil
 }
 
-// createKey makes the run's own enterprise test key: a Pro key's 600
-// requests a minute would make the load wait on the rate limiter instead
-// of the failures.
-func (r *run) createKey(ctx context.Context) (string, error) {
+// newClients makes the run's API clients: the test key's, and the live
+// key's when the cluster runs live mode on test servers.
+func (r *run) newClients(ctx context.Context) error {
+	key, err := createKey(ctx, r.c, r.opts.Memocart, models.ModeTest)
+	if err != nil {
+		return err
+	}
+	p := r.c.Ports()
+	r.api = &apiClient{
+		bases: [2]string{fmt.Sprintf("http://127.0.0.1:%d", p.API[0]), fmt.Sprintf("http://127.0.0.1:%d", p.API[1])},
+		key:   key,
+		// Past the request timeout the service answers 503 itself; a
+		// client timeout above it only fires when a process hangs.
+		hc:     &http.Client{Timeout: r.opts.RequestTimeout + 5*time.Second},
+		giveUp: 5 * time.Minute,
+		stats:  &clientStats{},
+	}
+	if r.opts.Live == nil {
+		return nil
+	}
+	if key, err = createKey(ctx, r.c, r.opts.Memocart, models.ModeLive); err != nil {
+		return err
+	}
+	live := *r.api
+	live.key = key
+	r.liveAPI = &live
+	return nil
+}
+
+// createKey makes the run's own enterprise key of the mode: a Pro key's
+// 600 requests a minute would make the load wait on the rate limiter
+// instead of the failures.
+func createKey(ctx context.Context, c *cluster.Cluster, memocart string, mode models.Mode) (string, error) {
+	out, err := command(ctx, c, memocart, "keys", "create", "--account", "chaos", "--mode", string(mode),
+		"--tier", "enterprise", "--per-minute", "600000")
+	return strings.TrimSpace(out), err
+}
+
+// command runs a memocart command against the cluster, as an operator
+// would, and returns its output.
+func command(ctx context.Context, c *cluster.Cluster, memocart string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, r.opts.Memocart, "keys", "create", "--account", "chaos", "--mode", "test",
-		"--tier", "enterprise", "--per-minute", "600000")
-	env := r.c.AppEnv("cli", 0)
-	cmd.Env = []string{}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd := exec.CommandContext(ctx, memocart, args...)
+	cmd.Env = c.CommandEnv()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("memocart keys create: %w\n%s", err, stderr.String())
+		return string(out), fmt.Errorf("memocart %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	return strings.TrimSpace(string(out)), nil
+	return string(out), nil
+}
+
+// drawKind draws a live order's kind by the shares of Options.
+func (r *run) drawKind() liveKind {
+	x := r.rng.Float64()
+	for _, k := range []struct {
+		kind  liveKind
+		share float64
+	}{{liveOverpaid, r.opts.Overpaid}, {liveLate, r.opts.Late}, {liveFailed, r.opts.Failed}} {
+		if x < k.share {
+			return k.kind
+		}
+		x -= k.share
+	}
+	return liveExact
+}
+
+// liveMix counts the planned live orders by kind.
+func (r *run) liveMix() string {
+	n := map[liveKind]int{}
+	for _, o := range r.orders {
+		n[o.kind]++
+	}
+	return fmt.Sprintf("%d exact, %d overpaid, %d late, %d failing at Zinc", n[liveExact], n[liveOverpaid], n[liveLate], n[liveFailed])
+}
+
+// waitWatcher waits until the Stellar watcher has recorded where it
+// starts: the service takes live orders from then on.
+func waitWatcher(ctx context.Context, c *cluster.Cluster) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		conn, err := pgx.Connect(ctx, c.PostgresURL(cluster.AppDB))
+		if err == nil {
+			var n int
+			err = conn.QueryRow(ctx, `SELECT count(*) FROM stellar_cursors WHERE cursor <> ''`).Scan(&n)
+			conn.Close(context.WithoutCancel(ctx))
+			if err == nil && n > 0 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Stellar watcher recorded no cursor within 2 minutes (last error: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -251,6 +364,10 @@ var (
 // one takes order o through cart, order and (unless planned unpaid)
 // payment. Client w starts on replica w%2; every retry switches replica.
 func (r *run) one(ctx context.Context, o *order, w int) {
+	if o.kind != "" {
+		r.oneLive(ctx, o, w)
+		return
+	}
 	a, err := r.api.post(ctx, w%2, "/v1/carts", cartBody)
 	if err != nil || a.status != http.StatusCreated {
 		o.failure = describe("cart", a, err)

@@ -90,11 +90,11 @@ func (rep *Report) figure(name, format string, args ...any) {
 
 // dbOrder is an order row as the checks read it.
 type dbOrder struct {
-	id, cartID, status, paymentStatus, supplierRef string
-	expiresAt                                      time.Time
-	ordered                                        bool // has its "ordered" step
-	payments                                       int  // payments attached
-	paidAt, deliveredAt                            *time.Time
+	id, cartID, mode, status, paymentStatus, supplierRef string
+	expiresAt                                            time.Time
+	ordered                                              bool // has its "ordered" step
+	payments                                             int  // payments attached
+	paidAt, deliveredAt                                  *time.Time
 }
 
 // readOrders reads every order of the cluster's app database (the
@@ -106,7 +106,7 @@ func (r *run) readOrders(ctx context.Context) (map[string]*dbOrder, error) {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	rows, err := conn.Query(ctx, `
-		SELECT o.id, o.cart_id, o.status, o.payment_status, o.supplier_ref, o.payment_expires_at,
+		SELECT o.id, o.cart_id, o.mode, o.status, o.payment_status, o.supplier_ref, o.payment_expires_at,
 		       EXISTS (SELECT 1 FROM order_steps s WHERE s.order_id = o.id AND s.name = 'ordered'),
 		       (SELECT count(*) FROM payments p WHERE p.order_id = o.id),
 		       (SELECT reached_at FROM order_steps s WHERE s.order_id = o.id AND s.name = 'paid'),
@@ -118,7 +118,7 @@ func (r *run) readOrders(ctx context.Context) (map[string]*dbOrder, error) {
 	out := map[string]*dbOrder{}
 	for rows.Next() {
 		var o dbOrder
-		if err := rows.Scan(&o.id, &o.cartID, &o.status, &o.paymentStatus, &o.supplierRef, &o.expiresAt, &o.ordered, &o.payments, &o.paidAt, &o.deliveredAt); err != nil {
+		if err := rows.Scan(&o.id, &o.cartID, &o.mode, &o.status, &o.paymentStatus, &o.supplierRef, &o.expiresAt, &o.ordered, &o.payments, &o.paidAt, &o.deliveredAt); err != nil {
 			return nil, err
 		}
 		out[o.id] = &o
@@ -193,7 +193,7 @@ func (r *run) check(ctx context.Context) error {
 	}
 	defer tc.Close()
 
-	var acked, paid, unpaid []*order
+	var acked, paid, unpaid, failAtZinc []*order
 	ackedIDs := map[string]bool{}
 	for _, o := range r.orders {
 		if o.orderID == "" {
@@ -202,8 +202,10 @@ func (r *run) check(ctx context.Context) error {
 		acked = append(acked, o)
 		ackedIDs[o.orderID] = true
 		switch {
-		case o.unpaid:
+		case o.unpaid, o.kind == liveLate: // unpaid within the window
 			unpaid = append(unpaid, o)
+		case o.kind == liveFailed:
+			failAtZinc = append(failAtZinc, o)
 		case o.paid:
 			paid = append(paid, o)
 		}
@@ -239,11 +241,19 @@ func (r *run) check(ctx context.Context) error {
 		}
 	}
 
-	// 3. Paid (the helper answered 201 matched) but not delivered.
+	// 3. Paid (the helper answered 201 matched, or paid on Horizon in
+	// full or more) but not delivered; paid for a product Zinc finds out
+	// of stock but not failed.
 	notDelivered := Invariant{Name: "paid orders not delivered"}
 	for _, o := range paid {
 		if row, ok := orders[o.orderID]; ok && row.status != string(models.OrderDelivered) {
-			notDelivered.add(fmt.Sprintf("%s: %s (payment %s)", o.orderID, row.status, row.paymentStatus))
+			notDelivered.add(fmt.Sprintf("%s (%s): %s (payment %s)", o.orderID, o.kindName(), row.status, row.paymentStatus))
+		}
+	}
+	notFailed := Invariant{Name: "live orders out of stock at Zinc not failed"}
+	for _, o := range failAtZinc {
+		if row, ok := orders[o.orderID]; ok && (!o.paid || row.status != string(models.OrderFailed)) {
+			notFailed.add(fmt.Sprintf("%s: %s (payment %s, paid %t)", o.orderID, row.status, row.paymentStatus, o.paid))
 		}
 	}
 
@@ -252,7 +262,8 @@ func (r *run) check(ctx context.Context) error {
 	// history (PlaceOrder activities scheduled, by attempt number: a
 	// second attempt number is a second purchase; a retried activity of
 	// the same attempt is the same, idempotent placement) and from the
-	// order row (supplier_ref must be the first placement's SBX-<id>).
+	// order row (supplier_ref must be the first placement's SBX-<id>, or
+	// for a live order the one order Zinc's test server holds for it).
 	hist, err := r.histories(ctx, tc, orders)
 	if err != nil {
 		return err
@@ -275,16 +286,25 @@ func (r *run) check(ctx context.Context) error {
 	slices.Sort(retried)
 	twoFulfilments := Invariant{Name: "orders with more than one fulfilment"}
 	placed := 0
+	zincOrders := r.zincOrders()
 	for id, o := range orders {
 		n := hist[id].placements
 		if n > 0 {
 			placed++
 		}
+		want := "SBX-" + id
+		if o.mode == string(models.ModeLive) {
+			zs := zincOrders[id]
+			if len(zs) > 1 {
+				twoFulfilments.add(fmt.Sprintf("%s: %d orders at Zinc: %s", id, len(zs), strings.Join(zs, ", ")))
+			}
+			want = strings.Join(zs, ", ")
+		}
 		switch {
 		case n > 1:
 			twoFulfilments.add(fmt.Sprintf("%s: %d placements", id, n))
-		case n == 1 && o.supplierRef != "SBX-"+id:
-			twoFulfilments.add(fmt.Sprintf("%s: supplier_ref %q", id, o.supplierRef))
+		case n == 1 && o.supplierRef != want:
+			twoFulfilments.add(fmt.Sprintf("%s: supplier_ref %q, placed as %q", id, o.supplierRef, want))
 		case n == 0 && (o.ordered || o.supplierRef != ""):
 			twoFulfilments.add(fmt.Sprintf("%s: ordered without a PlaceOrder in its history", id))
 		}
@@ -356,8 +376,18 @@ func (r *run) check(ctx context.Context) error {
 
 	rep := &r.report
 	rep.Invariants = []Invariant{missing, twoOrders, notDelivered, twoFulfilments, paidTwice, noWorkflow, noOrder, notCancelled}
+	if r.liveAPI != nil {
+		rep.Invariants = append(rep.Invariants, notFailed)
+	}
 	if r.pg.Ran {
 		rep.Invariants = append(rep.Invariants, pgBad, pgRecover)
+	}
+	// 9. Money back: every refund owed sent, once, and the books balance.
+	var money [][2]string
+	if r.liveAPI != nil {
+		if money, err = r.checkMoney(ctx); err != nil {
+			return err
+		}
 	}
 
 	count := func(status models.OrderStatus) int {
@@ -384,13 +414,13 @@ func (r *run) check(ctx context.Context) error {
 	s := r.api.stats
 	rep.figure("orders attempted (clients)", "%d", len(r.orders))
 	rep.figure("orders acknowledged (2xx)", "%d", len(acked))
-	rep.figure("paid (payment helper answered 201 matched)", "%d", len(paid))
-	rep.figure("left unpaid on purpose", "%d", len(unpaid))
+	rep.figure("paid (payment helper answered 201 matched, or live and paid in full in time)", "%d", len(paid))
+	rep.figure("left unpaid on purpose (live: or paid after the deadline)", "%d", len(unpaid))
 	rep.figure("order rows in the database", "%d", len(orders))
 	rep.figure("order rows no client was told of", "%d", notAcked)
 	rep.figure("delivered / cancelled / failed / other", "%d / %d / %d / %d", count(models.OrderDelivered), count(models.OrderCancelled),
 		count(models.OrderFailed), len(orders)-count(models.OrderDelivered)-count(models.OrderCancelled)-count(models.OrderFailed))
-	rep.figure("orders placed with the sandbox fulfiller (PlaceOrder in history)", "%d", placed)
+	rep.figure("orders placed with the sandbox fulfiller or Zinc (PlaceOrder in history)", "%d", placed)
 	rep.figure("PlaceOrder activity retries (same placement)", "%d", placeRetries)
 	var byKind []string
 	for k, n := range retriedBy {
@@ -425,6 +455,7 @@ func (r *run) check(ctx context.Context) error {
 	rep.figure("order workflows listed / still running", "%d / %d", len(wfs), running)
 	rep.figure("orders found by describe but not yet listed (visibility lag)", "%d", visibilityLag)
 	rep.figure("API status differs from the database", "%d", apiDiffers)
+	rep.Figures = append(rep.Figures, money...)
 	rep.figure("load time", "%.1fs", rep.LoadTime.Seconds())
 	rep.figure("wall time (load, settle, checks)", "%.1fs", time.Since(r.began).Seconds())
 	if len(retried) > 0 {
@@ -461,10 +492,14 @@ func (r *run) readThroughAPI(ctx context.Context, acked []*order) map[string]str
 		wg.Go(func() {
 			for i := range next {
 				o := acked[i]
+				api := r.api
+				if o.kind != "" {
+					api = r.liveAPI // a live order is found with a live key only
+				}
 				var a answer
 				var err error
 				for attempt := range 5 {
-					a, err = r.api.do(ctx, http.MethodGet, r.api.bases[(i+attempt)%2]+"/v1/orders/"+o.orderID, "", nil)
+					a, err = api.do(ctx, http.MethodGet, api.bases[(i+attempt)%2]+"/v1/orders/"+o.orderID, "", nil)
 					if err == nil && a.status < 500 {
 						break
 					}
@@ -618,9 +653,5 @@ func paidToDelivered(orders map[string]*dbOrder) (p50, p99, slowest time.Duratio
 			ds = append(ds, o.deliveredAt.Sub(*o.paidAt))
 		}
 	}
-	if len(ds) == 0 {
-		return 0, 0, 0
-	}
-	slices.Sort(ds)
-	return ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1]
+	return percentiles(ds)
 }
