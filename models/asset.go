@@ -26,8 +26,9 @@ var assets = []Asset{
 }
 
 // assetPegs gives, for the assets that can be quoted without a market rate,
-// the currency they are redeemable 1:1 for. An asset missing here has a
-// floating price and cannot be quoted until an exchange-rate source exists.
+// the currency they are redeemable 1:1 for. An asset missing here (XLM) has
+// a floating price: it is quoted at an exchange rate (QuoteXLM, with the
+// rate the order locks from activities/rates), not by QuoteAmount.
 var assetPegs = map[string]string{
 	"USDC": "USD",
 }
@@ -62,11 +63,11 @@ func SupportedAssets() []string {
 	return codes
 }
 
-// QuoteAmount returns how much of asset pays an order total in currency.
-// Only assets pegged 1:1 to that currency can be quoted for now (USDC for
-// USD); the total is rounded up to the asset's decimals, because a payment
-// one unit short would leave the order unpaid while one unit over costs the
-// payer nothing noticeable. Anything that needs an exchange rate (XLM, or
+// QuoteAmount returns how much of a pegged asset pays an order total in
+// currency (USDC for USD); the total is rounded up to the asset's decimals,
+// because a payment one unit short would leave the order unpaid while one
+// unit over costs the payer nothing noticeable. An asset not pegged to
+// currency (XLM, which BuildOrder quotes with QuoteXLM at a rate instead, or
 // USDC against EUR) is an *Error with CodeUnsupportedAsset and Field
 // "payment_asset", so the client can choose another asset.
 //

@@ -1,12 +1,13 @@
 // Package checkout is the one home of Memocart's use cases, one type per
 // aggregate, each built once by cmd from every part it needs (its
 // constructor refuses a missing one) and handed to the HTTP handlers
-// (package api) and the operator's commands: Orders (create an order from
-// a cart, cancel it, start the workflows of orders committed without
-// one), Refunds (the refunds the service pays out: destinations, claim
-// links, operators' moves, runs to restart) and HandRefunds (money an
-// operator sent back by hand, refunds_legacy.go). Callers decode their
-// input, call a use case and encode its result.
+// (package api) and the operator's commands: Carts (a product's preview,
+// a priced cart), Orders (create an order from a cart, cancel it, start
+// the workflows of orders committed without one), Refunds (the refunds the
+// service pays out: destinations, claim links, operators' moves, runs to
+// restart), HandRefunds (money an operator sent back by hand,
+// refunds_legacy.go) and TestHelpers (test mode's payment of an order).
+// Callers decode their input, call a use case and encode its result.
 // The decisions are the pure rule functions of models, which the order
 // workflow and the store call too where they need the same rule.
 //
@@ -16,8 +17,8 @@
 // requests to a workflow; never a concrete store, a Temporal client or a
 // provider. Not under workflows: that tree is deterministic workflow code,
 // which a service waiting on a database and a clock is not. The store, the
-// workflow client, the rate sources and the payment matcher reach it
-// through the small interfaces declared here; cmd wires them.
+// workflow client, the catalogs, the rate sources and the sandbox chain
+// reach it through the small interfaces declared here; cmd wires them.
 package checkout
 
 import (
