@@ -272,7 +272,7 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin string) (models.Product, error) {
 	log := c.log.With("asin", asin, "storefront", sf.bare)
 	retry := upstream.Retry{Attempts: maxAttempts, Backoff: c.backoff, MaxWait: maxRetryWait, Sleep: c.sleep}
-	p, err, stop, attempts := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, g, sf, asin) })
+	p, stop, attempts, err := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, g, sf, asin) })
 	var ue *upstreamError
 	errors.As(err, &ue)
 	switch {

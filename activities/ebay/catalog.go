@@ -147,7 +147,7 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	log := c.log.With("item", ref.ID, "marketplace", marketplace)
 
 	retry := upstream.Retry{Attempts: maxAttempts, Backoff: c.backoff, MaxWait: maxRetryWait}
-	p, err, stop, attempts := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, ref, marketplace) })
+	p, stop, attempts, err := upstream.Do(ctx, retry, func() (models.Product, error) { return c.lookup(ctx, ref, marketplace) })
 	var ue *upstreamError
 	errors.As(err, &ue)
 	switch {

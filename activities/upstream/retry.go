@@ -51,10 +51,10 @@ const (
 	NoTime
 )
 
-// Do makes call as r says and returns its last value and error, why it
-// stopped and the attempts made. The caller turns a stop into its own
+// Do makes call as r says and returns its last value, why it stopped,
+// the attempts made and its last error. The caller turns a stop into its own
 // answer and log line.
-func Do[T any](ctx context.Context, r Retry, call func() (T, error)) (v T, err error, stop Stop, attempt int) {
+func Do[T any](ctx context.Context, r Retry, call func() (T, error)) (v T, stop Stop, attempt int, err error) {
 	sleep := r.Sleep
 	if sleep == nil {
 		sleep = Sleep
@@ -64,7 +64,7 @@ func Do[T any](ctx context.Context, r Retry, call func() (T, error)) (v T, err e
 		v, err = call()
 		var f Failure
 		if err == nil || !errors.As(err, &f) {
-			return v, err, Answered, attempt
+			return v, Answered, attempt, err
 		}
 		switch {
 		case f.HTTPStatus() == http.StatusUnauthorized && !refreshed:
@@ -73,18 +73,18 @@ func Do[T any](ctx context.Context, r Retry, call func() (T, error)) (v T, err e
 			refreshed = true
 			continue
 		case f.HTTPStatus() == http.StatusUnauthorized:
-			return v, err, Unauthorized, attempt
+			return v, Unauthorized, attempt, err
 		case !f.Retryable():
-			return v, err, Final, attempt
+			return v, Final, attempt, err
 		case attempt >= r.Attempts:
-			return v, err, Exhausted, attempt
+			return v, Exhausted, attempt, err
 		}
 		wait := max(r.Backoff.Wait(attempt), f.RetryAfterWait())
 		if wait > r.MaxWait || !Fits(ctx, wait) {
-			return v, err, NoTime, attempt
+			return v, NoTime, attempt, err
 		}
 		if serr := sleep(ctx, wait); serr != nil {
-			return v, serr, NoTime, attempt
+			return v, NoTime, attempt, serr
 		}
 		attempt++
 	}

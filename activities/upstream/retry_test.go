@@ -54,7 +54,7 @@ func TestDo(t *testing.T) {
 		{"a Retry-After beyond MaxWait", []error{failure{status: 429, after: time.Hour}}, NoTime, 1, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err, stop, attempts := Do(context.Background(), r, answers(c.errs...))
+			_, stop, attempts, err := Do(context.Background(), r, answers(c.errs...))
 			assert.Equal(t, c.stop, stop)
 			assert.Equal(t, c.attempts, attempts)
 			assert.Equal(t, c.ok, err == nil, "%v", err)
