@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -41,8 +40,11 @@ type RefundStore interface {
 	PaymentSenders(ctx context.Context, paymentIDs []string) (map[string]string, error)
 }
 
-// Payer pays refunds out: on the chain in live mode
-// (activities/stellar/payout), in the sandbox in test mode.
+// Payer pays refunds out, in the domain's terms (models.PayoutRequest,
+// models.PayoutResult, models.ErrPayout*): a payout rail is an adapter
+// that implements it, on the Stellar network in live mode
+// (activities/stellar/payout), in the sandbox in test mode
+// (activities/sandbox). This package imports neither.
 type Payer interface {
 	// CheckDestination asks the network whether d (an address and its
 	// memo) can receive asset: an invalid_refund_destination error says
@@ -54,12 +56,19 @@ type Payer interface {
 	// building another. record must refuse unless the refund's recorded
 	// transaction is still the last one the call knows (the one it was
 	// given, then each it recorded): a compare-and-set.
-	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
+	Pay(ctx context.Context, req models.PayoutRequest, record func(ctx context.Context, hash, envelope string) error) (models.PayoutResult, error)
 	// VerifyPayment checks that transaction hash paid want (an operator's
 	// mark-sent): an invalid_request error naming transaction_hash says
 	// what does not match; any other error is a failure to ask, worth
 	// retrying.
 	VerifyPayment(ctx context.Context, hash string, want models.RefundPayment) error
+}
+
+// RetryDelayer is a payer's error that says when to try again (a rail's
+// rate limit or overload hint, such as Horizon's Retry-After).
+type RetryDelayer interface {
+	error
+	RetryDelay() time.Duration
 }
 
 // Alerter raises an alert for operators (memocart payments alerts).
@@ -261,7 +270,7 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			return r, temporalError(err)
 		}
 	}
-	var res payout.Result
+	var res models.PayoutResult
 	if why == "" {
 		last := r.TransactionHash
 		record := func(ctx context.Context, hash, envelope string) error {
@@ -282,31 +291,31 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			}
 			return err
 		}
-		res, err = payer.Pay(ctx, payout.Request{
+		res, err = payer.Pay(ctx, models.PayoutRequest{
 			RefundID:    r.ID,
 			Destination: dest,
 			Asset:       r.Asset,
 			Amount:      r.Amount,
-			Prior:       payout.Prior{Hash: r.TransactionHash, Envelope: r.Envelope},
+			Prior:       models.PayoutPrior{Hash: r.TransactionHash, Envelope: r.Envelope},
 		}, record)
 		why, err = refusedPayout(err)
-		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
+		if errors.Is(err, models.ErrPayoutUnderfunded) && p.Alerts != nil {
 			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
 		}
-		if errors.Is(err, payout.ErrFeeTooLow) && p.Alerts != nil {
+		if errors.Is(err, models.ErrPayoutFeeTooLow) && p.Alerts != nil {
 			p.Alerts.Alert(ctx, AlertPayoutFeeTooLow, fmt.Sprintf("refund %s of %s %s waits for the network's fee to drop below the payout's maximum", r.ID, r.Amount, r.Asset))
 		}
-		var he *payout.HorizonError
-		if errors.As(err, &he) && he.RetryAfter > 0 {
-			// Horizon said when to come back: the retry waits that long,
+		var busy RetryDelayer
+		if errors.As(err, &busy) && busy.RetryDelay() > 0 {
+			// The rail said when to come back: the retry waits that long,
 			// not the policy's back-off.
 			return r, temporal.NewApplicationErrorWithOptions(err.Error(), "horizon_unavailable",
-				temporal.ApplicationErrorOptions{NextRetryDelay: he.RetryAfter, Cause: err})
+				temporal.ApplicationErrorOptions{NextRetryDelay: busy.RetryDelay(), Cause: err})
 		}
 		if err != nil {
 			return r, temporalError(err)
 		}
-		if res.Outcome == payout.Refused {
+		if res.Outcome == models.PayoutRefused {
 			why = res.Reason
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -116,15 +115,15 @@ func (scriptedPayer) CheckDestination(context.Context, models.RefundDestination,
 
 func (scriptedPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p scriptedPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p scriptedPayer) Pay(ctx context.Context, _ models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	hash := strings.Repeat("cd", 32)
 	if err := record(ctx, hash, ""); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
 	if p.refuse != "" {
-		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: "op_no_trust", Reason: p.refuse}, nil
+		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: "op_no_trust", Reason: p.refuse}, nil
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestRefundActivitiesDispatchTheirEvents: the refund activities' writes
@@ -212,17 +211,17 @@ func (rebuildingPayer) CheckDestination(context.Context, models.RefundDestinatio
 
 func (rebuildingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p rebuildingPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p rebuildingPayer) Pay(ctx context.Context, _ models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	if p.meddle != nil {
 		p.meddle()
 	}
 	var hash string
 	for _, hash = range []string{strings.Repeat("a1", 32), strings.Repeat("b2", 32)} {
 		if err := record(ctx, hash, "envelope"); err != nil {
-			return payout.Result{}, err
+			return models.PayoutResult{}, err
 		}
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestSendRefundRecordsEachTransactionItBuilds: the record function
@@ -274,15 +273,15 @@ func (*countingPayer) CheckDestination(context.Context, models.RefundDestination
 
 func (*countingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p *countingPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p *countingPayer) Pay(ctx context.Context, req models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	p.mu.Lock()
 	p.paid = append(p.paid, req.Destination.Address)
 	p.mu.Unlock()
 	hash := strings.Repeat("ab", 32)
 	if err := record(ctx, hash, ""); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestNoRefundToTheServiceItself: a refund is never paid to one of the
@@ -358,8 +357,8 @@ func (erringPayer) CheckDestination(context.Context, models.RefundDestination, s
 
 func (p erringPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return p.err }
 
-func (p erringPayer) Pay(context.Context, payout.Request, func(context.Context, string, string) error) (payout.Result, error) {
-	return payout.Result{}, p.err
+func (p erringPayer) Pay(context.Context, models.PayoutRequest, func(context.Context, string, string) error) (models.PayoutResult, error) {
+	return models.PayoutResult{}, p.err
 }
 
 // alertLog keeps the alerts raised.
@@ -384,7 +383,7 @@ func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
 			Status: models.RefundSending, Destination: &dest},
 	}}
 	alerts := &alertLog{}
-	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", payout.ErrFeeTooLow)}}
+	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", models.ErrPayoutFeeTooLow)}}
 	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}
 	env := newEnv(t, a)
 	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
@@ -393,6 +392,32 @@ func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
 	got, err := store.Refund(t.Context(), "rfd_1")
 	require.NoError(t, err)
 	assert.Equal(t, models.RefundSending, got.Status, "still being sent: retried")
+}
+
+// busyRail is a payout rail's answer that names its retry's delay.
+type busyRail struct{ after time.Duration }
+
+func (e busyRail) Error() string             { return "rail busy" }
+func (e busyRail) RetryDelay() time.Duration { return e.after }
+
+// TestSendRefundWaitsAsTheRailAsks: a payer's error that names when to
+// come back (the port's RetryDelayer, Horizon's Retry-After) sets the
+// retry's delay, whatever the rail; the refund is still being sent.
+func TestSendRefundWaitsAsTheRailAsks(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_1": {ID: "rfd_1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+			Status: models.RefundSending, Destination: &dest},
+	}}
+	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: %w", busyRail{after: 7 * time.Second})}}
+	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}
+	env := newEnv(t, a)
+	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	assert.False(t, ae.NonRetryable())
+	assert.Equal(t, 7*time.Second, ae.NextRetryDelay())
+	assert.Equal(t, models.RefundSending, store.refunds["rfd_1"].Status)
 }
 
 // verifyingPayer answers VerifyPayment with err, keeping what it was
@@ -462,7 +487,7 @@ func TestMarkRefundSentAsksThePayer(t *testing.T) {
 	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_dest"].Status, "nothing written")
 	assert.Equal(t, models.RefundPayment{To: dest, Asset: "USDC", Amount: decimal.RequireFromString("7.5"), NotTo: []string{receiving}}, ask())
 
-	payer.err = &payout.HorizonError{Status: 503}
+	payer.err = errors.New("payout: horizon answered 503 Service Unavailable")
 	_, err = mark("rfd_dest")
 	require.ErrorAs(t, err, &ae)
 	assert.False(t, ae.NonRetryable(), "Horizon unavailable: retried")

@@ -28,7 +28,7 @@ type destinationsPayer struct {
 	dests []string
 }
 
-func (p *destinationsPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p *destinationsPayer) Pay(ctx context.Context, req models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	p.mu.Lock()
 	p.dests = append(p.dests, req.Destination.Address)
 	p.mu.Unlock()
