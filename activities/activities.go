@@ -21,13 +21,13 @@ type Store interface {
 	// RecordTransition applies one step of the workflow's decisions. It is
 	// idempotent: the first timestamp of a step wins and the status never
 	// moves backwards.
-	RecordTransition(ctx context.Context, orderID string, t models.Transition) error
+	RecordTransition(ctx context.Context, orderID string, t models.Transition, now time.Time) error
 	// RecordPayment stores a payment and attaches it to the order,
 	// idempotently by p.ID.
-	RecordPayment(ctx context.Context, orderID string, p models.Payment) error
+	RecordPayment(ctx context.Context, orderID string, p models.Payment, now time.Time) error
 	// RecordFulfilment stores the latest snapshot of the order at its
 	// buying provider, replacing the previous one.
-	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error
+	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment, now time.Time) error
 }
 
 // Refunds is the order database's record of money sent back. The order
@@ -112,7 +112,7 @@ type Activities struct {
 // transaction; they are dispatched once it has committed.
 func (a *Activities) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordTransition(ctx, orderID, t); err != nil {
+	if err := a.Store.RecordTransition(ctx, orderID, t, a.clock()); err != nil {
 		return temporalError(err)
 	}
 	a.dispatchEvents(ctx, orderID)
@@ -123,7 +123,7 @@ func (a *Activities) RecordTransition(ctx context.Context, orderID string, t mod
 // dispatches the events that recorded.
 func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+	if err := a.Store.RecordPayment(ctx, orderID, p, a.clock()); err != nil {
 		return temporalError(err)
 	}
 	a.dispatchEvents(ctx, orderID)
@@ -152,7 +152,7 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
 	}
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+	if err := a.Store.RecordPayment(ctx, orderID, p, a.clock()); err != nil {
 		return temporalError(err)
 	}
 	if err := a.Refunds.MarkRecordedPaymentLate(ctx, p.ID, at); err != nil {
@@ -193,7 +193,7 @@ func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int
 	}
 	// Recorded before the workflow learns the reference, so an operator
 	// can find the provider's order even if the worker dies right now.
-	if err := a.Store.RecordFulfilment(ctx, orderID, models.Fulfilment{Ref: p.Ref, Stage: models.FulfilmentPending}); err != nil {
+	if err := a.Store.RecordFulfilment(ctx, orderID, models.Fulfilment{Ref: p.Ref, Stage: models.FulfilmentPending}, a.clock()); err != nil {
 		return models.Placement{}, temporalError(err)
 	}
 	return p, nil
@@ -238,7 +238,7 @@ func (a *Activities) askProvider(ctx context.Context, orderID, ref string) (mode
 }
 
 func (a *Activities) recordSnapshot(ctx context.Context, orderID string, snap models.Fulfilment) error {
-	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
+	if err := a.Store.RecordFulfilment(ctx, orderID, snap, a.clock()); err != nil {
 		return temporalError(err)
 	}
 	return nil

@@ -60,7 +60,7 @@ func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) 
 	return o, nil
 }
 
-func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition) error {
+func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Tra
 	return nil
 }
 
-func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment) error {
+func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Ful
 	return nil
 }
 
-func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment) error {
+func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (a *Activities) watchWrites(ctx context.Context, in WatchOrderInput, o mode
 		return models.Progress{}, err
 	}
 	for i := range ts {
-		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i]); err != nil {
+		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i], a.clock()); err != nil {
 			return models.Progress{}, temporalError(err)
 		}
 		p.Recorded = &ts[i]

@@ -27,16 +27,20 @@ type memStore struct {
 
 func (s *memStore) Order(context.Context, string) (models.Order, error) { return s.order, nil }
 
-func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transition) error {
+func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transition, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statuses = append(s.statuses, t.Status)
 	return nil
 }
 
-func (s *memStore) RecordPayment(context.Context, string, models.Payment) error { return nil }
+func (s *memStore) RecordPayment(context.Context, string, models.Payment, time.Time) error {
+	return nil
+}
 
-func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment) error { return nil }
+func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment, time.Time) error {
+	return nil
+}
 
 // TestRegister runs an order end to end with exactly the registrations and
 // options the real worker uses, with the sandbox fulfiller: if the names

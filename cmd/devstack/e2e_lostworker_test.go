@@ -278,9 +278,15 @@ func (lostWorkerStore) Order(_ context.Context, id string) (models.Order, error)
 	return models.Order{ID: id, Number: "10000000000", Mode: models.ModeTest,
 		Items: []models.CartItem{{Marketplace: models.MarketplaceAmazon, ProductID: "B0ABC12345", Quantity: 1}}}, nil
 }
-func (lostWorkerStore) RecordTransition(context.Context, string, models.Transition) error { return nil }
-func (lostWorkerStore) RecordPayment(context.Context, string, models.Payment) error       { return nil }
-func (lostWorkerStore) RecordFulfilment(context.Context, string, models.Fulfilment) error { return nil }
+func (lostWorkerStore) RecordTransition(context.Context, string, models.Transition, time.Time) error {
+	return nil
+}
+func (lostWorkerStore) RecordPayment(context.Context, string, models.Payment, time.Time) error {
+	return nil
+}
+func (lostWorkerStore) RecordFulfilment(context.Context, string, models.Fulfilment, time.Time) error {
+	return nil
+}
 
 // hangingFulfiller is the killed worker's provider: it never answers
 // PlaceOrder for lostPlaceOrderID, and places lostCheckOrderID but never
