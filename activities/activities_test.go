@@ -199,11 +199,13 @@ func journey() []models.Fulfilment {
 	}
 }
 
-func newEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
+func newEnv(t *testing.T, a allActs) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	for _, g := range []any{a.Orders, a.Payments, a.Refunds, a.Webhooks, a.Watches} {
+		env.RegisterActivity(g)
+	}
 	return env
 }
 
@@ -257,12 +259,12 @@ func TestTemporalError(t *testing.T) {
 
 func TestRecordActivities(t *testing.T) {
 	store := &fakeStore{}
-	env := newEnv(t, &Activities{Store: store})
+	env := newEnv(t, parts{Store: store}.build())
 	tr := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, AmountReceived: decimal.RequireFromString("995.98")}
-	_, err := env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+	_, err := env.ExecuteActivity(allActs{}.RecordTransition, "ord_1", tr)
 	require.NoError(t, err)
 	p := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
-	_, err = env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+	_, err = env.ExecuteActivity(allActs{}.RecordPayment, "ord_1", p)
 	require.NoError(t, err)
 	require.Len(t, store.transitions, 1)
 	assert.Equal(t, models.OrderPaid, store.transitions[0].Status)
@@ -271,7 +273,7 @@ func TestRecordActivities(t *testing.T) {
 
 	t.Run("a store error keeps its code", func(t *testing.T) {
 		store.err = fmt.Errorf("sqlstore: %w", models.ErrOrderNotFound)
-		_, err := env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+		_, err := env.ExecuteActivity(allActs{}.RecordTransition, "ord_1", tr)
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.Equal(t, "order_not_found", appErr.Type())
@@ -279,7 +281,7 @@ func TestRecordActivities(t *testing.T) {
 	})
 	t.Run("a transient store error stays retryable", func(t *testing.T) {
 		store.err = errors.New("connection reset")
-		_, err := env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+		_, err := env.ExecuteActivity(allActs{}.RecordPayment, "ord_1", p)
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.False(t, appErr.NonRetryable())
@@ -290,8 +292,8 @@ func TestRecordActivities(t *testing.T) {
 func TestPlaceAndCheckOrder(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": testOrder("ord_test", models.ModeTest)}}
 	ff := &fakeFulfiller{script: journey()}
-	var a *Activities // method values of a nil pointer, as the workflow uses them
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs // method values of a nil pointer, as the workflow uses them
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 
 	val, err := env.ExecuteActivity(a.PlaceOrder, "ord_test", 2)
 	require.NoError(t, err)
@@ -325,7 +327,7 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 // runWatch runs one WatchOrder attempt and decodes its progress.
 func runWatch(t *testing.T, env *testsuite.TestActivityEnvironment, in WatchOrderInput) (models.Progress, error) {
 	t.Helper()
-	var a *Activities
+	var a allActs
 	val, err := env.ExecuteActivity(a.WatchOrder, in)
 	if err != nil {
 		return models.Progress{}, err
@@ -345,7 +347,7 @@ func TestWatchOrder(t *testing.T) {
 	o.Status = models.OrderPaid
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": o}}
 	ff := &fakeFulfiller{script: journey()}
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 	watch := func(notBefore time.Time) (models.Progress, error) {
 		t.Helper()
 		return runWatch(t, env, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", NotBefore: notBefore})
@@ -399,7 +401,7 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 	j := journey()
 	ff := &fakeFulfiller{script: []models.Fulfilment{j[2]}} // bought and in transit at once
 	at := time.Date(2036, 3, 14, 9, 30, 0, 0, time.UTC)
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }})
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }}.build())
 	written := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, AmountReceived: decimal.RequireFromString("995.98"), At: at.Add(-time.Hour)}
 	watch := func(w *models.Transition) (models.Progress, error) {
 		t.Helper()
@@ -511,8 +513,8 @@ func TestFulfilmentActivityFailures(t *testing.T) {
 		"ord_live": testOrder("ord_live", models.ModeLive),
 	}}
 	ff := &fakeFulfiller{}
-	var a *Activities
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 	failures := []struct {
 		name     string
 		err      error
@@ -551,8 +553,8 @@ func TestBlockingActivitiesOfOldRuns(t *testing.T) {
 	order := testOrder("ord_test", models.ModeTest)
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": order}}
 	ff := &fakeFulfiller{script: journey()}
-	var a *Activities
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 
 	val, err := env.ExecuteActivity(a.SourceOrder, "ord_test")
 	require.NoError(t, err)
@@ -616,7 +618,7 @@ func (b *beatCounter) await(ctx context.Context, n int32) error {
 // the webhook workflow's two database activities, which it runs with the
 // order's store options, beat as well.
 func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
-	var a *Activities
+	var a allActs
 	at := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	payment := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
 	slow := func(b *beatCounter) func(context.Context) error {
@@ -726,15 +728,16 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			if tt.slowSend {
 				sender.hold = slow(&beats)
 			}
-			acts := &Activities{
+			acts := parts{
 				Store:           store,
 				Refunds:         store,
 				Webhooks:        holdingWebhookStore{hold: store.hold},
 				Sender:          sender,
 				Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: ff},
+				Payouts:         &RefundPayouts{Store: &refundsStore{refunds: map[string]models.Refund{}}},
 				heartbeatEvery:  10 * time.Millisecond,
 				recordHeartbeat: beats.record,
-			}
+			}.build()
 			require.NoError(t, tt.run(newEnv(t, acts)))
 			after := beats.n.Load()
 			time.Sleep(50 * time.Millisecond)
@@ -790,11 +793,11 @@ func (s holdingWebhookStore) DisableWebhookEndpoint(ctx context.Context, _ strin
 // heartbeat goes to the SDK (which forwards the first one at once).
 func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
-	acts := &Activities{
+	acts := parts{
 		Store:          store,
 		Fulfillers:     map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{delay: 100 * time.Millisecond}},
 		heartbeatEvery: 10 * time.Millisecond,
-	}
+	}.build()
 	env := newEnv(t, acts)
 	var beats atomic.Int32
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
@@ -806,13 +809,13 @@ func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 func TestHeartbeatOutsideAnActivity(t *testing.T) {
 	// Fulfillers may be driven outside Temporal (scripts, tests): the
 	// heartbeat helper must then do nothing rather than panic.
-	stop := (&Activities{}).heartbeat(t.Context())
+	stop := (&runtime{}).heartbeat(t.Context())
 	stop()
 }
 
 func TestFulfilmentHonoursCancellation(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
-	acts := &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}
+	acts := parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}.build()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	_, err := acts.CheckOrder(ctx, "ord_1", "REF")

@@ -146,11 +146,11 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	disp := &recordingDispatcher{}
 	payers := map[models.Mode]Payer{models.ModeTest: scriptedPayer{}}
 	start := func(context.Context, models.Refund, string) error { return nil }
-	a := &Activities{Events: disp, Payouts: &RefundPayouts{Store: store, Payers: payers, Start: start}}
+	a := parts{Events: disp, Payouts: &RefundPayouts{Store: store, Payers: payers, Start: start}}.build()
 	env := newEnv(t, a)
 	send := func(id string) models.Refund {
 		t.Helper()
-		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: id})
 		require.NoError(t, err)
 		var r models.Refund
 		require.NoError(t, v.Get(&r))
@@ -163,11 +163,11 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	assert.Equal(t, models.RefundFailed, send("rfd_failed").Status)
 	assert.Equal(t, []string{"ord_1", "ord_2"}, disp.calls(), "refund.failed: dispatched")
 
-	_, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: "rfd_manual", TxHash: strings.Repeat("ef", 32), By: "ops"})
+	_, err := env.ExecuteActivity(allActs{}.MarkRefundSent, RefundMove{RefundID: "rfd_manual", TxHash: strings.Repeat("ef", 32), By: "ops"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3"}, disp.calls(), "an operator's mark-sent: dispatched")
 
-	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_1", OrderNumber: "1"})
+	_, err = env.ExecuteActivity(allActs{}.CreateRefunds, CreateRefundsInput{OrderID: "ord_1", OrderNumber: "1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3", "ord_1"}, disp.calls(), "refund.created: dispatched")
 
@@ -190,12 +190,12 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	store.refunds["rfd_lost"] = refund("rfd_lost", "ord_5")
 	store.mu.Unlock()
 	store.fail(nil, true)
-	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_lost"})
+	_, err = env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_lost"})
 	require.Error(t, err, "paid, but sent not written: the retry looks the payout up")
 	store.fail(errors.New("connection reset"), false)
-	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_5", OrderNumber: "5"})
+	_, err = env.ExecuteActivity(allActs{}.CreateRefunds, CreateRefundsInput{OrderID: "ord_5", OrderNumber: "5"})
 	require.Error(t, err)
-	_, err = env.ExecuteActivity((&Activities{}).CancelRefund, RefundMove{RefundID: "rfd_lost", By: "ops"})
+	_, err = env.ExecuteActivity(allActs{}.CancelRefund, RefundMove{RefundID: "rfd_lost", By: "ops"})
 	require.Error(t, err)
 	assert.Len(t, disp.calls(), 5, "nothing is dispatched for a write that did not commit")
 }
@@ -235,9 +235,9 @@ func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
 			Status: models.RefundSending, Destination: &dest},
 	}}
 	payers := map[models.Mode]Payer{models.ModeTest: rebuildingPayer{}}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}.build()
 	env := newEnv(t, a)
-	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
 	require.NoError(t, err)
 	var r models.Refund
 	require.NoError(t, v.Get(&r))
@@ -254,7 +254,7 @@ func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}}
-	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_2"})
+	_, err = env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_2"})
 	require.ErrorContains(t, err, errPayoutRaced.Error())
 	got, err := store.Refund(t.Context(), "rfd_2")
 	require.NoError(t, err)
@@ -316,22 +316,22 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 	store.refunds["rfd_waiting"] = models.Refund{ID: "rfd_waiting", Mode: models.ModeLive, Asset: "XLM",
 		Amount: decimal.RequireFromString("1"), Status: models.RefundAwaitingDestination}
 	pays := &countingPayer{}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
 		Store: store, Payers: map[models.Mode]Payer{models.ModeLive: pays},
 		ServiceAccounts: []string{receiving, payoutAccount},
 		Start:           func(context.Context, models.Refund, string) error { return nil },
-	}}
+	}}.build()
 	env := newEnv(t, a)
 
 	for _, id := range []string{"rfd_receiving", "rfd_muxed", "rfd_payout", "rfd_sender"} {
-		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: id})
 		require.NoError(t, err, id)
 		var r models.Refund
 		require.NoError(t, v.Get(&r))
 		assert.Equal(t, models.RefundFailed, r.Status, id)
 		assert.Contains(t, r.FailureReason, "account of this service", id)
 	}
-	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_payer"})
+	v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_payer"})
 	require.NoError(t, err)
 	var sent models.Refund
 	require.NoError(t, v.Get(&sent))
@@ -339,7 +339,7 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 	assert.Equal(t, []string{payer}, pays.paid, "nothing is paid to the service's own accounts")
 
 	for _, addr := range []string{receiving, muxed, payoutAccount} {
-		_, err := env.ExecuteActivity((&Activities{}).SetRefundDestination,
+		_, err := env.ExecuteActivity(allActs{}.SetRefundDestination,
 			RefundMove{RefundID: "rfd_waiting", Destination: &models.RefundDestination{Address: addr}, By: "api"})
 		var ae *temporal.ApplicationError
 		require.ErrorAs(t, err, &ae, addr)
@@ -384,9 +384,9 @@ func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
 	}}
 	alerts := &alertLog{}
 	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", models.ErrPayoutFeeTooLow)}}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}.build()
 	env := newEnv(t, a)
-	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	_, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
 	require.Error(t, err)
 	assert.Equal(t, []string{AlertPayoutFeeTooLow}, alerts.kinds)
 	got, err := store.Refund(t.Context(), "rfd_1")
@@ -410,9 +410,9 @@ func TestSendRefundWaitsAsTheRailAsks(t *testing.T) {
 			Status: models.RefundSending, Destination: &dest},
 	}}
 	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: %w", busyRail{after: 7 * time.Second})}}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}.build()
 	env := newEnv(t, a)
-	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	_, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
 	assert.False(t, ae.NonRetryable())
@@ -460,11 +460,11 @@ func TestMarkRefundSentAsksThePayer(t *testing.T) {
 	}, senders: map[string]string{"pay_rfd_sender": sender}}
 	payer := &verifyingPayer{}
 	payers := map[models.Mode]Payer{models.ModeLive: payer}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, ServiceAccounts: []string{receiving}}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, ServiceAccounts: []string{receiving}}}.build()
 	env := newEnv(t, a)
 	hash := strings.Repeat("ef", 32)
 	mark := func(id string) (models.Refund, error) {
-		v, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: id, TxHash: hash, By: "ops"})
+		v, err := env.ExecuteActivity(allActs{}.MarkRefundSent, RefundMove{RefundID: id, TxHash: hash, By: "ops"})
 		var r models.Refund
 		if err == nil {
 			require.NoError(t, v.Get(&r))

@@ -67,7 +67,7 @@ func (o *order) fulfilByPolling(ctx workflow.Context) error {
 // place places attempt of the order; failed says the provider refused it,
 // and the order is failed.
 func (o *order) place(ctx workflow.Context, attempt int) (p models.Placement, failed bool, err error) {
-	var a *activities.Activities
+	var a *activities.Orders
 	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
 	if reason, detail, ok := sourcingFailure(err); ok {
 		o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
@@ -183,7 +183,7 @@ func (w *watch) stop() {
 // without news (news false, the next check's wait in p.NextCheck) when
 // checks have made the run long enough to continue as new.
 func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.Duration) (p models.Progress, news bool, err error) {
-	var a *activities.Activities
+	var a *activities.Orders
 	for {
 		if w.running == nil {
 			var watchCtx workflow.Context
@@ -246,7 +246,7 @@ func watchRanOut(err error) bool {
 // checkWhenDue is how runs from before watch-by-retry check the order: a
 // timer for the next check (awaitCheck), then a CheckOrder activity.
 func (o *order) checkWhenDue(ctx workflow.Context, ref string, wait time.Duration) (models.Progress, error) {
-	var a *activities.Activities
+	var a *activities.Orders
 	o.awaitCheck(ctx, wait, ref)
 	var p models.Progress
 	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)

@@ -158,7 +158,7 @@ func (o *order) acceptBuffered() {
 // writes the order's new state (partial, overpaid, refund_due). It runs for
 // the whole life of the workflow.
 func (o *order) recordPayments(ctx workflow.Context) {
-	var a *activities.Activities
+	var a *activities.Payments
 	for {
 		_ = workflow.Await(ctx, func() bool { return len(o.toRecord) > 0 })
 		o.recording = true

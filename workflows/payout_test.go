@@ -240,7 +240,7 @@ func newRefundHarness(t *testing.T, r models.Refund) *refundHarness {
 }
 
 func (h *refundHarness) register() {
-	h.env.RegisterActivity(&activities.Activities{Payouts: &activities.RefundPayouts{
+	registerActivities(h.t, h.env, actParts{Payouts: activities.RefundPayouts{
 		Store:  h.store,
 		Payers: map[models.Mode]activities.Payer{models.ModeTest: h.payer, models.ModeLive: h.payer},
 		Limits: h.limits,

@@ -60,7 +60,7 @@ func (o *order) handOverRefunds() error {
 	if err := o.settle(o.bg); err != nil {
 		return err
 	}
-	var a *activities.Activities
+	var a *activities.Refunds
 	in := activities.CreateRefundsInput{OrderID: o.in.OrderID, OrderNumber: o.in.OrderNumber}
 	var n int
 	if err := workflow.ExecuteActivity(withOptions(o.bg, storeOptions("Create the refunds the order owes")), a.CreateRefunds, in).Get(o.bg, &n); err != nil {
@@ -135,7 +135,7 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	// it is written is late (due back on its own), never counted into
 	// money the database will call refunded.
 	o.refunding = true
-	var a *activities.Activities
+	var a *activities.Payments
 	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
 	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)),
 		a.RecordRefund, o.in.OrderNumber, r.TxHash, workflow.Now(bg)).Get(bg, nil); err != nil {

@@ -118,7 +118,7 @@ func (o *order) sync(ctx workflow.Context) error {
 	if o.holdWrites || sameTransition(o.written, t) {
 		return nil
 	}
-	var a *activities.Activities
+	var a *activities.Orders
 	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
 	if err := o.write(ctx, summary, a.RecordTransition, o.in.OrderID, t); err != nil {
 		return err
@@ -181,7 +181,8 @@ func localWriteOptions() workflow.LocalActivityOptions {
 }
 
 // write runs one of the order's database writes (an activity of
-// activities.Activities taking args): as a local activity in runs from
+// activities.Orders or
+// activities.Payments taking args): as a local activity in runs from
 // changeLocalWrites on (localFirst), as a regular activity before.
 func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any) error {
 	if o.localWrites == nil {
@@ -194,7 +195,8 @@ func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any)
 	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), fn, args...).Get(ctx, nil)
 }
 
-// localFirst runs fn (an activity of activities.Activities taking args,
+// localFirst runs fn (an activity of activities.Orders or
+// activities.Payments taking args,
 // idempotent) as a local activity, and when that fails for any reason but
 // a business refusal, as a regular activity with regular's options, which
 // retries visibly in the Temporal UI. A local activity is a marker in the
