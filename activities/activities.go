@@ -141,31 +141,31 @@ type OrderRefunds interface {
 // RecordTransition writes one step of the workflow's progress.
 // The store records the events of the facts it writes in the same
 // transaction; they are dispatched once it has committed.
-func (a *Orders) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+func (a *Orders) RecordTransition(ctx context.Context, in RecordTransitionInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.store.RecordTransition(ctx, orderID, t, a.clock()); err != nil {
+	if err := a.store.RecordTransition(ctx, in.OrderID, in.Transition, a.clock()); err != nil {
 		return temporalError(err)
 	}
-	dispatchEvents(ctx, a.events, orderID)
+	dispatchEvents(ctx, a.events, in.OrderID)
 	return nil
 }
 
 // RecordPayment stores a payment the workflow has seen for the order, and
 // dispatches the events that recorded.
-func (a *Payments) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
+func (a *Payments) RecordPayment(ctx context.Context, in RecordPaymentInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.store.RecordPayment(ctx, orderID, p, a.clock()); err != nil {
+	if err := a.store.RecordPayment(ctx, in.OrderID, in.Payment, a.clock()); err != nil {
 		return temporalError(err)
 	}
-	dispatchEvents(ctx, a.events, orderID)
+	dispatchEvents(ctx, a.events, in.OrderID)
 	return nil
 }
 
 // RecordRefund records that the order's received money was sent back in
 // txHash, at the workflow's time at.
-func (a *Payments) RecordRefund(ctx context.Context, orderNumber, txHash string, at time.Time) error {
+func (a *Payments) RecordRefund(ctx context.Context, in RecordRefundInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.ledger.MarkOrderRefunded(ctx, orderNumber, txHash, at); err != nil {
+	if err := a.ledger.MarkOrderRefunded(ctx, in.OrderNumber, in.TxHash, in.At); err != nil {
 		return temporalError(err)
 	}
 	return nil
@@ -175,7 +175,8 @@ func (a *Payments) RecordRefund(ctx context.Context, orderNumber, txHash string,
 // order's refunds were recorded or created and marks it late: it is not
 // credited (the refunds covered what the order had), and it is due back
 // on its own: its refund is created here.
-func (a *Payments) RecordLatePayment(ctx context.Context, orderID string, p models.Payment, at time.Time) error {
+func (a *Payments) RecordLatePayment(ctx context.Context, in RecordLatePaymentInput) error {
+	orderID, p, at := in.OrderID, in.Payment, in.At
 	defer a.heartbeat(ctx)()
 	if err := a.store.RecordPayment(ctx, orderID, p, a.clock()); err != nil {
 		return temporalError(err)
@@ -196,9 +197,9 @@ func (a *Payments) RecordLatePayment(ctx context.Context, orderID string, p mode
 // provider's reference. Attempt numbers the placements of one order (see
 // Fulfiller.Place); each is idempotent. A refusal is a non-retryable
 // sourcing_failed error carrying the client-readable reason.
-func (a *Orders) PlaceOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
+func (a *Orders) PlaceOrder(ctx context.Context, in PlaceOrderInput) (models.Placement, error) {
 	defer a.heartbeat(ctx)()
-	return a.placeOrder(ctx, orderID, attempt)
+	return a.placeOrder(ctx, in.OrderID, in.Attempt)
 }
 
 func (a *Orders) placeOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
@@ -224,9 +225,9 @@ func (a *Orders) placeOrder(ctx context.Context, orderID string, attempt int) (m
 // CheckOrder asks the provider where the order is, stores the snapshot
 // (shipments and checkpoints, for clients and operators) and returns the
 // small Progress the workflow decides on.
-func (a *Orders) CheckOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
+func (a *Orders) CheckOrder(ctx context.Context, in CheckOrderInput) (models.Progress, error) {
 	defer a.heartbeat(ctx)()
-	_, p, err := a.checkOrder(ctx, orderID, ref)
+	_, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
 	return p, err
 }
 

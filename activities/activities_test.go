@@ -206,6 +206,7 @@ func newEnv(t *testing.T, a allActs) *testsuite.TestActivityEnvironment {
 	for _, g := range []any{a.Orders, a.Payments, a.Refunds, a.Webhooks, a.Watches} {
 		env.RegisterActivity(g)
 	}
+	RegisterBothShapes(env, a.Orders, a.Payments)
 	return env
 }
 
@@ -261,10 +262,10 @@ func TestRecordActivities(t *testing.T) {
 	store := &fakeStore{}
 	env := newEnv(t, parts{Store: store}.build())
 	tr := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, AmountReceived: decimal.RequireFromString("995.98")}
-	_, err := env.ExecuteActivity(allActs{}.RecordTransition, "ord_1", tr)
+	_, err := env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 	require.NoError(t, err)
 	p := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
-	_, err = env.ExecuteActivity(allActs{}.RecordPayment, "ord_1", p)
+	_, err = env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 	require.NoError(t, err)
 	require.Len(t, store.transitions, 1)
 	assert.Equal(t, models.OrderPaid, store.transitions[0].Status)
@@ -273,7 +274,7 @@ func TestRecordActivities(t *testing.T) {
 
 	t.Run("a store error keeps its code", func(t *testing.T) {
 		store.err = fmt.Errorf("sqlstore: %w", models.ErrOrderNotFound)
-		_, err := env.ExecuteActivity(allActs{}.RecordTransition, "ord_1", tr)
+		_, err := env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.Equal(t, "order_not_found", appErr.Type())
@@ -281,7 +282,7 @@ func TestRecordActivities(t *testing.T) {
 	})
 	t.Run("a transient store error stays retryable", func(t *testing.T) {
 		store.err = errors.New("connection reset")
-		_, err := env.ExecuteActivity(allActs{}.RecordPayment, "ord_1", p)
+		_, err := env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.False(t, appErr.NonRetryable())
@@ -295,7 +296,7 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 	var a allActs // method values of a nil pointer, as the workflow uses them
 	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 
-	val, err := env.ExecuteActivity(a.PlaceOrder, "ord_test", 2)
+	val, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_test", Attempt: 2})
 	require.NoError(t, err)
 	var placed models.Placement
 	require.NoError(t, val.Get(&placed))
@@ -313,7 +314,7 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 		{Status: models.OrderDelivered, Shipment: testShipment, NextCheck: 2 * time.Millisecond},
 	}
 	for i, w := range want {
-		val, err := env.ExecuteActivity(a.CheckOrder, "ord_test", placed.Ref)
+		val, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_test", Ref: placed.Ref})
 		require.NoError(t, err)
 		var p models.Progress
 		require.NoError(t, val.Get(&p))
@@ -533,8 +534,14 @@ func TestFulfilmentActivityFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ff.err = tt.err
 			for _, run := range []func() error{
-				func() error { _, err := env.ExecuteActivity(a.PlaceOrder, tt.orderID, 1); return err },
-				func() error { _, err := env.ExecuteActivity(a.CheckOrder, tt.orderID, "REF"); return err },
+				func() error {
+					_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: tt.orderID, Attempt: 1})
+					return err
+				},
+				func() error {
+					_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: tt.orderID, Ref: "REF"})
+					return err
+				},
 			} {
 				err := run()
 				var appErr *temporal.ApplicationError
@@ -635,35 +642,35 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 		run       func(env *testsuite.TestActivityEnvironment) error
 	}{
 		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
 			return err
 		}},
 		{name: "PlaceOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
 			return err
 		}},
 		{name: "CheckOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 			return err
 		}},
 		{name: "CheckOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 			return err
 		}},
 		{name: "RecordTransition", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordTransition, "ord_1", models.Transition{Status: models.OrderPaid, At: at})
+			_, err := env.ExecuteActivity(a.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: models.Transition{Status: models.OrderPaid, At: at}})
 			return err
 		}},
 		{name: "RecordPayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordPayment, "ord_1", payment)
+			_, err := env.ExecuteActivity(a.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: payment})
 			return err
 		}},
 		{name: "RecordRefund", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordRefund, "12345678906", "tx1", at)
+			_, err := env.ExecuteActivity(a.RecordRefund, RecordRefundInput{OrderNumber: "12345678906", TxHash: "tx1", At: at})
 			return err
 		}},
 		{name: "RecordLatePayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordLatePayment, "ord_1", payment, at)
+			_, err := env.ExecuteActivity(a.RecordLatePayment, RecordLatePaymentInput{OrderID: "ord_1", Payment: payment, At: at})
 			return err
 		}},
 		// The webhook delivery workflow runs these two with the order's
@@ -801,7 +808,7 @@ func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 	env := newEnv(t, acts)
 	var beats atomic.Int32
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	_, err := env.ExecuteActivity(acts.CheckOrder, "ord_1", "REF")
+	_, err := env.ExecuteActivity(acts.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, beats.Load(), int32(1))
 }
@@ -818,6 +825,6 @@ func TestFulfilmentHonoursCancellation(t *testing.T) {
 	acts := parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}.build()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	_, err := acts.CheckOrder(ctx, "ord_1", "REF")
+	_, err := acts.CheckOrder(ctx, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

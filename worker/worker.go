@@ -89,6 +89,9 @@ func Register(r worker.Registry, acts Activities) {
 	for _, g := range groups {
 		r.RegisterActivityWithOptions(g, activity.RegisterOptions{})
 	}
+	// Over their own: the six activities that take their input struct or,
+	// from older runs and workers, their positional arguments.
+	activities.RegisterBothShapes(r, acts.Orders, acts.Payments)
 }
 
 // Tuning sizes a worker process; zero values keep the Temporal SDK's

@@ -68,7 +68,10 @@ func (o *order) fulfilByPolling(ctx workflow.Context) error {
 // and the order is failed.
 func (o *order) place(ctx workflow.Context, attempt int) (p models.Placement, failed bool, err error) {
 	var a *activities.Orders
-	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
+	var old *activities.Positional
+	sc := o.shaped(call{fn: a.PlaceOrder, in: activities.PlaceOrderInput{OrderID: o.in.OrderID, Attempt: attempt},
+		old: old.PlaceOrder, args: []any{o.in.OrderID, attempt}})
+	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), sc.fn, sc.args...).Get(ctx, &p)
 	if reason, detail, ok := sourcingFailure(err); ok {
 		o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
 		o.detail = detail
@@ -214,7 +217,8 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 				return
 			}
 			o.logger.Info("Buying provider signalled a change", "EventID", sig.EventID, "Ref", sig.Ref, "OrderRef", ref)
-			err = localFirst(ctx, o.logger, localCheckOptions(), checkOptions(o.status), &p, a.CheckOrder, o.in.OrderID, ref)
+			check := o.checkCall(ref)
+			err = localThenRegular(ctx, o.logger, localCheckOptions(), checkOptions(o.status), &p, check.local(), o.shaped(check))
 			checked = true
 		})
 		sel.Select(ctx)
@@ -246,10 +250,10 @@ func watchRanOut(err error) bool {
 // checkWhenDue is how runs from before watch-by-retry check the order: a
 // timer for the next check (awaitCheck), then a CheckOrder activity.
 func (o *order) checkWhenDue(ctx workflow.Context, ref string, wait time.Duration) (models.Progress, error) {
-	var a *activities.Orders
 	o.awaitCheck(ctx, wait, ref)
 	var p models.Progress
-	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
+	sc := o.shaped(o.checkCall(ref))
+	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), sc.fn, sc.args...).Get(ctx, &p)
 	if err == nil {
 		o.checks++
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/sandbox"
@@ -26,12 +27,18 @@ type actParts struct {
 	Now        func() time.Time
 }
 
+// registry is where tests register activities: a workflow test suite.
+type registry interface {
+	RegisterActivity(a any)
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
 // noAlerts drops the alerts raised.
 type noAlerts struct{}
 
 func (noAlerts) Alert(context.Context, string, string) {}
 
-func registerActivities(t testing.TB, env interface{ RegisterActivity(any) }, p actParts) {
+func registerActivities(t testing.TB, env registry, p actParts) {
 	t.Helper()
 	var refunds *activities.Refunds
 	if p.Payouts.Store != nil {
@@ -49,16 +56,22 @@ func registerActivities(t testing.TB, env interface{ RegisterActivity(any) }, p 
 		require.NoError(t, err)
 		env.RegisterActivity(refunds)
 	}
+	var (
+		orders   *activities.Orders
+		payments *activities.Payments
+		err      error
+	)
 	if p.Store != nil && p.Fulfillers != nil {
-		orders, err := activities.NewOrders(p.Store, p.Fulfillers, activities.NoDispatch, p.Now)
+		orders, err = activities.NewOrders(p.Store, p.Fulfillers, activities.NoDispatch, p.Now)
 		require.NoError(t, err)
 		env.RegisterActivity(orders)
 	}
 	if p.Store != nil && p.Ledger != nil && refunds != nil {
-		payments, err := activities.NewPayments(p.Store, p.Ledger, refunds, activities.NoDispatch, p.Now)
+		payments, err = activities.NewPayments(p.Store, p.Ledger, refunds, activities.NoDispatch, p.Now)
 		require.NoError(t, err)
 		env.RegisterActivity(payments)
 	}
+	activities.RegisterBothShapes(env, orders, payments)
 	if p.Webhooks != nil {
 		webhooks, err := activities.NewWebhooks(p.Webhooks, p.Sender, p.Now)
 		require.NoError(t, err)
