@@ -25,7 +25,8 @@ import (
 // once no Order run older than baseline-2026-12 is open:
 //
 //	WorkflowType = "Order" AND ExecutionStatus = "Running" AND
-//	TemporalChangeVersion != "baseline-2026-12-1"
+//	(TemporalChangeVersion IS NULL OR
+//	 TemporalChangeVersion != "baseline-2026-12-1")
 //
 // finds none (an open run's pending activity tasks go with it).
 

@@ -12,7 +12,8 @@ import "slices"
 // inputs_legacy.go once no such run is open:
 //
 //	WorkflowType = "Order" AND ExecutionStatus = "Running" AND
-//	TemporalChangeVersion != "baseline-2026-12-1"
+//	(TemporalChangeVersion IS NULL OR
+//	 TemporalChangeVersion != "baseline-2026-12-1")
 //
 // finds none.
 
