@@ -8,8 +8,9 @@ import "slices"
 // only the positional arguments, so they keep sending them; workers of
 // this code take both (activities.RegisterBothShapes).
 //
-// Delete this file, call.old and call.args, and activities'
-// inputs_legacy.go once no such run is open:
+// Delete this file, call.old, call.args and call.both (a local call then
+// takes fn with in), and activities' inputs_legacy.go once no such run is
+// open:
 //
 //	WorkflowType = "Order" AND ExecutionStatus = "Running" AND
 //	(TemporalChangeVersion IS NULL OR
