@@ -21,29 +21,13 @@ type Store interface {
 	// RecordTransition applies one step of the workflow's decisions. It is
 	// idempotent: the first timestamp of a step wins and the status never
 	// moves backwards.
-	RecordTransition(ctx context.Context, orderID string, t models.Transition) error
+	RecordTransition(ctx context.Context, orderID string, t models.Transition, now time.Time) error
 	// RecordPayment stores a payment and attaches it to the order,
 	// idempotently by p.ID.
-	RecordPayment(ctx context.Context, orderID string, p models.Payment) error
+	RecordPayment(ctx context.Context, orderID string, p models.Payment, now time.Time) error
 	// RecordFulfilment stores the latest snapshot of the order at its
 	// buying provider, replacing the previous one.
-	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error
-}
-
-// Refunds is the order database's record of money sent back. The order
-// workflow writes through it while it waits for an order's refund, so
-// that it, not the operator's command, is the one writer of the order
-// until it closes: a payment arriving at the same moment is then either
-// counted before the refund or marked late after it, never lost between.
-type Refunds interface {
-	// MarkOrderRefunded records that the money an order received was sent
-	// back in the transaction txHash. Recording the same txHash again is
-	// not an error, so a retried activity succeeds.
-	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
-	// MarkRecordedPaymentLate records that a payment the workflow stored
-	// without crediting it reached its order too late to count: it is due
-	// back on its own.
-	MarkRecordedPaymentLate(ctx context.Context, paymentID string, at time.Time) error
+	RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment, now time.Time) error
 }
 
 // Fulfiller buys an order's items through a buying provider and reports
@@ -68,76 +52,120 @@ type Fulfiller interface {
 	Schedule() models.PollSchedule
 }
 
-// Activities carries the dependencies of every activity. Register a
-// pointer to it with the worker; the workflow calls its methods through
-// method values of a nil *Activities, so the registered names are the
-// method names.
-type Activities struct {
-	Store Store
-	// Refunds records refunds and late payments for the order workflow
-	// (RecordRefund, RecordLatePayment); nil on workers whose orders never
-	// owe money back (tests).
-	Refunds Refunds
-	// Payouts creates refunds and pays them out (refunds.go); nil on a
-	// worker that pays none: its refund activities fail retryably, so the
-	// refunds wait, visibly, for a worker that does.
-	Payouts *RefundPayouts
-	// Fulfillers holds one fulfiller per mode: the sandbox for test, the
+// The activities come in groups, one per concern, each built by its
+// constructor with every part it needs (a missing part is refused there,
+// not found at run time): Orders (steps and fulfilment), Payments (the
+// order's payments and its refund records), Refunds (the Refund
+// workflow's: creating and paying refunds out), Webhooks (delivery) and
+// Watches (the chain's payment watchers). The worker registers a pointer
+// to each; workflows call their methods through method values of nil
+// pointers, so the registered names are the method names.
+
+// Orders are the activities of an order's steps and its fulfilment.
+type Orders struct {
+	runtime
+	store Store
+	// fulfillers holds one fulfiller per mode: the sandbox for test, the
 	// marketplaces for live. A paid order of a mode without one keeps
 	// retrying its sourcing (live_mode_unavailable, retryable) until one
 	// is deployed.
-	Fulfillers map[models.Mode]Fulfiller
-	// Watchers holds the chain payment watchers this worker can run, keyed
-	// "network/account".
-	Watchers map[string]PaymentWatcher
-	// Webhooks: the endpoints, events and attempts; Sender posts
-	// deliveries; Events hands the events an order write recorded to their
-	// delivery workflows (nil: the outbox sweep alone).
-	Webhooks WebhookStore
-	Sender   WebhookSender
-	Events   EventDispatcher
-	// Now is the clock of webhook attempts (signatures, attempt times)
-	// and of WatchOrder's first check; nil: time.Now. Workflow tests set
-	// the test suite's clock.
-	Now func() time.Time
+	fulfillers map[models.Mode]Fulfiller
+	events     EventDispatcher
+}
 
-	// Tests override how often and how heartbeats are recorded: the SDK
-	// forwards at most one heartbeat per throttle interval (30s by default).
-	heartbeatEvery  time.Duration
-	recordHeartbeat func(ctx context.Context, details ...any)
+// NewOrders returns the order activities: store writes the order, the
+// fulfillers (at least one mode's) buy it, and events hands the events
+// its writes record to their delivery (NoDispatch: the outbox sweep
+// alone). now is their clock (nil: time.Now).
+func NewOrders(store Store, fulfillers map[models.Mode]Fulfiller, events EventDispatcher, now func() time.Time) (*Orders, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("activities.NewOrders: no store")
+	case len(fulfillers) == 0:
+		return nil, errors.New("activities.NewOrders: no fulfiller")
+	case events == nil:
+		return nil, errors.New("activities.NewOrders: no event dispatcher (NoDispatch leaves events to the outbox sweep)")
+	}
+	for m, f := range fulfillers {
+		if f == nil {
+			return nil, fmt.Errorf("activities.NewOrders: the %s fulfiller is nil", m)
+		}
+	}
+	return &Orders{runtime: runtime{now: now}, store: store, fulfillers: fulfillers, events: events}, nil
+}
+
+// Payments are the activities that record an order's payments, and the
+// refunds of its money.
+type Payments struct {
+	runtime
+	store  Store
+	ledger OrderRefunds
+	// refunds creates a late payment's refund and starts its workflow.
+	refunds *Refunds
+	events  EventDispatcher
+}
+
+// NewPayments returns the payment activities: store writes the payments,
+// ledger records refunds and late payments, refunds creates what a late
+// payment owes, and events hands the recorded events to their delivery.
+func NewPayments(store Store, ledger OrderRefunds, refunds *Refunds, events EventDispatcher, now func() time.Time) (*Payments, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("activities.NewPayments: no store")
+	case ledger == nil:
+		return nil, errors.New("activities.NewPayments: no refund ledger")
+	case refunds == nil:
+		return nil, errors.New("activities.NewPayments: no refund activities")
+	case events == nil:
+		return nil, errors.New("activities.NewPayments: no event dispatcher (NoDispatch leaves events to the outbox sweep)")
+	}
+	return &Payments{runtime: runtime{now: now}, store: store, ledger: ledger, refunds: refunds, events: events}, nil
+}
+
+// OrderRefunds is the order database's record of money sent back. The order
+// workflow writes through it while it waits for an order's refund, so
+// that it, not the operator's command, is the one writer of the order
+// until it closes: a payment arriving at the same moment is then either
+// counted before the refund or marked late after it, never lost between.
+type OrderRefunds interface {
+	// MarkOrderRefunded records that the money an order received was sent
+	// back in the transaction txHash. Recording the same txHash again is
+	// not an error, so a retried activity succeeds.
+	MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error
+	// MarkRecordedPaymentLate records that a payment the workflow stored
+	// without crediting it reached its order too late to count: it is due
+	// back on its own.
+	MarkRecordedPaymentLate(ctx context.Context, paymentID string, at time.Time) error
 }
 
 // RecordTransition writes one step of the workflow's progress.
 // The store records the events of the facts it writes in the same
 // transaction; they are dispatched once it has committed.
-func (a *Activities) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+func (a *Orders) RecordTransition(ctx context.Context, in RecordTransitionInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordTransition(ctx, orderID, t); err != nil {
+	if err := a.store.RecordTransition(ctx, in.OrderID, in.Transition, a.clock()); err != nil {
 		return temporalError(err)
 	}
-	a.dispatchEvents(ctx, orderID)
+	dispatchEvents(ctx, a.events, in.OrderID)
 	return nil
 }
 
 // RecordPayment stores a payment the workflow has seen for the order, and
 // dispatches the events that recorded.
-func (a *Activities) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
+func (a *Payments) RecordPayment(ctx context.Context, in RecordPaymentInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+	if err := a.store.RecordPayment(ctx, in.OrderID, in.Payment, a.clock()); err != nil {
 		return temporalError(err)
 	}
-	a.dispatchEvents(ctx, orderID)
+	dispatchEvents(ctx, a.events, in.OrderID)
 	return nil
 }
 
 // RecordRefund records that the order's received money was sent back in
 // txHash, at the workflow's time at.
-func (a *Activities) RecordRefund(ctx context.Context, orderNumber, txHash string, at time.Time) error {
-	if a.Refunds == nil {
-		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
-	}
+func (a *Payments) RecordRefund(ctx context.Context, in RecordRefundInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.Refunds.MarkOrderRefunded(ctx, orderNumber, txHash, at); err != nil {
+	if err := a.ledger.MarkOrderRefunded(ctx, in.OrderNumber, in.TxHash, in.At); err != nil {
 		return temporalError(err)
 	}
 	return nil
@@ -146,27 +174,22 @@ func (a *Activities) RecordRefund(ctx context.Context, orderNumber, txHash strin
 // RecordLatePayment stores a payment the workflow took in after the
 // order's refunds were recorded or created and marks it late: it is not
 // credited (the refunds covered what the order had), and it is due back
-// on its own: its refund is created here (on a worker that pays refunds).
-func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p models.Payment, at time.Time) error {
-	if a.Refunds == nil {
-		return temporal.NewNonRetryableApplicationError("this worker records no refunds", string(models.CodeInternal), nil)
-	}
+// on its own: its refund is created here.
+func (a *Payments) RecordLatePayment(ctx context.Context, in RecordLatePaymentInput) error {
+	orderID, p, at := in.OrderID, in.Payment, in.At
 	defer a.heartbeat(ctx)()
-	if err := a.Store.RecordPayment(ctx, orderID, p); err != nil {
+	if err := a.store.RecordPayment(ctx, orderID, p, a.clock()); err != nil {
 		return temporalError(err)
 	}
-	if err := a.Refunds.MarkRecordedPaymentLate(ctx, p.ID, at); err != nil {
+	if err := a.ledger.MarkRecordedPaymentLate(ctx, p.ID, at); err != nil {
 		return temporalError(err)
 	}
-	a.dispatchEvents(ctx, orderID)
-	if a.Payouts == nil {
-		return nil
-	}
-	o, err := a.Store.Order(ctx, orderID)
+	dispatchEvents(ctx, a.events, orderID)
+	o, err := a.store.Order(ctx, orderID)
 	if err != nil {
 		return temporalError(err)
 	}
-	_, err = a.CreateRefunds(ctx, CreateRefundsInput{OrderID: orderID, OrderNumber: o.Number})
+	_, err = a.refunds.CreateRefunds(ctx, CreateRefundsInput{OrderID: orderID, OrderNumber: o.Number})
 	return err
 }
 
@@ -174,12 +197,12 @@ func (a *Activities) RecordLatePayment(ctx context.Context, orderID string, p mo
 // provider's reference. Attempt numbers the placements of one order (see
 // Fulfiller.Place); each is idempotent. A refusal is a non-retryable
 // sourcing_failed error carrying the client-readable reason.
-func (a *Activities) PlaceOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
+func (a *Orders) PlaceOrder(ctx context.Context, in PlaceOrderInput) (models.Placement, error) {
 	defer a.heartbeat(ctx)()
-	return a.placeOrder(ctx, orderID, attempt)
+	return a.placeOrder(ctx, in.OrderID, in.Attempt)
 }
 
-func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
+func (a *Orders) placeOrder(ctx context.Context, orderID string, attempt int) (models.Placement, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
 		return models.Placement{}, err
@@ -193,7 +216,7 @@ func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int
 	}
 	// Recorded before the workflow learns the reference, so an operator
 	// can find the provider's order even if the worker dies right now.
-	if err := a.Store.RecordFulfilment(ctx, orderID, models.Fulfilment{Ref: p.Ref, Stage: models.FulfilmentPending}); err != nil {
+	if err := a.store.RecordFulfilment(ctx, orderID, models.Fulfilment{Ref: p.Ref, Stage: models.FulfilmentPending}, a.clock()); err != nil {
 		return models.Placement{}, temporalError(err)
 	}
 	return p, nil
@@ -202,15 +225,15 @@ func (a *Activities) placeOrder(ctx context.Context, orderID string, attempt int
 // CheckOrder asks the provider where the order is, stores the snapshot
 // (shipments and checkpoints, for clients and operators) and returns the
 // small Progress the workflow decides on.
-func (a *Activities) CheckOrder(ctx context.Context, orderID, ref string) (models.Progress, error) {
+func (a *Orders) CheckOrder(ctx context.Context, in CheckOrderInput) (models.Progress, error) {
 	defer a.heartbeat(ctx)()
-	_, p, err := a.checkOrder(ctx, orderID, ref)
+	_, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
 	return p, err
 }
 
 // checkOrder is one check: the order as stored before it, and the
 // provider's progress; the provider's snapshot is stored.
-func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (models.Order, models.Progress, error) {
+func (a *Orders) checkOrder(ctx context.Context, orderID, ref string) (models.Order, models.Progress, error) {
 	o, snap, p, err := a.askProvider(ctx, orderID, ref)
 	if err == nil {
 		err = a.recordSnapshot(ctx, orderID, snap)
@@ -220,7 +243,7 @@ func (a *Activities) checkOrder(ctx context.Context, orderID, ref string) (model
 
 // askProvider is a check without storing its snapshot: the order as
 // stored before it, the provider's snapshot and the progress it makes.
-func (a *Activities) askProvider(ctx context.Context, orderID, ref string) (models.Order, models.Fulfilment, models.Progress, error) {
+func (a *Orders) askProvider(ctx context.Context, orderID, ref string) (models.Order, models.Fulfilment, models.Progress, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
 		return o, models.Fulfilment{}, models.Progress{}, err
@@ -237,8 +260,8 @@ func (a *Activities) askProvider(ctx context.Context, orderID, ref string) (mode
 	return o, snap, p, nil
 }
 
-func (a *Activities) recordSnapshot(ctx context.Context, orderID string, snap models.Fulfilment) error {
-	if err := a.Store.RecordFulfilment(ctx, orderID, snap); err != nil {
+func (a *Orders) recordSnapshot(ctx context.Context, orderID string, snap models.Fulfilment) error {
+	if err := a.store.RecordFulfilment(ctx, orderID, snap, a.clock()); err != nil {
 		return temporalError(err)
 	}
 	return nil
@@ -274,7 +297,7 @@ const OrderUnchanged = "order_unchanged"
 // no history event, where a timer and an activity cost two actions and
 // eleven events. The error is benign: the SDK logs it at debug level and
 // counts no activity failure in its metrics.
-func (a *Activities) WatchOrder(ctx context.Context, in WatchOrderInput) (models.Progress, error) {
+func (a *Orders) WatchOrder(ctx context.Context, in WatchOrderInput) (models.Progress, error) {
 	wait := in.NotBefore.Sub(a.clock())
 	if wait > maxWatchSleep {
 		return models.Progress{}, unchanged("first check due", wait)
@@ -330,7 +353,7 @@ func unchanged(msg string, wait time.Duration) error {
 // and heartbeats all along, the waits between checks included.
 
 // SourceOrder places the order and waits until the provider has bought it.
-func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, error) {
+func (a *Orders) SourceOrder(ctx context.Context, orderID string) (string, error) {
 	defer a.heartbeat(ctx)()
 	p, err := a.placeOrder(ctx, orderID, 1)
 	if err != nil {
@@ -340,7 +363,7 @@ func (a *Activities) SourceOrder(ctx context.Context, orderID string) (string, e
 }
 
 // ShipOrder waits until the order has shipped and returns the shipment.
-func (a *Activities) ShipOrder(ctx context.Context, orderID string) (models.Shipment, error) {
+func (a *Orders) ShipOrder(ctx context.Context, orderID string) (models.Shipment, error) {
 	defer a.heartbeat(ctx)()
 	var s models.Shipment
 	err := a.awaitProgress(ctx, orderID, "", models.OrderShipped, &s)
@@ -348,7 +371,7 @@ func (a *Activities) ShipOrder(ctx context.Context, orderID string) (models.Ship
 }
 
 // DeliverOrder waits until the order has been delivered.
-func (a *Activities) DeliverOrder(ctx context.Context, orderID string) error {
+func (a *Orders) DeliverOrder(ctx context.Context, orderID string) error {
 	defer a.heartbeat(ctx)()
 	return a.awaitProgress(ctx, orderID, "", models.OrderDelivered, nil)
 }
@@ -356,9 +379,9 @@ func (a *Activities) DeliverOrder(ctx context.Context, orderID string) error {
 // awaitProgress checks the order on its fulfiller's schedule until it has
 // reached want (or gone past it). A failure is a sourcing_failed error,
 // which the old workflow code turns into a failed order.
-func (a *Activities) awaitProgress(ctx context.Context, orderID, ref string, want models.OrderStatus, s *models.Shipment) error {
+func (a *Orders) awaitProgress(ctx context.Context, orderID, ref string, want models.OrderStatus, s *models.Shipment) error {
 	if ref == "" {
-		o, err := a.Store.Order(ctx, orderID)
+		o, err := a.store.Order(ctx, orderID)
 		if err != nil {
 			return temporalError(err)
 		}
@@ -393,78 +416,17 @@ func (a *Activities) awaitProgress(ctx context.Context, orderID, ref string, wan
 
 // orderAndFulfiller loads the order and picks the fulfiller for its mode.
 // Errors are already translated.
-func (a *Activities) orderAndFulfiller(ctx context.Context, orderID string) (models.Order, Fulfiller, error) {
-	o, err := a.Store.Order(ctx, orderID)
+func (a *Orders) orderAndFulfiller(ctx context.Context, orderID string) (models.Order, Fulfiller, error) {
+	o, err := a.store.Order(ctx, orderID)
 	if err != nil {
 		return models.Order{}, nil, temporalError(err)
 	}
-	f, ok := a.Fulfillers[o.Mode]
+	f, ok := a.fulfillers[o.Mode]
 	if !ok || f == nil {
 		err := models.Errorf(models.CodeLiveUnavailable, "no fulfiller for %s mode", o.Mode)
 		return models.Order{}, nil, temporalError(err)
 	}
 	return o, f, nil
-}
-
-// defaultHeartbeatEvery is used when the activity has no heartbeat timeout:
-// heartbeats are still how a cancellation reaches a running activity.
-const defaultHeartbeatEvery = 10 * time.Second
-
-// heartbeat records a heartbeat periodically until the returned stop
-// function is called. Every activity of the order workflow runs under it
-// from its first line, and the workflow gives them a short
-// HeartbeatTimeout: the beats say that the worker process running the
-// attempt is alive, not that the work advances. A worker killed mid-call
-// stops beating, and Temporal retries the attempt once HeartbeatTimeout
-// has passed instead of waiting out the whole StartToCloseTimeout; a call
-// that is merely slow (a marketplace taking its full HTTP timeout, a
-// database write waiting on a lock) keeps beating and is not cut short.
-// A call hung in a live process beats on too: StartToCloseTimeout bounds
-// that case. The beats are also how a cancellation reaches a running
-// activity (it arrives by cancelling ctx), so fulfillers and stores need
-// to know nothing about Temporal.
-//
-// The first beat is due a quarter of HeartbeatTimeout in: an attempt that
-// ends sooner, as nearly every database write does, sends none. The SDK
-// forwards at most one beat per 0.8 × HeartbeatTimeout and holds the
-// latest until then; ticking at a quarter leaves one waiting whenever a
-// window ends, so the server hears from a live attempt every
-// 0.8 × HeartbeatTimeout.
-func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	every := a.heartbeatEvery
-	if every <= 0 {
-		// A quarter of the timeout leaves room for a slow or throttled beat.
-		every = activity.GetInfo(ctx).HeartbeatTimeout / 4
-	}
-	if every <= 0 {
-		every = defaultHeartbeatEvery
-	}
-	record := a.recordHeartbeat
-	if record == nil {
-		record = activity.RecordHeartbeat
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				record(ctx)
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 // temporalError is the one translation from models codes to Temporal

@@ -60,7 +60,7 @@ func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) 
 	return o, nil
 }
 
-func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition) error {
+func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Tra
 	return nil
 }
 
-func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment) error {
+func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Ful
 	return nil
 }
 
-func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment) error {
+func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment, _ time.Time) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
@@ -199,11 +199,14 @@ func journey() []models.Fulfilment {
 	}
 }
 
-func newEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
+func newEnv(t *testing.T, a allActs) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
+	for _, g := range []any{a.Orders, a.Payments, a.Refunds, a.Webhooks, a.Watches} {
+		env.RegisterActivity(g)
+	}
+	RegisterBothShapes(env, a.Orders, a.Payments)
 	return env
 }
 
@@ -257,12 +260,12 @@ func TestTemporalError(t *testing.T) {
 
 func TestRecordActivities(t *testing.T) {
 	store := &fakeStore{}
-	env := newEnv(t, &Activities{Store: store})
+	env := newEnv(t, parts{Store: store}.build())
 	tr := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, AmountReceived: decimal.RequireFromString("995.98")}
-	_, err := env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+	_, err := env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 	require.NoError(t, err)
 	p := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
-	_, err = env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+	_, err = env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 	require.NoError(t, err)
 	require.Len(t, store.transitions, 1)
 	assert.Equal(t, models.OrderPaid, store.transitions[0].Status)
@@ -271,7 +274,7 @@ func TestRecordActivities(t *testing.T) {
 
 	t.Run("a store error keeps its code", func(t *testing.T) {
 		store.err = fmt.Errorf("sqlstore: %w", models.ErrOrderNotFound)
-		_, err := env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+		_, err := env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.Equal(t, "order_not_found", appErr.Type())
@@ -279,7 +282,7 @@ func TestRecordActivities(t *testing.T) {
 	})
 	t.Run("a transient store error stays retryable", func(t *testing.T) {
 		store.err = errors.New("connection reset")
-		_, err := env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+		_, err := env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
 		assert.False(t, appErr.NonRetryable())
@@ -290,10 +293,10 @@ func TestRecordActivities(t *testing.T) {
 func TestPlaceAndCheckOrder(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": testOrder("ord_test", models.ModeTest)}}
 	ff := &fakeFulfiller{script: journey()}
-	var a *Activities // method values of a nil pointer, as the workflow uses them
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs // method values of a nil pointer, as the workflow uses them
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 
-	val, err := env.ExecuteActivity(a.PlaceOrder, "ord_test", 2)
+	val, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_test", Attempt: 2})
 	require.NoError(t, err)
 	var placed models.Placement
 	require.NoError(t, val.Get(&placed))
@@ -311,7 +314,7 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 		{Status: models.OrderDelivered, Shipment: testShipment, NextCheck: 2 * time.Millisecond},
 	}
 	for i, w := range want {
-		val, err := env.ExecuteActivity(a.CheckOrder, "ord_test", placed.Ref)
+		val, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_test", Ref: placed.Ref})
 		require.NoError(t, err)
 		var p models.Progress
 		require.NoError(t, val.Get(&p))
@@ -325,7 +328,7 @@ func TestPlaceAndCheckOrder(t *testing.T) {
 // runWatch runs one WatchOrder attempt and decodes its progress.
 func runWatch(t *testing.T, env *testsuite.TestActivityEnvironment, in WatchOrderInput) (models.Progress, error) {
 	t.Helper()
-	var a *Activities
+	var a allActs
 	val, err := env.ExecuteActivity(a.WatchOrder, in)
 	if err != nil {
 		return models.Progress{}, err
@@ -345,7 +348,7 @@ func TestWatchOrder(t *testing.T) {
 	o.Status = models.OrderPaid
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": o}}
 	ff := &fakeFulfiller{script: journey()}
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 	watch := func(notBefore time.Time) (models.Progress, error) {
 		t.Helper()
 		return runWatch(t, env, WatchOrderInput{OrderID: "ord_test", Ref: "REF-1", NotBefore: notBefore})
@@ -399,7 +402,7 @@ func TestWatchOrderWritesItsSteps(t *testing.T) {
 	j := journey()
 	ff := &fakeFulfiller{script: []models.Fulfilment{j[2]}} // bought and in transit at once
 	at := time.Date(2036, 3, 14, 9, 30, 0, 0, time.UTC)
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }})
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}, Now: func() time.Time { return at }}.build())
 	written := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, AmountReceived: decimal.RequireFromString("995.98"), At: at.Add(-time.Hour)}
 	watch := func(w *models.Transition) (models.Progress, error) {
 		t.Helper()
@@ -511,8 +514,8 @@ func TestFulfilmentActivityFailures(t *testing.T) {
 		"ord_live": testOrder("ord_live", models.ModeLive),
 	}}
 	ff := &fakeFulfiller{}
-	var a *Activities
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 	failures := []struct {
 		name     string
 		err      error
@@ -531,8 +534,14 @@ func TestFulfilmentActivityFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ff.err = tt.err
 			for _, run := range []func() error{
-				func() error { _, err := env.ExecuteActivity(a.PlaceOrder, tt.orderID, 1); return err },
-				func() error { _, err := env.ExecuteActivity(a.CheckOrder, tt.orderID, "REF"); return err },
+				func() error {
+					_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: tt.orderID, Attempt: 1})
+					return err
+				},
+				func() error {
+					_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: tt.orderID, Ref: "REF"})
+					return err
+				},
 			} {
 				err := run()
 				var appErr *temporal.ApplicationError
@@ -551,8 +560,8 @@ func TestBlockingActivitiesOfOldRuns(t *testing.T) {
 	order := testOrder("ord_test", models.ModeTest)
 	store := &fakeStore{orders: map[string]models.Order{"ord_test": order}}
 	ff := &fakeFulfiller{script: journey()}
-	var a *Activities
-	env := newEnv(t, &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}})
+	var a allActs
+	env := newEnv(t, parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: ff}}.build())
 
 	val, err := env.ExecuteActivity(a.SourceOrder, "ord_test")
 	require.NoError(t, err)
@@ -616,7 +625,7 @@ func (b *beatCounter) await(ctx context.Context, n int32) error {
 // the webhook workflow's two database activities, which it runs with the
 // order's store options, beat as well.
 func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
-	var a *Activities
+	var a allActs
 	at := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	payment := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1.5")}
 	slow := func(b *beatCounter) func(context.Context) error {
@@ -633,35 +642,35 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 		run       func(env *testsuite.TestActivityEnvironment) error
 	}{
 		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
 			return err
 		}},
 		{name: "PlaceOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, "ord_1", 1)
+			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
 			return err
 		}},
 		{name: "CheckOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 			return err
 		}},
 		{name: "CheckOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, "ord_1", "REF")
+			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 			return err
 		}},
 		{name: "RecordTransition", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordTransition, "ord_1", models.Transition{Status: models.OrderPaid, At: at})
+			_, err := env.ExecuteActivity(a.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: models.Transition{Status: models.OrderPaid, At: at}})
 			return err
 		}},
 		{name: "RecordPayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordPayment, "ord_1", payment)
+			_, err := env.ExecuteActivity(a.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: payment})
 			return err
 		}},
 		{name: "RecordRefund", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordRefund, "12345678906", "tx1", at)
+			_, err := env.ExecuteActivity(a.RecordRefund, RecordRefundInput{OrderNumber: "12345678906", TxHash: "tx1", At: at})
 			return err
 		}},
 		{name: "RecordLatePayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordLatePayment, "ord_1", payment, at)
+			_, err := env.ExecuteActivity(a.RecordLatePayment, RecordLatePaymentInput{OrderID: "ord_1", Payment: payment, At: at})
 			return err
 		}},
 		// The webhook delivery workflow runs these two with the order's
@@ -726,15 +735,16 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 			if tt.slowSend {
 				sender.hold = slow(&beats)
 			}
-			acts := &Activities{
+			acts := parts{
 				Store:           store,
 				Refunds:         store,
 				Webhooks:        holdingWebhookStore{hold: store.hold},
 				Sender:          sender,
 				Fulfillers:      map[models.Mode]Fulfiller{models.ModeTest: ff},
+				Payouts:         &RefundPayouts{Store: &refundsStore{refunds: map[string]models.Refund{}}},
 				heartbeatEvery:  10 * time.Millisecond,
 				recordHeartbeat: beats.record,
-			}
+			}.build()
 			require.NoError(t, tt.run(newEnv(t, acts)))
 			after := beats.n.Load()
 			time.Sleep(50 * time.Millisecond)
@@ -790,15 +800,15 @@ func (s holdingWebhookStore) DisableWebhookEndpoint(ctx context.Context, _ strin
 // heartbeat goes to the SDK (which forwards the first one at once).
 func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
-	acts := &Activities{
+	acts := parts{
 		Store:          store,
 		Fulfillers:     map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{delay: 100 * time.Millisecond}},
 		heartbeatEvery: 10 * time.Millisecond,
-	}
+	}.build()
 	env := newEnv(t, acts)
 	var beats atomic.Int32
 	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
-	_, err := env.ExecuteActivity(acts.CheckOrder, "ord_1", "REF")
+	_, err := env.ExecuteActivity(acts.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, beats.Load(), int32(1))
 }
@@ -806,15 +816,15 @@ func TestFulfilmentHeartbeatReachesTemporal(t *testing.T) {
 func TestHeartbeatOutsideAnActivity(t *testing.T) {
 	// Fulfillers may be driven outside Temporal (scripts, tests): the
 	// heartbeat helper must then do nothing rather than panic.
-	stop := (&Activities{}).heartbeat(t.Context())
+	stop := (&runtime{}).heartbeat(t.Context())
 	stop()
 }
 
 func TestFulfilmentHonoursCancellation(t *testing.T) {
 	store := &fakeStore{orders: map[string]models.Order{"ord_1": testOrder("ord_1", models.ModeTest)}}
-	acts := &Activities{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}
+	acts := parts{Store: store, Fulfillers: map[models.Mode]Fulfiller{models.ModeTest: &fakeFulfiller{block: true}}}.build()
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	_, err := acts.CheckOrder(ctx, "ord_1", "REF")
+	_, err := acts.CheckOrder(ctx, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

@@ -81,6 +81,26 @@ type DeliverWebhookInput struct {
 	PriorAttempts int `json:",omitempty"`
 }
 
+// Webhooks are the activities of webhook delivery.
+type Webhooks struct {
+	runtime
+	store  WebhookStore
+	sender WebhookSender
+}
+
+// NewWebhooks returns the delivery activities: store holds the endpoints,
+// events and attempts, sender posts deliveries. now is the clock of the
+// attempts (signatures, attempt times; nil: time.Now).
+func NewWebhooks(store WebhookStore, sender WebhookSender, now func() time.Time) (*Webhooks, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("activities.NewWebhooks: no webhook store")
+	case sender == nil:
+		return nil, errors.New("activities.NewWebhooks: no sender")
+	}
+	return &Webhooks{runtime: runtime{now: now}, store: store, sender: sender}, nil
+}
+
 // CodeWebhookDeliveryFailed types a failed attempt (a non-2xx answer or
 // none): retryable.
 const CodeWebhookDeliveryFailed = "webhook_delivery_failed"
@@ -88,9 +108,9 @@ const CodeWebhookDeliveryFailed = "webhook_delivery_failed"
 // WebhookTargets returns the ids of the endpoints an event is delivered
 // to. Like the order's database writes, it runs under the workflow's
 // heartbeat timeout, so it beats while it runs.
-func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]string, error) {
+func (a *Webhooks) WebhookTargets(ctx context.Context, eventID string) ([]string, error) {
 	defer a.heartbeat(ctx)()
-	es, err := a.Webhooks.WebhookTargets(ctx, eventID)
+	es, err := a.store.WebhookTargets(ctx, eventID)
 	if err != nil {
 		return nil, temporalError(err)
 	}
@@ -107,9 +127,9 @@ func (a *Activities) WebhookTargets(ctx context.Context, eventID string) ([]stri
 // it for good. It beats for as long as it runs, so an attempt lost with
 // its worker is retried after the heartbeat timeout, not after the whole
 // attempt's.
-func (a *Activities) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
+func (a *Webhooks) DeliverWebhook(ctx context.Context, in DeliverWebhookInput) error {
 	defer a.heartbeat(ctx)()
-	w := WebhookAttempter{Webhooks: a.Webhooks, Sender: a.Sender, Now: a.clock}
+	w := WebhookAttempter{Webhooks: a.store, Sender: a.sender, Now: a.clock}
 	err := w.Attempt(ctx, in, in.PriorAttempts+int(activity.GetInfo(ctx).Attempt))
 	var failed *WebhookDeliveryError
 	if errors.As(err, &failed) {
@@ -203,31 +223,29 @@ const recordTimeout = 5 * time.Second
 // DisableWebhookEndpoint disables an endpoint whose deliveries have failed
 // since failingSince without a success, saying why; it reports whether it
 // did. It beats while it runs, as WebhookTargets does.
-func (a *Activities) DisableWebhookEndpoint(ctx context.Context, endpointID string, failingSince time.Time, reason string) (bool, error) {
+func (a *Webhooks) DisableWebhookEndpoint(ctx context.Context, endpointID string, failingSince time.Time, reason string) (bool, error) {
 	defer a.heartbeat(ctx)()
-	ok, err := a.Webhooks.DisableWebhookEndpoint(ctx, endpointID, failingSince, a.clock(), reason)
+	ok, err := a.store.DisableWebhookEndpoint(ctx, endpointID, failingSince, a.clock(), reason)
 	return ok, temporalError(err)
 }
+
+// NoDispatch is the EventDispatcher of a worker that leaves every event
+// to the outbox sweep (tests, tools): it hands nothing over.
+var NoDispatch EventDispatcher = noDispatch{}
+
+type noDispatch struct{}
+
+func (noDispatch) DispatchOrderEvents(context.Context, string) error { return nil }
 
 // dispatchEvents hands the order's new events to their delivery once the
 // write that recorded them has committed. A failure is logged and
 // left to the outbox sweep: it must not hold up the order.
-func (a *Activities) dispatchEvents(ctx context.Context, orderID string) {
-	if a.Events == nil {
-		return
-	}
-	if err := a.Events.DispatchOrderEvents(ctx, orderID); err != nil {
+func dispatchEvents(ctx context.Context, events EventDispatcher, orderID string) {
+	if err := events.DispatchOrderEvents(ctx, orderID); err != nil {
 		if activity.IsActivity(ctx) {
 			activity.GetLogger(ctx).Warn("Dispatching webhook events failed; the outbox sweep will retry", "OrderID", orderID, "Error", err)
 			return
 		}
 		slog.WarnContext(ctx, "dispatching webhook events failed; the outbox sweep will retry", slog.String("order_id", orderID), slog.Any("error", err))
 	}
-}
-
-func (a *Activities) clock() time.Time {
-	if a.Now != nil {
-		return a.Now().UTC()
-	}
-	return time.Now().UTC()
 }

@@ -41,28 +41,28 @@ func (d *recordingDispatcher) calls() []string {
 func TestRecordActivitiesDispatchEventsAfterCommit(t *testing.T) {
 	store := &fakeStore{}
 	disp := &recordingDispatcher{}
-	env := newEnv(t, &Activities{Store: store, Events: disp})
+	env := newEnv(t, parts{Store: store, Events: disp}.build())
 	tr := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, AmountReceived: decimal.RequireFromString("1")}
 	p := models.Payment{ID: "sandbox:p1", Asset: "USDC", Amount: decimal.RequireFromString("1")}
-	_, err := env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+	_, err := env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 	require.NoError(t, err)
-	_, err = env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+	_, err = env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ord_1", "ord_1"}, disp.calls())
 
 	disp.mu.Lock()
 	disp.err = errors.New("temporal unavailable")
 	disp.mu.Unlock()
-	_, err = env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+	_, err = env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 	assert.NoError(t, err, "the order's write stands; the sweep dispatches")
 	assert.Len(t, disp.calls(), 3)
 
 	store.mu.Lock()
 	store.err = errors.New("connection reset")
 	store.mu.Unlock()
-	_, err = env.ExecuteActivity((&Activities{}).RecordTransition, "ord_1", tr)
+	_, err = env.ExecuteActivity(allActs{}.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: tr})
 	require.Error(t, err)
-	_, err = env.ExecuteActivity((&Activities{}).RecordPayment, "ord_1", p)
+	_, err = env.ExecuteActivity(allActs{}.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: p})
 	require.Error(t, err)
 	assert.Len(t, disp.calls(), 3, "nothing is dispatched for a write that did not commit")
 }

@@ -1,8 +1,11 @@
-// Package activities holds every side effect the order workflow needs —
-// database writes and marketplace fulfilment — each one idempotent, so
-// Temporal may retry any of them at any time, plus the small interfaces it
-// consumes (Store, Fulfiller). Concrete implementations live elsewhere: the
-// store in models/sqlstore, fulfillers in activities/<vendor> and
+// Package activities holds every side effect the workflows need —
+// database writes, marketplace fulfilment, refund payouts, webhook
+// delivery — each one idempotent, so Temporal may retry any of them at any
+// time, in groups by concern (Orders, Payments, Refunds, Webhooks,
+// Watches), each built by its constructor with every part it needs; plus
+// the small ports they consume, in the domain's terms (Store, Fulfiller,
+// Payer). Concrete implementations live elsewhere: the store in
+// models/sqlstore, fulfillers and payers in activities/<vendor> and
 // activities/sandbox.
 //
 // It is the one place where models error codes become Temporal errors: a

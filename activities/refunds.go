@@ -10,7 +10,6 @@ import (
 	"github.com/shopspring/decimal"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -41,8 +40,11 @@ type RefundStore interface {
 	PaymentSenders(ctx context.Context, paymentIDs []string) (map[string]string, error)
 }
 
-// Payer pays refunds out: on the chain in live mode
-// (activities/stellar/payout), in the sandbox in test mode.
+// Payer pays refunds out, in the domain's terms (models.PayoutRequest,
+// models.PayoutResult, models.ErrPayout*): a payout rail is an adapter
+// that implements it, on the Stellar network in live mode
+// (activities/stellar/payout), in the sandbox in test mode
+// (activities/sandbox). This package imports neither.
 type Payer interface {
 	// CheckDestination asks the network whether d (an address and its
 	// memo) can receive asset: an invalid_refund_destination error says
@@ -54,12 +56,19 @@ type Payer interface {
 	// building another. record must refuse unless the refund's recorded
 	// transaction is still the last one the call knows (the one it was
 	// given, then each it recorded): a compare-and-set.
-	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
+	Pay(ctx context.Context, req models.PayoutRequest, record func(ctx context.Context, hash, envelope string) error) (models.PayoutResult, error)
 	// VerifyPayment checks that transaction hash paid want (an operator's
 	// mark-sent): an invalid_request error naming transaction_hash says
 	// what does not match; any other error is a failure to ask, worth
 	// retrying.
 	VerifyPayment(ctx context.Context, hash string, want models.RefundPayment) error
+}
+
+// RetryDelayer is a payer's error that says when to try again (a rail's
+// rate limit or overload hint, such as Horizon's Retry-After).
+type RetryDelayer interface {
+	error
+	RetryDelay() time.Duration
 }
 
 // Alerter raises an alert for operators (memocart payments alerts).
@@ -91,7 +100,9 @@ type RefundPayouts struct {
 	ServiceAccounts []string
 	// Start starts the refund's workflow, or finds it running: whoever
 	// creates a refund starts it, and starting twice is harmless.
-	Start  func(ctx context.Context, r models.Refund, orderNumber string) error
+	Start func(ctx context.Context, r models.Refund, orderNumber string) error
+	// Alerts raise what an operator must act on (an underfunded payout
+	// account, fees above the maximum).
 	Alerts Alerter
 }
 
@@ -134,11 +145,37 @@ type CreateRefundsInput struct {
 	OrderNumber string
 }
 
-func (a *Activities) payouts() (*RefundPayouts, error) {
-	if a.Payouts == nil {
-		return nil, temporal.NewApplicationError("this worker pays no refunds", string(models.CodeUnavailable))
+// Refunds are the Refund workflow's activities: creating the refunds an
+// order owes, approving, paying out and moving them.
+type Refunds struct {
+	runtime
+	payouts RefundPayouts
+	events  EventDispatcher
+}
+
+// NewRefunds returns the refund activities: p says where refunds are
+// stored, who pays them (a payer per mode, at least one), how their
+// workflows start and where alerts go; events hands the events their
+// writes record to their delivery. now is their clock (nil: time.Now).
+func NewRefunds(p RefundPayouts, events EventDispatcher, now func() time.Time) (*Refunds, error) {
+	switch {
+	case p.Store == nil:
+		return nil, errors.New("activities.NewRefunds: no refund store")
+	case len(p.Payers) == 0:
+		return nil, errors.New("activities.NewRefunds: no payer")
+	case p.Start == nil:
+		return nil, errors.New("activities.NewRefunds: nothing starts refund workflows")
+	case p.Alerts == nil:
+		return nil, errors.New("activities.NewRefunds: no alerter")
+	case events == nil:
+		return nil, errors.New("activities.NewRefunds: no event dispatcher (NoDispatch leaves events to the outbox sweep)")
 	}
-	return a.Payouts, nil
+	for m, payer := range p.Payers {
+		if payer == nil {
+			return nil, fmt.Errorf("activities.NewRefunds: the %s payer is nil", m)
+		}
+	}
+	return &Refunds{runtime: runtime{now: now}, payouts: p, events: events}, nil
 }
 
 // CreateRefunds creates the refunds an order owes (the order's run, as it
@@ -146,17 +183,14 @@ func (a *Activities) payouts() (*RefundPayouts, error) {
 // that recorded, and starts their workflows. It answers how many refunds
 // the order has. Idempotent: refunds are keyed by what they return, and a
 // running workflow is found, not started again.
-func (a *Activities) CreateRefunds(ctx context.Context, in CreateRefundsInput) (int, error) {
+func (a *Refunds) CreateRefunds(ctx context.Context, in CreateRefundsInput) (int, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return 0, err
-	}
+	p := &a.payouts
 	rs, err := p.Store.CreateOwedRefunds(ctx, in.OrderID, a.clock())
 	if err != nil {
 		return 0, temporalError(err)
 	}
-	a.dispatchEvents(ctx, in.OrderID)
+	dispatchEvents(ctx, a.events, in.OrderID)
 	for _, r := range rs {
 		if err := a.startRefund(ctx, r, in.OrderNumber); err != nil {
 			return 0, err
@@ -167,23 +201,20 @@ func (a *Activities) CreateRefunds(ctx context.Context, in CreateRefundsInput) (
 
 // startRefund starts the workflow of a refund not settled yet and records
 // that it exists.
-func (a *Activities) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+func (a *Refunds) startRefund(ctx context.Context, r models.Refund, orderNumber string) error {
 	if r.Status.Settled() {
 		return nil
 	}
-	if err := a.Payouts.Start(ctx, r, orderNumber); err != nil {
+	if err := a.payouts.Start(ctx, r, orderNumber); err != nil {
 		return fmt.Errorf("starting the workflow of refund %s: %w", r.ID, err)
 	}
-	return temporalError(a.Payouts.Store.MarkRefundWorkflowStarted(ctx, r.ID, a.clock()))
+	return temporalError(a.payouts.Store.MarkRefundWorkflowStarted(ctx, r.ID, a.clock()))
 }
 
 // LoadRefund answers the refund as stored.
-func (a *Activities) LoadRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+func (a *Refunds) LoadRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+	p := &a.payouts
 	r, err := p.Store.Refund(ctx, in.RefundID)
 	return r, temporalError(err)
 }
@@ -191,12 +222,9 @@ func (a *Activities) LoadRefund(ctx context.Context, in RefundInput) (models.Ref
 // AutoApproveRefund approves a refund awaiting approval when the
 // operator's limits allow it (RefundLimits), and answers the refund as it
 // is then: sending if approved, still awaiting approval if not.
-func (a *Activities) AutoApproveRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+func (a *Refunds) AutoApproveRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+	p := &a.payouts
 	r, err := p.Store.Refund(ctx, in.RefundID)
 	if err != nil || r.Status != models.RefundAwaitingApproval {
 		return r, temporalError(err)
@@ -231,12 +259,9 @@ func withinAutoApproval(r models.Refund, l RefundLimits) bool {
 // outcome is unknown (a timeout, the payout account short of funds) is an
 // error, and the retry resolves it: the transaction recorded before
 // submitting is looked up first, so it is never paid twice.
-func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
+func (a *Refunds) SendRefund(ctx context.Context, in RefundInput) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+	p := &a.payouts
 	r, err := p.Store.Refund(ctx, in.RefundID)
 	if err != nil || r.Status != models.RefundSending {
 		// Sent or cancelled by an operator meanwhile: nothing to pay.
@@ -261,7 +286,7 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			return r, temporalError(err)
 		}
 	}
-	var res payout.Result
+	var res models.PayoutResult
 	if why == "" {
 		last := r.TransactionHash
 		record := func(ctx context.Context, hash, envelope string) error {
@@ -282,31 +307,31 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 			}
 			return err
 		}
-		res, err = payer.Pay(ctx, payout.Request{
+		res, err = payer.Pay(ctx, models.PayoutRequest{
 			RefundID:    r.ID,
 			Destination: dest,
 			Asset:       r.Asset,
 			Amount:      r.Amount,
-			Prior:       payout.Prior{Hash: r.TransactionHash, Envelope: r.Envelope},
+			Prior:       models.PayoutPrior{Hash: r.TransactionHash, Envelope: r.Envelope},
 		}, record)
 		why, err = refusedPayout(err)
-		if errors.Is(err, payout.ErrUnderfunded) && p.Alerts != nil {
+		if errors.Is(err, models.ErrPayoutUnderfunded) {
 			p.Alerts.Alert(ctx, AlertPayoutUnderfunded, fmt.Sprintf("refund %s of %s %s waits for the payout account to be topped up", r.ID, r.Amount, r.Asset))
 		}
-		if errors.Is(err, payout.ErrFeeTooLow) && p.Alerts != nil {
+		if errors.Is(err, models.ErrPayoutFeeTooLow) {
 			p.Alerts.Alert(ctx, AlertPayoutFeeTooLow, fmt.Sprintf("refund %s of %s %s waits for the network's fee to drop below the payout's maximum", r.ID, r.Amount, r.Asset))
 		}
-		var he *payout.HorizonError
-		if errors.As(err, &he) && he.RetryAfter > 0 {
-			// Horizon said when to come back: the retry waits that long,
+		var busy RetryDelayer
+		if errors.As(err, &busy) && busy.RetryDelay() > 0 {
+			// The rail said when to come back: the retry waits that long,
 			// not the policy's back-off.
 			return r, temporal.NewApplicationErrorWithOptions(err.Error(), "horizon_unavailable",
-				temporal.ApplicationErrorOptions{NextRetryDelay: he.RetryAfter, Cause: err})
+				temporal.ApplicationErrorOptions{NextRetryDelay: busy.RetryDelay(), Cause: err})
 		}
 		if err != nil {
 			return r, temporalError(err)
 		}
-		if res.Outcome == payout.Refused {
+		if res.Outcome == models.PayoutRefused {
 			why = res.Reason
 		}
 	}
@@ -330,7 +355,7 @@ func (a *Activities) SendRefund(ctx context.Context, in RefundInput) (models.Ref
 // refund whose payments came from several accounts (or from none known)
 // cannot be sent to the sender: the reason says so, and the refund fails,
 // waiting for an address.
-func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (models.RefundDestination, string, error) {
+func (a *Refunds) payoutDestination(ctx context.Context, r models.Refund) (models.RefundDestination, string, error) {
 	if r.Destination == nil {
 		return models.RefundDestination{}, "", models.Errorf(models.CodeInvalidRefundState, "refund %s has no destination", r.ID)
 	}
@@ -339,9 +364,9 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 		// A destination stored before the service's accounts were
 		// refused, or given with the order when the API did not know the
 		// payout account, is checked where every payout passes.
-		return d, refusedAccount(d.Address, a.Payouts.ServiceAccounts), nil
+		return d, refusedAccount(d.Address, a.payouts.ServiceAccounts), nil
 	}
-	senders, err := a.Payouts.Store.PaymentSenders(ctx, r.PaymentIDs)
+	senders, err := a.payouts.Store.PaymentSenders(ctx, r.PaymentIDs)
 	if err != nil {
 		return d, "", err
 	}
@@ -357,7 +382,7 @@ func (a *Activities) payoutDestination(ctx context.Context, r models.Refund) (mo
 		return d, "No paying account is known: set the destination's address", nil
 	}
 	d.Address, d.ToSender = from, false
-	return d, refusedAccount(from, a.Payouts.ServiceAccounts), nil
+	return d, refusedAccount(from, a.payouts.ServiceAccounts), nil
 }
 
 // refusedPayout splits a payer's error into a reason the refund fails
@@ -388,12 +413,9 @@ func refusedAccount(address string, own []string) string {
 // account exists; for USDC, it trusts the issuer) and records it. A
 // destination that cannot receive the refund is refused with
 // invalid_refund_destination and the reason.
-func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (models.Refund, error) {
+func (a *Refunds) SetRefundDestination(ctx context.Context, m RefundMove) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+	p := &a.payouts
 	if m.Destination == nil {
 		return models.Refund{}, temporalError(models.Errorf(models.CodeInvalidRequest, "no destination"))
 	}
@@ -419,14 +441,14 @@ func (a *Activities) SetRefundDestination(ctx context.Context, m RefundMove) (mo
 }
 
 // ApproveRefund records an operator's approval of a refund's payout.
-func (a *Activities) ApproveRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
+func (a *Refunds) ApproveRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
 	logger(ctx).Info("Refund approved by an operator", "By", m.By)
 	return a.moveRefund(ctx, m.RefundID, models.ApproveRefund)
 }
 
 // CancelRefund records that an operator settled a refund another way.
-func (a *Activities) CancelRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
+func (a *Refunds) CancelRefund(ctx context.Context, m RefundMove) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
 	logger(ctx).Info("Refund cancelled by an operator", "By", m.By)
 	return a.moveRefund(ctx, m.RefundID, models.CancelRefund)
@@ -440,12 +462,9 @@ func (a *Activities) CancelRefund(ctx context.Context, m RefundMove) (models.Ref
 // any account but the service's own. A transaction that does not pay the
 // refund is refused (invalid_request on transaction_hash) and nothing is
 // written; a failure to ask the network is retried.
-func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.Refund, error) {
+func (a *Refunds) MarkRefundSent(ctx context.Context, m RefundMove) (models.Refund, error) {
 	defer a.heartbeat(ctx)()
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+	p := &a.payouts
 	hash := strings.TrimSpace(m.TxHash)
 	r, err := p.Store.Refund(ctx, m.RefundID)
 	if err != nil {
@@ -484,8 +503,8 @@ func (a *Activities) MarkRefundSent(ctx context.Context, m RefundMove) (models.R
 // refundPayment is what a transaction must pay for r (models.RefundPayment):
 // its destination, or the paying account for to_sender (any account when
 // that is not one known account), and never the service's own accounts.
-func (a *Activities) refundPayment(ctx context.Context, r models.Refund) (models.RefundPayment, error) {
-	want := models.RefundPayment{Asset: r.Asset, Amount: r.Amount, NotTo: a.Payouts.ServiceAccounts}
+func (a *Refunds) refundPayment(ctx context.Context, r models.Refund) (models.RefundPayment, error) {
+	want := models.RefundPayment{Asset: r.Asset, Amount: r.Amount, NotTo: a.payouts.ServiceAccounts}
 	if r.Destination == nil {
 		return want, nil
 	}
@@ -508,20 +527,20 @@ func sameDestination(a, b *models.RefundDestination) bool {
 
 // moveRefund writes one move at the activity's clock, and dispatches the
 // event it recorded, if any (an operator's mark-sent: refund.sent).
-func (a *Activities) moveRefund(ctx context.Context, id string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
+func (a *Refunds) moveRefund(ctx context.Context, id string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
 	return a.moveRefundBy(ctx, id, "", move)
 }
 
 // moveRefundBy is moveRefund through the claim link whose hash is claim,
 // when it is not empty: the write uses the claim up, or is refused.
-func (a *Activities) moveRefundBy(ctx context.Context, id, claim string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
-	p, err := a.payouts()
-	if err != nil {
-		return models.Refund{}, err
-	}
+func (a *Refunds) moveRefundBy(ctx context.Context, id, claim string, move func(models.Refund, time.Time) (models.Refund, error)) (models.Refund, error) {
+	p := &a.payouts
 	now := a.clock()
 	at := func(r models.Refund) (models.Refund, error) { return move(r, now) }
-	var r models.Refund
+	var (
+		r   models.Refund
+		err error
+	)
 	if claim != "" {
 		r, err = p.Store.UpdateRefundByClaim(ctx, id, claim, now, at)
 	} else {
@@ -539,8 +558,8 @@ func (a *Activities) moveRefundBy(ctx context.Context, id, claim string, move fu
 // once it has committed, as the order's writes do: they are events of the
 // refund's order, so delivery does not wait for the outbox sweep. An
 // unmatched payment's refund, of no order, records none.
-func (a *Activities) dispatchRefundEvents(ctx context.Context, r models.Refund) {
+func (a *Refunds) dispatchRefundEvents(ctx context.Context, r models.Refund) {
 	if r.OrderID != "" {
-		a.dispatchEvents(ctx, r.OrderID)
+		dispatchEvents(ctx, a.events, r.OrderID)
 	}
 }

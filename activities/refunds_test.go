@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
@@ -116,15 +115,15 @@ func (scriptedPayer) CheckDestination(context.Context, models.RefundDestination,
 
 func (scriptedPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p scriptedPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p scriptedPayer) Pay(ctx context.Context, _ models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	hash := strings.Repeat("cd", 32)
 	if err := record(ctx, hash, ""); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
 	if p.refuse != "" {
-		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: "op_no_trust", Reason: p.refuse}, nil
+		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: "op_no_trust", Reason: p.refuse}, nil
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestRefundActivitiesDispatchTheirEvents: the refund activities' writes
@@ -147,11 +146,11 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	disp := &recordingDispatcher{}
 	payers := map[models.Mode]Payer{models.ModeTest: scriptedPayer{}}
 	start := func(context.Context, models.Refund, string) error { return nil }
-	a := &Activities{Events: disp, Payouts: &RefundPayouts{Store: store, Payers: payers, Start: start}}
+	a := parts{Events: disp, Payouts: &RefundPayouts{Store: store, Payers: payers, Start: start}}.build()
 	env := newEnv(t, a)
 	send := func(id string) models.Refund {
 		t.Helper()
-		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: id})
 		require.NoError(t, err)
 		var r models.Refund
 		require.NoError(t, v.Get(&r))
@@ -164,11 +163,11 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	assert.Equal(t, models.RefundFailed, send("rfd_failed").Status)
 	assert.Equal(t, []string{"ord_1", "ord_2"}, disp.calls(), "refund.failed: dispatched")
 
-	_, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: "rfd_manual", TxHash: strings.Repeat("ef", 32), By: "ops"})
+	_, err := env.ExecuteActivity(allActs{}.MarkRefundSent, RefundMove{RefundID: "rfd_manual", TxHash: strings.Repeat("ef", 32), By: "ops"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3"}, disp.calls(), "an operator's mark-sent: dispatched")
 
-	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_1", OrderNumber: "1"})
+	_, err = env.ExecuteActivity(allActs{}.CreateRefunds, CreateRefundsInput{OrderID: "ord_1", OrderNumber: "1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ord_1", "ord_2", "ord_3", "ord_1"}, disp.calls(), "refund.created: dispatched")
 
@@ -191,12 +190,12 @@ func TestRefundActivitiesDispatchTheirEvents(t *testing.T) {
 	store.refunds["rfd_lost"] = refund("rfd_lost", "ord_5")
 	store.mu.Unlock()
 	store.fail(nil, true)
-	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_lost"})
+	_, err = env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_lost"})
 	require.Error(t, err, "paid, but sent not written: the retry looks the payout up")
 	store.fail(errors.New("connection reset"), false)
-	_, err = env.ExecuteActivity((&Activities{}).CreateRefunds, CreateRefundsInput{OrderID: "ord_5", OrderNumber: "5"})
+	_, err = env.ExecuteActivity(allActs{}.CreateRefunds, CreateRefundsInput{OrderID: "ord_5", OrderNumber: "5"})
 	require.Error(t, err)
-	_, err = env.ExecuteActivity((&Activities{}).CancelRefund, RefundMove{RefundID: "rfd_lost", By: "ops"})
+	_, err = env.ExecuteActivity(allActs{}.CancelRefund, RefundMove{RefundID: "rfd_lost", By: "ops"})
 	require.Error(t, err)
 	assert.Len(t, disp.calls(), 5, "nothing is dispatched for a write that did not commit")
 }
@@ -212,17 +211,17 @@ func (rebuildingPayer) CheckDestination(context.Context, models.RefundDestinatio
 
 func (rebuildingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p rebuildingPayer) Pay(ctx context.Context, _ payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p rebuildingPayer) Pay(ctx context.Context, _ models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	if p.meddle != nil {
 		p.meddle()
 	}
 	var hash string
 	for _, hash = range []string{strings.Repeat("a1", 32), strings.Repeat("b2", 32)} {
 		if err := record(ctx, hash, "envelope"); err != nil {
-			return payout.Result{}, err
+			return models.PayoutResult{}, err
 		}
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestSendRefundRecordsEachTransactionItBuilds: the record function
@@ -236,9 +235,9 @@ func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
 			Status: models.RefundSending, Destination: &dest},
 	}}
 	payers := map[models.Mode]Payer{models.ModeTest: rebuildingPayer{}}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}.build()
 	env := newEnv(t, a)
-	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
 	require.NoError(t, err)
 	var r models.Refund
 	require.NoError(t, v.Get(&r))
@@ -255,7 +254,7 @@ func TestSendRefundRecordsEachTransactionItBuilds(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}}
-	_, err = env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_2"})
+	_, err = env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_2"})
 	require.ErrorContains(t, err, errPayoutRaced.Error())
 	got, err := store.Refund(t.Context(), "rfd_2")
 	require.NoError(t, err)
@@ -274,15 +273,15 @@ func (*countingPayer) CheckDestination(context.Context, models.RefundDestination
 
 func (*countingPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return nil }
 
-func (p *countingPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p *countingPayer) Pay(ctx context.Context, req models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	p.mu.Lock()
 	p.paid = append(p.paid, req.Destination.Address)
 	p.mu.Unlock()
 	hash := strings.Repeat("ab", 32)
 	if err := record(ctx, hash, ""); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // TestNoRefundToTheServiceItself: a refund is never paid to one of the
@@ -317,22 +316,22 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 	store.refunds["rfd_waiting"] = models.Refund{ID: "rfd_waiting", Mode: models.ModeLive, Asset: "XLM",
 		Amount: decimal.RequireFromString("1"), Status: models.RefundAwaitingDestination}
 	pays := &countingPayer{}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
 		Store: store, Payers: map[models.Mode]Payer{models.ModeLive: pays},
 		ServiceAccounts: []string{receiving, payoutAccount},
 		Start:           func(context.Context, models.Refund, string) error { return nil },
-	}}
+	}}.build()
 	env := newEnv(t, a)
 
 	for _, id := range []string{"rfd_receiving", "rfd_muxed", "rfd_payout", "rfd_sender"} {
-		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: id})
 		require.NoError(t, err, id)
 		var r models.Refund
 		require.NoError(t, v.Get(&r))
 		assert.Equal(t, models.RefundFailed, r.Status, id)
 		assert.Contains(t, r.FailureReason, "account of this service", id)
 	}
-	v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_payer"})
+	v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_payer"})
 	require.NoError(t, err)
 	var sent models.Refund
 	require.NoError(t, v.Get(&sent))
@@ -340,7 +339,7 @@ func TestNoRefundToTheServiceItself(t *testing.T) {
 	assert.Equal(t, []string{payer}, pays.paid, "nothing is paid to the service's own accounts")
 
 	for _, addr := range []string{receiving, muxed, payoutAccount} {
-		_, err := env.ExecuteActivity((&Activities{}).SetRefundDestination,
+		_, err := env.ExecuteActivity(allActs{}.SetRefundDestination,
 			RefundMove{RefundID: "rfd_waiting", Destination: &models.RefundDestination{Address: addr}, By: "api"})
 		var ae *temporal.ApplicationError
 		require.ErrorAs(t, err, &ae, addr)
@@ -358,8 +357,8 @@ func (erringPayer) CheckDestination(context.Context, models.RefundDestination, s
 
 func (p erringPayer) VerifyPayment(context.Context, string, models.RefundPayment) error { return p.err }
 
-func (p erringPayer) Pay(context.Context, payout.Request, func(context.Context, string, string) error) (payout.Result, error) {
-	return payout.Result{}, p.err
+func (p erringPayer) Pay(context.Context, models.PayoutRequest, func(context.Context, string, string) error) (models.PayoutResult, error) {
+	return models.PayoutResult{}, p.err
 }
 
 // alertLog keeps the alerts raised.
@@ -384,15 +383,41 @@ func TestSendRefundAlertsWhenThePayoutWaitsOnFees(t *testing.T) {
 			Status: models.RefundSending, Destination: &dest},
 	}}
 	alerts := &alertLog{}
-	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", payout.ErrFeeTooLow)}}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}
+	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: transaction ab: %w", models.ErrPayoutFeeTooLow)}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, Alerts: alerts}}.build()
 	env := newEnv(t, a)
-	_, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: "rfd_1"})
+	_, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
 	require.Error(t, err)
 	assert.Equal(t, []string{AlertPayoutFeeTooLow}, alerts.kinds)
 	got, err := store.Refund(t.Context(), "rfd_1")
 	require.NoError(t, err)
 	assert.Equal(t, models.RefundSending, got.Status, "still being sent: retried")
+}
+
+// busyRail is a payout rail's answer that names its retry's delay.
+type busyRail struct{ after time.Duration }
+
+func (e busyRail) Error() string             { return "rail busy" }
+func (e busyRail) RetryDelay() time.Duration { return e.after }
+
+// TestSendRefundWaitsAsTheRailAsks: a payer's error that names when to
+// come back (the port's RetryDelayer, Horizon's Retry-After) sets the
+// retry's delay, whatever the rail; the refund is still being sent.
+func TestSendRefundWaitsAsTheRailAsks(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	store := &refundsStore{refunds: map[string]models.Refund{
+		"rfd_1": {ID: "rfd_1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+			Status: models.RefundSending, Destination: &dest},
+	}}
+	payers := map[models.Mode]Payer{models.ModeTest: erringPayer{err: fmt.Errorf("payout: %w", busyRail{after: 7 * time.Second})}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers}}.build()
+	env := newEnv(t, a)
+	_, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1"})
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	assert.False(t, ae.NonRetryable())
+	assert.Equal(t, 7*time.Second, ae.NextRetryDelay())
+	assert.Equal(t, models.RefundSending, store.refunds["rfd_1"].Status)
 }
 
 // verifyingPayer answers VerifyPayment with err, keeping what it was
@@ -435,11 +460,11 @@ func TestMarkRefundSentAsksThePayer(t *testing.T) {
 	}, senders: map[string]string{"pay_rfd_sender": sender}}
 	payer := &verifyingPayer{}
 	payers := map[models.Mode]Payer{models.ModeLive: payer}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, ServiceAccounts: []string{receiving}}}
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: payers, ServiceAccounts: []string{receiving}}}.build()
 	env := newEnv(t, a)
 	hash := strings.Repeat("ef", 32)
 	mark := func(id string) (models.Refund, error) {
-		v, err := env.ExecuteActivity((&Activities{}).MarkRefundSent, RefundMove{RefundID: id, TxHash: hash, By: "ops"})
+		v, err := env.ExecuteActivity(allActs{}.MarkRefundSent, RefundMove{RefundID: id, TxHash: hash, By: "ops"})
 		var r models.Refund
 		if err == nil {
 			require.NoError(t, v.Get(&r))
@@ -462,7 +487,7 @@ func TestMarkRefundSentAsksThePayer(t *testing.T) {
 	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_dest"].Status, "nothing written")
 	assert.Equal(t, models.RefundPayment{To: dest, Asset: "USDC", Amount: decimal.RequireFromString("7.5"), NotTo: []string{receiving}}, ask())
 
-	payer.err = &payout.HorizonError{Status: 503}
+	payer.err = errors.New("payout: horizon answered 503 Service Unavailable")
 	_, err = mark("rfd_dest")
 	require.ErrorAs(t, err, &ae)
 	assert.False(t, ae.NonRetryable(), "Horizon unavailable: retried")

@@ -28,7 +28,7 @@ type destinationsPayer struct {
 	dests []string
 }
 
-func (p *destinationsPayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p *destinationsPayer) Pay(ctx context.Context, req models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	p.mu.Lock()
 	p.dests = append(p.dests, req.Destination.Address)
 	p.mu.Unlock()
@@ -76,14 +76,14 @@ func TestToSenderOfACustodian(t *testing.T) {
 		store.refunds[id] = models.Refund{ID: id, Mode: models.ModeLive, Asset: "XLM", Amount: decimal.RequireFromString("2"),
 			Status: models.RefundSending, Destination: &models.RefundDestination{ToSender: true}, PaymentIDs: []string{pay}}
 	}
-	a := &Activities{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
+	a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{
 		Store: store, Payers: map[models.Mode]Payer{models.ModeLive: pays},
 		Start: func(context.Context, models.Refund, string) error { return nil },
-	}}
+	}}.build()
 	env := newEnv(t, a)
 
 	send := func(id string) models.Refund {
-		v, err := env.ExecuteActivity((&Activities{}).SendRefund, RefundInput{RefundID: id})
+		v, err := env.ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: id})
 		require.NoError(t, err, id)
 		var r models.Refund
 		require.NoError(t, v.Get(&r))

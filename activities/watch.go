@@ -14,6 +14,18 @@ type PaymentWatcher interface {
 	Run(ctx context.Context, progress func(cursor string)) error
 }
 
+// Watches are the activities of the chain's payment watchers.
+type Watches struct {
+	watchers map[string]PaymentWatcher
+}
+
+// NewWatches returns the watch activities of the watchers this worker can
+// run, keyed "network/account"; none is a worker that watches no chain
+// (WatchPayments then fails, retried, until a worker that does takes it).
+func NewWatches(watchers map[string]PaymentWatcher) *Watches {
+	return &Watches{watchers: watchers}
+}
+
 // WatchInput names the account a watch activity reads.
 type WatchInput struct {
 	Network string
@@ -28,8 +40,8 @@ const watchMargin = time.Minute
 // deadline, heartbeating the cursor, and returns cleanly so the workflow
 // starts the next run. The watcher saves its cursor in the database with
 // every page, so a run that dies loses nothing.
-func (a *Activities) WatchPayments(ctx context.Context, in WatchInput) error {
-	w, ok := a.Watchers[in.Network+"/"+in.Account]
+func (a *Watches) WatchPayments(ctx context.Context, in WatchInput) error {
+	w, ok := a.watchers[in.Network+"/"+in.Account]
 	if !ok {
 		return errors.New("this worker has no watcher for " + in.Network + " account " + in.Account)
 	}

@@ -17,7 +17,7 @@ import (
 // watchWrites is WatchOrder for such a run, once the provider answered:
 // it writes the news's steps on the run's behalf, and returns the last
 // as Progress.Recorded.
-func (a *Activities) watchWrites(ctx context.Context, in WatchOrderInput, o models.Order, snap models.Fulfilment, p models.Progress) (models.Progress, error) {
+func (a *Orders) watchWrites(ctx context.Context, in WatchOrderInput, o models.Order, snap models.Fulfilment, p models.Progress) (models.Progress, error) {
 	// Steps a watch wrote that the workflow has not heard of: an attempt
 	// lost after writing them (its result never reached the workflow), or
 	// a watch dropped with its run. A check storing its snapshot since
@@ -45,13 +45,13 @@ func (a *Activities) watchWrites(ctx context.Context, in WatchOrderInput, o mode
 		return models.Progress{}, err
 	}
 	for i := range ts {
-		if err := a.Store.RecordTransition(ctx, in.OrderID, ts[i]); err != nil {
+		if err := a.store.RecordTransition(ctx, in.OrderID, ts[i], a.clock()); err != nil {
 			return models.Progress{}, temporalError(err)
 		}
 		p.Recorded = &ts[i]
 	}
 	if len(ts) > 0 {
-		a.dispatchEvents(ctx, in.OrderID)
+		dispatchEvents(ctx, a.events, in.OrderID)
 	} else if unheard && p.Status != models.OrderFailed { // all written already, by a lost attempt
 		from.At = o.Steps[o.Status]
 		p.Recorded = &from

@@ -74,7 +74,7 @@ func TestCancelOrder(t *testing.T) {
 		// the workflow.
 		paid := e.newOrder(t, key)
 		require.NoError(t, e.st.RecordTransition(t.Context(), paid.ID, models.Transition{Status: models.OrderPaid,
-			PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}))
+			PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}, time.Now()))
 		d := requireError(t, e.cancel(t, key, paid.ID, ""), http.StatusConflict, models.CodeOrderNotCancellable, "")
 		assert.Contains(t, d.Message, "paid")
 		assert.Len(t, e.wf.cancelCalls(), 1)
@@ -83,7 +83,7 @@ func TestCancelOrder(t *testing.T) {
 		// After a partial payment: cancelled, the money is due back.
 		partial := e.newOrder(t, key)
 		require.NoError(t, e.st.RecordTransition(t.Context(), partial.ID, models.Transition{Status: models.OrderCreated,
-			PaymentStatus: models.PaymentPartial, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}))
+			PaymentStatus: models.PaymentPartial, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}, time.Now()))
 		pv := cancelledView(t, e.cancel(t, key, partial.ID, `{}`))
 		assert.Equal(t, "refund_due", pv.PaymentStatus)
 		assert.Equal(t, "1", pv.Payment.AmountReceived)
@@ -107,7 +107,7 @@ func TestCancelOrderRaces(t *testing.T) {
 		o := e.newOrder(t, key)
 		require.NoError(t, e.st.RecordTransition(t.Context(), o.ID, models.Transition{Status: models.OrderCancelled,
 			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Reason: "payment deadline passed",
-			Cancellation: models.CancellationPaymentWindowExpired}))
+			Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
 		// The cancel saw it awaiting payment just before: simulate by
 		// answering as a finished workflow does.
 		e.wf.setCancel(models.ErrOrderClosed, false)

@@ -196,7 +196,7 @@ func TestPendingCreditShowsProcessing(t *testing.T) {
 		}
 		// Stored by the source, not yet matched.
 		p1 := pay("sandbox:p1", "USDC", "10.00")
-		_, err := e.st.SavePayment(ctx, p1)
+		_, err := e.st.SavePayment(ctx, p1, time.Now())
 		require.NoError(t, err)
 		v = view()
 		assert.Equal(t, "processing", v.PaymentStatus)
@@ -205,17 +205,17 @@ func TestPendingCreditShowsProcessing(t *testing.T) {
 
 		// Matched to the order; and another one in a wrong asset, which is
 		// never credited and so never "processing".
-		require.NoError(t, e.st.SaveMatch(ctx, p1, o.ID))
+		require.NoError(t, e.st.SaveMatch(ctx, p1, o.ID, time.Now()))
 		p2 := pay("sandbox:p2", "USDC", "2.5")
-		require.NoError(t, e.st.SaveMatch(ctx, p2, o.ID))
-		require.NoError(t, e.st.SaveMatch(ctx, pay("sandbox:p3", "XLM", "100"), o.ID))
+		require.NoError(t, e.st.SaveMatch(ctx, p2, o.ID, time.Now()))
+		require.NoError(t, e.st.SaveMatch(ctx, pay("sandbox:p3", "XLM", "100"), o.ID, time.Now()))
 		v = view()
 		assert.Equal(t, "processing", v.PaymentStatus)
 		assert.Equal(t, "12.5", v.Payment.AmountProcessing)
 
 		// Recorded by the workflow: no longer pending credit.
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, p1))
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, p2))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, p1, time.Now()))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, p2, time.Now()))
 		v = view()
 		assert.Equal(t, "0", v.Payment.AmountProcessing)
 		assert.Equal(t, "pending", v.PaymentStatus, "the transition is the workflow's; the payments are no longer in flight")
@@ -483,34 +483,34 @@ func TestOrderPayments(t *testing.T) {
 		// Credited: seen on Stellar testnet, recorded by the workflow.
 		credited := pay("stellar:testnet:4294971393", "USDC", "10.5", time.Second)
 		credited.TxHash = "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
-		_, err := e.st.SavePayment(ctx, credited)
+		_, err := e.st.SavePayment(ctx, credited, time.Now())
 		require.NoError(t, err)
-		require.NoError(t, e.st.SaveMatch(ctx, credited, o.ID))
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, credited))
+		require.NoError(t, e.st.SaveMatch(ctx, credited, o.ID, time.Now()))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, credited, time.Now()))
 		// Wrong asset: recorded, never credited.
 		wrong := pay("sandbox_wrongasset", "XLM", "40", 2*time.Second)
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, wrong))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, wrong, time.Now()))
 		// Refunded: a wrong-asset payment an operator sent back.
 		refunded := pay("sandbox_refunded", "EURC:"+models.DefaultUSDCIssuer(models.StellarPubnet), "3", 3*time.Second)
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, refunded))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, refunded, time.Now()))
 		require.NoError(t, e.st.MarkPaymentRefunded(ctx, refunded.ID, "refundtxhash", base.Add(time.Hour)))
 		// Manual: recorded by an operator through the workflow.
 		manual := pay("manual:ticket-4711", "USDC", "1", 4*time.Second)
-		require.NoError(t, e.st.RecordPayment(ctx, o.ID, manual))
+		require.NoError(t, e.st.RecordPayment(ctx, o.ID, manual, time.Now()))
 		// Matched, not yet recorded by the workflow: processing.
 		inFlight := pay("sandbox_inflight", "USDC", "2", 5*time.Second)
-		require.NoError(t, e.st.SaveMatch(ctx, inFlight, o.ID))
+		require.NoError(t, e.st.SaveMatch(ctx, inFlight, o.ID, time.Now()))
 		// Stored by a source, not through the matcher yet: processing too.
 		seen := pay("sandbox_seen", "USDC", "0.25", 6*time.Second)
-		_, err = e.st.SavePayment(ctx, seen)
+		_, err = e.st.SavePayment(ctx, seen, time.Now())
 		require.NoError(t, err)
 		// Not this order's: another order's payment, and a live payment
 		// with this memo (a memo names an order within a mode only).
 		require.NoError(t, e.st.RecordPayment(ctx, other.ID, models.Payment{ID: "sandbox_other", Mode: models.ModeTest,
-			Asset: "USDC", Amount: decimal.RequireFromString("5"), Memo: other.Number, ReceivedAt: base}))
+			Asset: "USDC", Amount: decimal.RequireFromString("5"), Memo: other.Number, ReceivedAt: base}, time.Now()))
 		liveSeen := pay("stellar:pubnet:1", "USDC", "7", 0)
 		liveSeen.Mode = models.ModeLive
-		_, err = e.st.SavePayment(ctx, liveSeen)
+		_, err = e.st.SavePayment(ctx, liveSeen, time.Now())
 		require.NoError(t, err)
 
 		v = view()
@@ -542,9 +542,9 @@ func TestOrderPayments(t *testing.T) {
 		// that is late. The unattached one no longer shows until the
 		// matcher attaches it.
 		require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled,
-			PaymentStatus: models.PaymentRefundDue, At: base.Add(time.Minute), AmountReceived: decimal.RequireFromString("11.5")}))
+			PaymentStatus: models.PaymentRefundDue, At: base.Add(time.Minute), AmountReceived: decimal.RequireFromString("11.5")}, time.Now()))
 		late := pay("sandbox_late", "USDC", "9", 7*time.Second)
-		require.NoError(t, e.st.SaveMatch(ctx, late, o.ID))
+		require.NoError(t, e.st.SaveMatch(ctx, late, o.ID, time.Now()))
 		if late, err := e.st.MarkPaymentLate(ctx, late.ID, base.Add(2*time.Minute)); assert.NoError(t, err) {
 			assert.True(t, late, "marked late")
 		}

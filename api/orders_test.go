@@ -115,7 +115,7 @@ func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note stri
 		reason += ": " + note
 	}
 	return st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled, PaymentStatus: ps, At: now(),
-		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer})
+		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer}, time.Now())
 }
 
 // setCancel makes CancelOrder fail with err, or hang when hangs.
@@ -1451,7 +1451,7 @@ func TestPaymentLinkAsksForWhatRemains(t *testing.T) {
 	total := decimal.RequireFromString(before.Payment.Amount)
 
 	require.NoError(t, e.st.RecordTransition(t.Context(), o.ID, models.Transition{Status: models.OrderCreated,
-		PaymentStatus: models.PaymentPartial, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}))
+		PaymentStatus: models.PaymentPartial, At: e.clock.Now(), AmountReceived: decimal.RequireFromString("1")}, time.Now()))
 	v := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
 	due := total.Sub(decimal.RequireFromString("1"))
 	require.Equal(t, due.String(), v.Payment.AmountDue)
@@ -1460,7 +1460,7 @@ func TestPaymentLinkAsksForWhatRemains(t *testing.T) {
 	assert.Equal(t, o.Number, q.Get("memo"))
 
 	require.NoError(t, e.st.RecordTransition(t.Context(), o.ID, models.Transition{Status: models.OrderPaid,
-		PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: total}))
+		PaymentStatus: models.PaymentConfirmed, At: e.clock.Now(), AmountReceived: total}, time.Now()))
 	paid := decodeOrderView(t, e.get(t, "/v1/orders/"+o.ID, key))
 	assert.Equal(t, o.PaymentURI, paid.Payment.URI, "nothing due: the order's instructions as they were")
 }

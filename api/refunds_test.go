@@ -65,9 +65,9 @@ func (e *ordersEnv) failedWithRefund(t *testing.T, key string, body string) stri
 	require.NoError(t, e.st.RecordPayment(ctx, o.ID, models.Payment{
 		ID: "sandbox:" + o.ID, Mode: stored.Mode, Asset: stored.PaymentAsset, Amount: stored.PaymentAmount,
 		Memo: o.Number, Sender: refundAccount2, ReceivedAt: now, OrderID: o.ID,
-	}))
-	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: now, AmountReceived: stored.PaymentAmount}))
-	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: now, AmountReceived: stored.PaymentAmount, Reason: "out of stock"}))
+	}, time.Now()))
+	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: now, AmountReceived: stored.PaymentAmount}, time.Now()))
+	require.NoError(t, e.st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: now, AmountReceived: stored.PaymentAmount, Reason: "out of stock"}, time.Now()))
 	_, err = e.st.CreateOwedRefunds(ctx, o.ID, now)
 	require.NoError(t, err)
 	return o.ID
@@ -196,10 +196,10 @@ func TestOrderReadsShowEveryRefund(t *testing.T) {
 		expired := e.newOrder(t, key)
 		orderID = expired.ID
 		require.NoError(t, e.st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled,
-			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Cancellation: models.CancellationPaymentWindowExpired}))
+			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
 		late := models.Payment{ID: "stellar:testnet:late", Mode: o.Mode, Asset: o.PaymentAsset, Amount: o.PaymentAmount,
 			Memo: expired.Number, Sender: refundAccount2, ReceivedAt: e.clock.Now()}
-		require.NoError(t, e.st.SaveMatch(ctx, late, orderID))
+		require.NoError(t, e.st.SaveMatch(ctx, late, orderID, time.Now()))
 		_, err = e.st.MarkPaymentLate(ctx, late.ID, e.clock.Now())
 		require.NoError(t, err)
 		lateRefund := models.RefundID(models.PaymentRefundKey(late.ID))

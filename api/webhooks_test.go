@@ -60,7 +60,7 @@ func TestProviderWebhook(t *testing.T) {
 		r := e.postOrder(t, key, orderBody(cartID), nil)
 		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
 		o := decodeCreated(t, r)
-		require.NoError(t, e.st.RecordFulfilment(ctx, o.ID, models.Fulfilment{Ref: "zn_abc"}))
+		require.NoError(t, e.st.RecordFulfilment(ctx, o.ID, models.Fulfilment{Ref: "zn_abc"}, time.Now()))
 
 		// Our order id from the metadata.
 		status, body := postWebhook(t, e, "zinc", "good", "evt_1 zn_abc "+o.ID)
@@ -93,7 +93,7 @@ func TestProviderWebhook(t *testing.T) {
 		stored := make(chan error, 1)
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			stored <- e.st.RecordFulfilment(context.Background(), o2.ID, models.Fulfilment{Ref: "zn_late"})
+			stored <- e.st.RecordFulfilment(context.Background(), o2.ID, models.Fulfilment{Ref: "zn_late"}, time.Now())
 		}()
 		status, _ = postWebhook(t, e, "zinc", "good", "evt_9 zn_late")
 		require.NoError(t, <-stored)

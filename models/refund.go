@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/shopspring/decimal"
@@ -90,6 +91,11 @@ const (
 	// refund is recorded): refused.
 	RefundNothingDue
 )
+
+// ErrNothingToRefund refuses an operator's record of a refund for money
+// that is not due back (DecideOrderRefund's RefundNothingDue, a payment
+// not due back on its own, or none).
+var ErrNothingToRefund = errors.New("nothing is due back there")
 
 // DecideOrderRefund decides an operator's refund sent in transaction tx
 // for an order at payment status s, whose recorded refund, if any

@@ -18,8 +18,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/memocart/memocart/activities"
-	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/worker"
 	"github.com/memocart/memocart/workflows"
@@ -75,11 +73,8 @@ func TestLogFieldsReachWorkflowAndActivityLogs(t *testing.T) {
 	env.SetHeader(h)
 
 	store := &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}}
-	worker.Register(env, &activities.Activities{
-		Store:      store,
-		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)},
-		Now:        env.Now, // WatchOrder's first check is due on the suite's clock
-	})
+	// WatchOrder's first check is due on the suite's clock.
+	worker.Register(env, allGroups(t, store, env.Now))
 	in := workflows.OrderInput{
 		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
 		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("10"), PaymentDeadline: env.Now().Add(time.Hour),

@@ -31,17 +31,67 @@ const stopTimeout = 30 * time.Second
 // waits before it is sent to the server.
 const HeartbeatSendInterval = 3 * time.Second
 
+// Activities are the groups of activities a worker runs, each built by
+// its constructor (activities.NewOrders, NewPayments, NewRefunds,
+// NewWebhooks, NewWatches) with the parts it needs.
+type Activities struct {
+	Orders   *activities.Orders
+	Payments *activities.Payments
+	Refunds  *activities.Refunds
+	Webhooks *activities.Webhooks
+	Watches  *activities.Watches
+}
+
+// missing names the first group acts lacks, "" when it has every one.
+func (acts Activities) missing() string {
+	switch {
+	case acts.Orders == nil:
+		return "Orders"
+	case acts.Payments == nil:
+		return "Payments"
+	case acts.Refunds == nil:
+		return "Refunds"
+	case acts.Webhooks == nil:
+		return "Webhooks"
+	case acts.Watches == nil:
+		return "Watches"
+	}
+	return ""
+}
+
 // Register registers the order workflow as workflows.OrderWorkflowName, the
 // Stellar watcher, the webhook delivery and the refund workflows under
-// theirs, and
-// every method of acts as an activity named after the method — the names
-// the workflow uses when it calls them through method values.
-func Register(r worker.Registry, acts *activities.Activities) {
+// theirs, and every method of each group of acts as an activity named
+// after the method: the names the workflows use when they call them
+// through method values. A nil group is not registered (a test runs the
+// workflows it needs); New requires every group.
+func Register(r worker.Registry, acts Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.StellarWatcher, workflow.RegisterOptions{Name: workflows.StellarWatcherName})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.Refund, workflow.RegisterOptions{Name: workflows.RefundWorkflowName})
-	r.RegisterActivityWithOptions(acts, activity.RegisterOptions{})
+	var groups []any
+	if acts.Orders != nil {
+		groups = append(groups, acts.Orders)
+	}
+	if acts.Payments != nil {
+		groups = append(groups, acts.Payments)
+	}
+	if acts.Refunds != nil {
+		groups = append(groups, acts.Refunds)
+	}
+	if acts.Webhooks != nil {
+		groups = append(groups, acts.Webhooks)
+	}
+	if acts.Watches != nil {
+		groups = append(groups, acts.Watches)
+	}
+	for _, g := range groups {
+		r.RegisterActivityWithOptions(g, activity.RegisterOptions{})
+	}
+	// Over their own: the six activities that take their input struct or,
+	// from older runs and workers, their positional arguments.
+	activities.RegisterBothShapes(r, acts.Orders, acts.Payments)
 }
 
 // Tuning sizes a worker process; zero values keep the Temporal SDK's
@@ -60,8 +110,14 @@ type Tuning struct {
 }
 
 // New returns a worker for taskQueue with every workflow and activity
-// registered, sized by t. The caller starts and stops it.
-func New(c client.Client, taskQueue string, acts *activities.Activities, t Tuning) worker.Worker {
+// registered, sized by t; it panics on acts without every group. The
+// caller starts and stops it.
+func New(c client.Client, taskQueue string, acts Activities, t Tuning) worker.Worker {
+	if g := acts.missing(); g != "" {
+		// A wiring mistake in cmd, caught as the process starts rather
+		// than by the first workflow that needs the group.
+		panic("worker.New: no " + g + " activities")
+	}
 	if t.StickyCacheSize > 0 {
 		worker.SetStickyWorkflowCacheSize(t.StickyCacheSize)
 	}

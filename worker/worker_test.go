@@ -27,16 +27,20 @@ type memStore struct {
 
 func (s *memStore) Order(context.Context, string) (models.Order, error) { return s.order, nil }
 
-func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transition) error {
+func (s *memStore) RecordTransition(_ context.Context, _ string, t models.Transition, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.statuses = append(s.statuses, t.Status)
 	return nil
 }
 
-func (s *memStore) RecordPayment(context.Context, string, models.Payment) error { return nil }
+func (s *memStore) RecordPayment(context.Context, string, models.Payment, time.Time) error {
+	return nil
+}
 
-func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment) error { return nil }
+func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment, time.Time) error {
+	return nil
+}
 
 // TestRegister runs an order end to end with exactly the registrations and
 // options the real worker uses, with the sandbox fulfiller: if the names
@@ -47,11 +51,8 @@ func TestRegister(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options())
 	store := &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}}
-	worker.Register(env, &activities.Activities{
-		Store:      store,
-		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)},
-		Now:        env.Now, // WatchOrder's first check is due on the suite's clock
-	})
+	// WatchOrder's first check is due on the suite's clock.
+	worker.Register(env, allGroups(t, store, env.Now))
 	start := env.Now()
 	in := workflows.OrderInput{
 		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
@@ -85,9 +86,51 @@ func TestNew(t *testing.T) {
 	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	require.NoError(t, err)
 	defer c.Close()
-	w := worker.New(c, worker.DefaultTaskQueue, &activities.Activities{}, worker.Tuning{})
+	w := worker.New(c, worker.DefaultTaskQueue, allGroups(t, &memStore{}, nil), worker.Tuning{})
 	require.NotNil(t, w)
 	assert.Equal(t, "memocart-orders", worker.DefaultTaskQueue)
+
+	// A group left out is a wiring mistake, refused as the worker is built.
+	acts := allGroups(t, &memStore{}, nil)
+	acts.Payments = nil
+	assert.PanicsWithValue(t, "worker.New: no Payments activities", func() {
+		worker.New(c, worker.DefaultTaskQueue, acts, worker.Tuning{})
+	})
+}
+
+// Parts a test's worker has but never uses: each call would panic.
+type (
+	unusedRefundStore  struct{ activities.RefundStore }
+	unusedOrderRefunds struct{ activities.OrderRefunds }
+	unusedSender       struct{ activities.WebhookSender }
+)
+
+// noAlerts drops the alerts raised.
+type noAlerts struct{}
+
+func (noAlerts) Alert(context.Context, string, string) {}
+
+// allGroups builds every group with its constructor, as cmd does, around
+// store and the sandbox fulfiller and payer.
+func allGroups(t *testing.T, store activities.Store, now func() time.Time) worker.Activities {
+	t.Helper()
+	var (
+		acts worker.Activities
+		err  error
+	)
+	acts.Orders, err = activities.NewOrders(store, map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(0)}, activities.NoDispatch, now)
+	require.NoError(t, err)
+	acts.Refunds, err = activities.NewRefunds(activities.RefundPayouts{
+		Store: unusedRefundStore{}, Payers: map[models.Mode]activities.Payer{models.ModeTest: sandbox.NewPayer()},
+		Start: func(context.Context, models.Refund, string) error { return nil }, Alerts: noAlerts{},
+	}, activities.NoDispatch, now)
+	require.NoError(t, err)
+	acts.Payments, err = activities.NewPayments(store, unusedOrderRefunds{}, acts.Refunds, activities.NoDispatch, now)
+	require.NoError(t, err)
+	acts.Webhooks, err = activities.NewWebhooks(webhookTargets{}, unusedSender{}, now)
+	require.NoError(t, err)
+	acts.Watches = activities.NewWatches(nil)
+	return acts
 }
 
 func TestOptions(t *testing.T) {
@@ -117,7 +160,7 @@ func TestRegisterWebhookEvent(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options())
-	worker.Register(env, &activities.Activities{Webhooks: webhookTargets{}})
+	worker.Register(env, allGroups(t, &memStore{}, env.Now))
 	env.ExecuteWorkflow(workflows.WebhookEventWorkflowName, workflows.WebhookEventInput{EventID: "evt_1"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

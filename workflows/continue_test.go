@@ -128,9 +128,9 @@ func TestOrderBackorderedFor120DaysStaysBounded(t *testing.T) {
 				env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
 				env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 				ff.now = env.Now
-				env.RegisterActivity(&activities.Activities{
-					Store: store, Refunds: store, Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: ff}, Now: env.Now,
-					Payouts: &activities.RefundPayouts{Store: orderRefunds{store}, Start: func(context.Context, models.Refund, string) error { return nil }},
+				registerActivities(t, env, actParts{
+					Store: store, Ledger: store, Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: ff}, Now: env.Now,
+					Payouts: activities.RefundPayouts{Store: orderRefunds{store}},
 				})
 				if tc.timers {
 					env.OnGetVersion("baseline-2026-12", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)

@@ -42,7 +42,7 @@ func (s *fakeStore) Order(_ context.Context, orderID string) (models.Order, erro
 	return s.order, nil
 }
 
-func (s *fakeStore) RecordTransition(_ context.Context, orderID string, t models.Transition) error {
+func (s *fakeStore) RecordTransition(_ context.Context, orderID string, t models.Transition, _ time.Time) error {
 	s.mu.Lock()
 	s.transitionCalls++
 	if s.failTransitions > 0 {
@@ -69,7 +69,7 @@ func (s *fakeStore) RecordTransition(_ context.Context, orderID string, t models
 	return nil
 }
 
-func (s *fakeStore) RecordPayment(_ context.Context, orderID string, p models.Payment) error {
+func (s *fakeStore) RecordPayment(_ context.Context, orderID string, p models.Payment, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if orderID != s.order.ID {
@@ -104,7 +104,7 @@ func (s *fakeStore) MarkRecordedPaymentLate(_ context.Context, paymentID string,
 	return nil
 }
 
-func (s *fakeStore) RecordFulfilment(_ context.Context, orderID string, f models.Fulfilment) error {
+func (s *fakeStore) RecordFulfilment(_ context.Context, orderID string, f models.Fulfilment, _ time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if orderID != s.order.ID {

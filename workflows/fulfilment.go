@@ -67,8 +67,11 @@ func (o *order) fulfilByPolling(ctx workflow.Context) error {
 // place places attempt of the order; failed says the provider refused it,
 // and the order is failed.
 func (o *order) place(ctx workflow.Context, attempt int) (p models.Placement, failed bool, err error) {
-	var a *activities.Activities
-	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), a.PlaceOrder, o.in.OrderID, attempt).Get(ctx, &p)
+	var a *activities.Orders
+	var old *activities.Positional
+	sc := o.shaped(call{fn: a.PlaceOrder, in: activities.PlaceOrderInput{OrderID: o.in.OrderID, Attempt: attempt},
+		old: old.PlaceOrder, args: []any{o.in.OrderID, attempt}})
+	err = workflow.ExecuteActivity(withOptions(ctx, placeOptions(attempt)), sc.fn, sc.args...).Get(ctx, &p)
 	if reason, detail, ok := sourcingFailure(err); ok {
 		o.logger.Warn("Order refused by the buying provider; order failed, payment due back", "Reason", reason, "Detail", detail)
 		o.detail = detail
@@ -183,7 +186,7 @@ func (w *watch) stop() {
 // without news (news false, the next check's wait in p.NextCheck) when
 // checks have made the run long enough to continue as new.
 func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.Duration) (p models.Progress, news bool, err error) {
-	var a *activities.Activities
+	var a *activities.Orders
 	for {
 		if w.running == nil {
 			var watchCtx workflow.Context
@@ -214,7 +217,8 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 				return
 			}
 			o.logger.Info("Buying provider signalled a change", "EventID", sig.EventID, "Ref", sig.Ref, "OrderRef", ref)
-			err = localFirst(ctx, o.logger, localCheckOptions(), checkOptions(o.status), &p, a.CheckOrder, o.in.OrderID, ref)
+			check := o.checkCall(ref)
+			err = localThenRegular(ctx, o.logger, localCheckOptions(), checkOptions(o.status), &p, check.local(), o.shaped(check))
 			checked = true
 		})
 		sel.Select(ctx)
@@ -246,10 +250,10 @@ func watchRanOut(err error) bool {
 // checkWhenDue is how runs from before watch-by-retry check the order: a
 // timer for the next check (awaitCheck), then a CheckOrder activity.
 func (o *order) checkWhenDue(ctx workflow.Context, ref string, wait time.Duration) (models.Progress, error) {
-	var a *activities.Activities
 	o.awaitCheck(ctx, wait, ref)
 	var p models.Progress
-	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), a.CheckOrder, o.in.OrderID, ref).Get(ctx, &p)
+	sc := o.shaped(o.checkCall(ref))
+	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), sc.fn, sc.args...).Get(ctx, &p)
 	if err == nil {
 		o.checks++
 	}

@@ -19,7 +19,7 @@ import (
 // step that returns once the provider has reached it. A marketplace
 // refusal fails the order with the payment due back.
 func (o *order) fulfilByBlocking(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *activities.Orders
 	var supplierRef string
 	err := workflow.ExecuteActivity(withOptions(ctx, fulfilmentOptions("Buy the items on the marketplace")),
 		a.SourceOrder, o.in.OrderID).Get(ctx, &supplierRef)

@@ -23,7 +23,7 @@ func (o *order) handOverRefunds() error {
 	if err := o.settle(o.bg); err != nil {
 		return err
 	}
-	var a *activities.Activities
+	var a *activities.Refunds
 	in := activities.CreateRefundsInput{OrderID: o.in.OrderID, OrderNumber: o.in.OrderNumber}
 	var n int
 	if err := workflow.ExecuteActivity(withOptions(o.bg, storeOptions("Create the refunds the order owes")), a.CreateRefunds, in).Get(o.bg, &n); err != nil {

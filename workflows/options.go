@@ -23,7 +23,7 @@ func withOptions(ctx workflow.Context, opts workflow.ActivityOptions) workflow.C
 //     nothing and says nothing, and without a heartbeat Temporal would
 //     retry it only once StartToCloseTimeout ran out (docs/reliability.md).
 //     The activities beat from a ticker for as long as the call runs
-//     (activities.Activities.heartbeat), so the timeout measures whether
+//     (the activities' heartbeat), so the timeout measures whether
 //     the worker is alive, not how long the call may take: a healthy slow
 //     attempt is never cut short by it. 10 s and the first retry's 1 s
 //     put a lost attempt back on a live worker about 11 s later. The
@@ -77,7 +77,7 @@ func retryPolicy() *temporal.RetryPolicy {
 
 // storeOptions: one call to the database: the order's writes, and the
 // WebhookEvent workflow's endpoint lookup and disabling. Every activity
-// run with them heartbeats (activities.Activities.heartbeat).
+// run with them heartbeats (the activities' heartbeat).
 func storeOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: storeTimeout,

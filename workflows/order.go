@@ -242,7 +242,7 @@ var baselines = []struct {
 }{
 	{"baseline-2026-11", []string{changeCancelPaymentDeadline, changeLocalWrites, changeFulfilByPolling,
 		changeWatchByRetry, changeContinueAsNew, changeEndStates, changeRefundPayouts}},
-	{"baseline-2026-12", []string{changeWatchReports}},
+	{"baseline-2026-12", []string{changeWatchReports, changeInputStructs}},
 }
 
 // startBaseline finds the newest baseline this run started from (0: none,

@@ -103,10 +103,10 @@ func newHarness(t *testing.T) *harness {
 		ff: &fakeFulfiller{schedule: schedule, script: journey()},
 	}
 	env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
-	env.RegisterActivity(&activities.Activities{
-		Store:   h.store,
-		Refunds: h.store,
-		Payouts: &activities.RefundPayouts{
+	registerActivities(t, env, actParts{
+		Store:  h.store,
+		Ledger: h.store,
+		Payouts: activities.RefundPayouts{
 			Store: orderRefunds{h.store},
 			Start: func(_ context.Context, r models.Refund, number string) error {
 				h.started = append(h.started, r.ID+"@"+number)

@@ -158,7 +158,11 @@ func (o *order) acceptBuffered() {
 // writes the order's new state (partial, overpaid, refund_due). It runs for
 // the whole life of the workflow.
 func (o *order) recordPayments(ctx workflow.Context) {
-	var a *activities.Activities
+	var (
+		a    *activities.Payments
+		old  *activities.Positional
+		both *activities.BothShapes
+	)
 	for {
 		_ = workflow.Await(ctx, func() bool { return len(o.toRecord) > 0 })
 		o.recording = true
@@ -175,9 +179,13 @@ func (o *order) recordPayments(ctx workflow.Context) {
 				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
 				// It also creates the payment's refund and starts its
 				// workflow: a regular activity.
-				err = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), a.RecordLatePayment, o.in.OrderID, p, workflow.Now(ctx)).Get(ctx, nil)
+				at := workflow.Now(ctx)
+				sc := o.shaped(call{fn: a.RecordLatePayment, in: activities.RecordLatePaymentInput{OrderID: o.in.OrderID, Payment: p, At: at},
+					old: old.RecordLatePayment, args: []any{o.in.OrderID, p, at}})
+				err = workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), sc.fn, sc.args...).Get(ctx, nil)
 			} else {
-				err = o.write(ctx, summary, a.RecordPayment, o.in.OrderID, p)
+				err = o.write(ctx, summary, call{fn: a.RecordPayment, in: activities.RecordPaymentInput{OrderID: o.in.OrderID, Payment: p},
+					old: old.RecordPayment, args: []any{o.in.OrderID, p}, both: both.RecordPayment})
 			}
 			if err != nil {
 				o.logger.Error("Recording a payment failed", "PaymentID", p.ID, "Error", err)

@@ -211,7 +211,7 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 	}
 	run.showDetails()
 	var runErr error
-	var a *activities.Activities
+	var a *activities.Refunds
 	switch workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 2) {
 	case 1:
 		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
@@ -237,7 +237,7 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 
 // step takes the refund one move on, or waits for an update to.
 func (run *refundRun) step(ctx workflow.Context) error {
-	var a *activities.Activities
+	var a *activities.Refunds
 	switch {
 	case run.r.Status == models.RefundAwaitingApproval && !run.autoTried:
 		run.autoTried = true
@@ -304,7 +304,7 @@ func (run *refundRun) register(ctx workflow.Context) error {
 		validate   any
 		handle     any
 	}
-	var a *activities.Activities
+	var a *activities.Refunds
 	for _, u := range []update{
 		{UpdateSetRefundDestination, "Where the money goes (RefundDestinationRequest → refund); refused while a payout is on its way",
 			func(_ workflow.Context, req RefundDestinationRequest) error {

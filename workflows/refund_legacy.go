@@ -118,10 +118,13 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	// it is written is late (due back on its own), never counted into
 	// money the database will call refunded.
 	o.refunding = true
-	var a *activities.Activities
+	var a *activities.Payments
+	var old *activities.Positional
 	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
-	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)),
-		a.RecordRefund, o.in.OrderNumber, r.TxHash, workflow.Now(bg)).Get(bg, nil); err != nil {
+	at := workflow.Now(bg)
+	sc := o.shaped(call{fn: a.RecordRefund, in: activities.RecordRefundInput{OrderNumber: o.in.OrderNumber, TxHash: r.TxHash, At: at},
+		old: old.RecordRefund, args: []any{o.in.OrderNumber, r.TxHash, at}})
+	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)), sc.fn, sc.args...).Get(bg, nil); err != nil {
 		o.refunding = false
 		return RefundResult{}, err
 	}

@@ -25,7 +25,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
-	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
 )
@@ -141,7 +140,7 @@ type fakePayer struct {
 	refuse []string
 	// timeouts: the next payouts apply, then answer an unknown outcome.
 	timeouts int
-	applied  map[string]payout.Request // by hash
+	applied  map[string]models.PayoutRequest // by hash
 	attempts int
 	badDest  map[string]bool // destinations CheckDestination refuses
 	// notPaying are the transactions VerifyPayment refuses; verified
@@ -167,43 +166,43 @@ func (p *fakePayer) CheckDestination(_ context.Context, d models.RefundDestinati
 	return nil
 }
 
-func (p *fakePayer) Pay(ctx context.Context, req payout.Request, record func(context.Context, string, string) error) (payout.Result, error) {
+func (p *fakePayer) Pay(ctx context.Context, req models.PayoutRequest, record func(context.Context, string, string) error) (models.PayoutResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.attempts++
 	if p.badDest[req.Destination.Address] {
-		return payout.Result{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
+		return models.PayoutResult{}, models.FieldError(models.CodeInvalidRefundDestination, "refund_destination.address", "No such account on the network")
 	}
 	if p.applied == nil {
-		p.applied = map[string]payout.Request{}
+		p.applied = map[string]models.PayoutRequest{}
 	}
 	if h := req.Prior.Hash; h != "" {
 		if _, ok := p.applied[h]; ok {
-			return payout.Result{Outcome: payout.Sent, Hash: h}, nil
+			return models.PayoutResult{Outcome: models.PayoutSent, Hash: h}, nil
 		}
 	}
 	hash := fmt.Sprintf("%064x", p.attempts)
 	if err := record(ctx, hash, "envelope-"+hash); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
 	if len(p.refuse) > 0 {
 		code := p.refuse[0]
 		p.refuse = p.refuse[1:]
-		return payout.Result{Outcome: payout.Refused, Hash: hash, Code: code, Reason: "refused: " + code}, nil
+		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: code, Reason: "refused: " + code}, nil
 	}
 	p.applied[hash] = req
 	if p.timeouts > 0 {
 		p.timeouts--
-		return payout.Result{}, errors.New("fake payer: 504 after applying")
+		return models.PayoutResult{}, errors.New("fake payer: 504 after applying")
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
 // payments returns what reached the chain, one per applied transaction.
-func (p *fakePayer) payments() []payout.Request {
+func (p *fakePayer) payments() []models.PayoutRequest {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []payout.Request
+	var out []models.PayoutRequest
 	for _, r := range p.applied {
 		out = append(out, r)
 	}
@@ -241,7 +240,7 @@ func newRefundHarness(t *testing.T, r models.Refund) *refundHarness {
 }
 
 func (h *refundHarness) register() {
-	h.env.RegisterActivity(&activities.Activities{Payouts: &activities.RefundPayouts{
+	registerActivities(h.t, h.env, actParts{Payouts: activities.RefundPayouts{
 		Store:  h.store,
 		Payers: map[models.Mode]activities.Payer{models.ModeTest: h.payer, models.ModeLive: h.payer},
 		Limits: h.limits,
@@ -551,7 +550,7 @@ func TestRefundRunTakesTheStoredRefund(t *testing.T) {
 	require.NoError(t, err)
 
 	h := newRefundHarness(t, stored)
-	h.payer.applied = map[string]payout.Request{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
+	h.payer.applied = map[string]models.PayoutRequest{tx: {RefundID: stored.ID, Destination: *dest, Asset: "USDC", Amount: stored.Amount}}
 	h.register()
 	var local []string
 	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {

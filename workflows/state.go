@@ -118,9 +118,15 @@ func (o *order) sync(ctx workflow.Context) error {
 	if o.holdWrites || sameTransition(o.written, t) {
 		return nil
 	}
-	var a *activities.Activities
+	var (
+		a    *activities.Orders
+		old  *activities.Positional
+		both *activities.BothShapes
+	)
 	summary := fmt.Sprintf("Record %s, payment %s", t.Status, t.PaymentStatus)
-	if err := o.write(ctx, summary, a.RecordTransition, o.in.OrderID, t); err != nil {
+	c := call{fn: a.RecordTransition, in: activities.RecordTransitionInput{OrderID: o.in.OrderID, Transition: t},
+		old: old.RecordTransition, args: []any{o.in.OrderID, t}, both: both.RecordTransition}
+	if err := o.write(ctx, summary, c); err != nil {
 		return err
 	}
 	o.written = t
@@ -180,21 +186,23 @@ func localWriteOptions() workflow.LocalActivityOptions {
 	}
 }
 
-// write runs one of the order's database writes (an activity of
-// activities.Activities taking args): as a local activity in runs from
-// changeLocalWrites on (localFirst), as a regular activity before.
-func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any) error {
+// write runs one of the order's database writes (c): as a local activity
+// in runs from changeLocalWrites on (localFirst), as a regular activity
+// before.
+func (o *order) write(ctx workflow.Context, summary string, c call) error {
 	if o.localWrites == nil {
 		local := o.atLatest(ctx, changeLocalWrites)
 		o.localWrites = &local
 	}
 	if *o.localWrites {
-		return localFirst(ctx, o.logger, localWriteOptions(), storeOptions(summary), nil, fn, args...)
+		return localThenRegular(ctx, o.logger, localWriteOptions(), storeOptions(summary), nil, c.local(), o.shaped(c))
 	}
-	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), fn, args...).Get(ctx, nil)
+	sc := o.shaped(c)
+	return workflow.ExecuteActivity(withOptions(ctx, storeOptions(summary)), sc.fn, sc.args...).Get(ctx, nil)
 }
 
-// localFirst runs fn (an activity of activities.Activities taking args,
+// localFirst runs fn (an activity of activities.Orders or
+// activities.Payments taking args,
 // idempotent) as a local activity, and when that fails for any reason but
 // a business refusal, as a regular activity with regular's options, which
 // retries visibly in the Temporal UI. A local activity is a marker in the
@@ -203,11 +211,19 @@ func (o *order) write(ctx workflow.Context, summary string, fn any, args ...any)
 // local attempt whose outcome was lost and the regular one after it act
 // once. result receives fn's result (nil: none).
 func localFirst(ctx workflow.Context, logger log.Logger, local workflow.LocalActivityOptions, regular workflow.ActivityOptions, result any, fn any, args ...any) error {
-	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), fn, args...).Get(ctx, result)
+	c := shapedCall{fn: fn, args: args}
+	return localThenRegular(ctx, logger, local, regular, result, c, c)
+}
+
+// localThenRegular is localFirst with the local call's and the regular
+// call's arguments apart: a local activity runs in this worker, a
+// regular one on any worker, which may take an older shape.
+func localThenRegular(ctx workflow.Context, logger log.Logger, local workflow.LocalActivityOptions, regular workflow.ActivityOptions, result any, lc, rc shapedCall) error {
+	err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, local), lc.fn, lc.args...).Get(ctx, result)
 	var appErr *temporal.ApplicationError
 	if err == nil || (errors.As(err, &appErr) && appErr.NonRetryable()) {
 		return err
 	}
 	logger.Warn("Local activity failed; retrying it as an activity", "Activity", regular.Summary, "Error", err)
-	return workflow.ExecuteActivity(withOptions(ctx, regular), fn, args...).Get(ctx, result)
+	return workflow.ExecuteActivity(withOptions(ctx, regular), rc.fn, rc.args...).Get(ctx, result)
 }

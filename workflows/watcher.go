@@ -42,7 +42,7 @@ const watchRunsPerWorkflow = 100
 // then retries the activity on another worker, which resumes from the
 // cursor saved in the database.
 func StellarWatcher(ctx workflow.Context, in WatcherInput) error {
-	var a *activities.Activities
+	var a *activities.Watches
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    30 * time.Second,

@@ -108,7 +108,7 @@ func WebhookEvent(ctx workflow.Context, in WebhookEventInput) (WebhookEventResul
 		retry = *in.Retry
 	}
 	logger := workflow.GetLogger(ctx)
-	var a *activities.Activities
+	var a *activities.Webhooks
 	targets := []string{in.EndpointID}
 	prior := make([]int, 1)
 	switch {

@@ -206,7 +206,7 @@ func newWebhookHarness(t *testing.T, scripts map[string][]int) *webhookHarness {
 		sender: &scriptedSender{scripts: scripts},
 	}
 	env.RegisterWorkflowWithOptions(workflows.WebhookEvent, workflow.RegisterOptions{Name: workflows.WebhookEventWorkflowName})
-	env.RegisterActivity(&activities.Activities{Webhooks: h.store, Sender: h.sender, Now: env.Now})
+	registerActivities(t, env, actParts{Webhooks: h.store, Sender: h.sender, Now: env.Now})
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
 		if info.ActivityType.Name != "DeliverWebhook" {
 			return

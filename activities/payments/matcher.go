@@ -29,7 +29,7 @@ type Store interface {
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)
 	// SaveMatch stores the payment if new and records the verdict:
 	// attached to orderID, or unmatched when orderID is empty.
-	SaveMatch(ctx context.Context, p models.Payment, orderID string) error
+	SaveMatch(ctx context.Context, p models.Payment, orderID string, now time.Time) error
 	// MarkPaymentLate marks a payment that found its order closed late
 	// (refund due); false when the order's workflow had already recorded
 	// it, and nothing changed.
@@ -104,7 +104,7 @@ func (m *Matcher) Handle(ctx context.Context, p models.Payment) (models.PaymentO
 			return "", err
 		}
 	}
-	if err := m.store.SaveMatch(ctx, p, orderID); err != nil {
+	if err := m.store.SaveMatch(ctx, p, orderID, m.now()); err != nil {
 		return "", err
 	}
 	if orderID == "" {

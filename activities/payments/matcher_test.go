@@ -31,7 +31,7 @@ func newFakeStore() *fakeStore {
 		redeliveries: map[string]int{}, redeliverAfter: map[string]time.Time{}}
 }
 
-func (f *fakeStore) SaveMatch(_ context.Context, p models.Payment, orderID string) error {
+func (f *fakeStore) SaveMatch(_ context.Context, p models.Payment, orderID string, _ time.Time) error {
 	if f.failSave != nil {
 		return f.failSave
 	}

@@ -20,8 +20,8 @@ const (
 	PayoutMemoTimeout     = "timeout"
 )
 
-// Payer is the test-mode refund payer: it speaks like payout.Payer and
-// moves no money. A payout's transaction hash is SHA-256 of the refund id
+// Payer is the test-mode adapter of the refund payer port
+// (activities.Payer): it speaks like payout.Payer and moves no money. A payout's transaction hash is SHA-256 of the refund id
 // and the request (destination, memo, asset, amount), so the same request
 // always has the same hash and a retry finds its own. record is called
 // with the hash (and no envelope: there is no chain) before the payout is
@@ -34,11 +34,11 @@ const (
 //     trustline is.
 //   - "no_account": Refused with op_no_destination, as a destination
 //     that does not exist is.
-//   - "underfunded": payout.ErrUnderfunded, every time, as from a payout
-//     account an operator must top up.
+//   - "underfunded": models.ErrPayoutUnderfunded, every time, as from a
+//     payout account an operator must top up.
 //   - "timeout": the first Pay records the hash and returns
-//     payout.ErrOutcomeUnknown, as after a lost answer; the next Pay with
-//     that hash as Prior returns Sent with it.
+//     models.ErrPayoutOutcomeUnknown, as after a lost answer; the next
+//     Pay with that hash as Prior returns Sent with it.
 //   - anything else: Sent.
 //
 // A Pay whose Prior is its own hash records nothing again and answers the
@@ -76,12 +76,12 @@ func (p *Payer) VerifyPayment(ctx context.Context, hash string, _ models.RefundP
 }
 
 // Pay "pays" req (see Payer for the memos that make it fail).
-func (p *Payer) Pay(ctx context.Context, req payout.Request, record payout.RecordFunc) (payout.Result, error) {
+func (p *Payer) Pay(ctx context.Context, req models.PayoutRequest, record payout.RecordFunc) (models.PayoutResult, error) {
 	if err := ctx.Err(); err != nil {
-		return payout.Result{}, err
+		return models.PayoutResult{}, err
 	}
-	if err := req.Validate(); err != nil {
-		return payout.Result{}, err
+	if err := payout.Validate(req); err != nil {
+		return models.PayoutResult{}, err
 	}
 	hash := payoutHash(req)
 	memo := ""
@@ -90,10 +90,10 @@ func (p *Payer) Pay(ctx context.Context, req payout.Request, record payout.Recor
 	}
 	if !strings.EqualFold(req.Prior.Hash, hash) {
 		if err := record(ctx, hash, ""); err != nil {
-			return payout.Result{}, fmt.Errorf("sandbox payer: recording transaction %s before submitting it: %w", hash, err)
+			return models.PayoutResult{}, fmt.Errorf("sandbox payer: recording transaction %s before submitting it: %w", hash, err)
 		}
 		if memo == PayoutMemoTimeout {
-			return payout.Result{}, fmt.Errorf("sandbox payer: memo %q: %w", memo, payout.ErrOutcomeUnknown)
+			return models.PayoutResult{}, fmt.Errorf("sandbox payer: memo %q: %w", memo, models.ErrPayoutOutcomeUnknown)
 		}
 	}
 	switch memo {
@@ -102,18 +102,18 @@ func (p *Payer) Pay(ctx context.Context, req payout.Request, record payout.Recor
 	case PayoutMemoNoAccount:
 		return refused(hash, "op_no_destination", req.Asset), nil
 	case PayoutMemoUnderfunded:
-		return payout.Result{}, fmt.Errorf("sandbox payer: memo %q: transaction %s: %w", memo, hash, payout.ErrUnderfunded)
+		return models.PayoutResult{}, fmt.Errorf("sandbox payer: memo %q: transaction %s: %w", memo, hash, models.ErrPayoutUnderfunded)
 	}
-	return payout.Result{Outcome: payout.Sent, Hash: hash}, nil
+	return models.PayoutResult{Outcome: models.PayoutSent, Hash: hash}, nil
 }
 
-func refused(hash, code, asset string) payout.Result {
-	return payout.Result{Outcome: payout.Refused, Hash: hash, Code: code, Reason: payout.RefusalReason(code, asset)}
+func refused(hash, code, asset string) models.PayoutResult {
+	return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: code, Reason: payout.RefusalReason(code, asset)}
 }
 
 // payoutHash is the sandbox transaction hash of req: 64 hex digits, like a
 // Stellar hash, from everything that makes the payment (not Prior).
-func payoutHash(req payout.Request) string {
+func payoutHash(req models.PayoutRequest) string {
 	d := req.Destination
 	memoType := d.MemoType
 	if memoType == "none" {

@@ -9,20 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
 )
 
-// refundPayer is the interface the workflow's activities pay refunds
-// through: the sandbox and the live payer must both satisfy it.
-type refundPayer interface {
-	CheckDestination(ctx context.Context, d models.RefundDestination, asset string) error
-	Pay(ctx context.Context, req payout.Request, record func(ctx context.Context, hash, envelope string) error) (payout.Result, error)
-}
-
+// The refund activities' payer port: the sandbox and the live payer are
+// both adapters of it.
 var (
-	_ refundPayer = (*Payer)(nil)
-	_ refundPayer = (*payout.Payer)(nil)
+	_ activities.Payer = (*Payer)(nil)
+	_ activities.Payer = (*payout.Payer)(nil)
 )
 
 // A well-formed account and one of its muxed addresses.
@@ -39,8 +35,8 @@ func (r *records) record(_ context.Context, hash, envelope string) error {
 	return nil
 }
 
-func sandboxRefund(memo string) payout.Request {
-	r := payout.Request{
+func sandboxRefund(memo string) models.PayoutRequest {
+	r := models.PayoutRequest{
 		RefundID:    "rfd_1",
 		Destination: models.RefundDestination{Address: payoutDest},
 		Asset:       payout.AssetUSDC,
@@ -60,7 +56,7 @@ func TestSandboxPayerSends(t *testing.T) {
 	res, err := p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	require.Len(t, rec.hashes, 1, "recorded before sending")
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.hashes[0]}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.hashes[0]}, res)
 	assert.Equal(t, []string{""}, rec.envelopes, "no chain, no envelope")
 	_, err = models.RecordRefundTransaction(models.Refund{Status: models.RefundSending}, res.Hash, "")
 	require.NoError(t, err, "the hash has a Stellar hash's shape")
@@ -72,7 +68,7 @@ func TestSandboxPayerSends(t *testing.T) {
 	again, err := p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	assert.Equal(t, res, again)
-	req.Prior = payout.Prior{Hash: res.Hash}
+	req.Prior = models.PayoutPrior{Hash: res.Hash}
 	again, err = p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	assert.Equal(t, res, again)
@@ -80,13 +76,13 @@ func TestSandboxPayerSends(t *testing.T) {
 
 	// Anything that changes the payment changes the hash.
 	base := sandboxRefund("")
-	for name, edit := range map[string]func(*payout.Request){
-		"refund":   func(r *payout.Request) { r.RefundID = "rfd_2" },
-		"address":  func(r *payout.Request) { r.Destination.Address = payoutMuxed },
-		"memo":     func(r *payout.Request) { r.Destination.MemoType, r.Destination.Memo = "id", "1" },
-		"asset":    func(r *payout.Request) { r.Asset = payout.AssetXLM },
-		"amount":   func(r *payout.Request) { r.Amount = decimal.RequireFromString("12.5000001") },
-		"same sum": func(r *payout.Request) { r.Amount = decimal.RequireFromString("12.50") },
+	for name, edit := range map[string]func(*models.PayoutRequest){
+		"refund":   func(r *models.PayoutRequest) { r.RefundID = "rfd_2" },
+		"address":  func(r *models.PayoutRequest) { r.Destination.Address = payoutMuxed },
+		"memo":     func(r *models.PayoutRequest) { r.Destination.MemoType, r.Destination.Memo = "id", "1" },
+		"asset":    func(r *models.PayoutRequest) { r.Asset = payout.AssetXLM },
+		"amount":   func(r *models.PayoutRequest) { r.Amount = decimal.RequireFromString("12.5000001") },
+		"same sum": func(r *models.PayoutRequest) { r.Amount = decimal.RequireFromString("12.50") },
 	} {
 		r := base
 		edit(&r)
@@ -109,7 +105,7 @@ func TestSandboxPayerFailures(t *testing.T) {
 	}{
 		{memo: PayoutMemoNoTrust, code: "op_no_trust", reason: "does not trust USDC: add a USDC trustline"},
 		{memo: PayoutMemoNoAccount, code: "op_no_destination", reason: "does not exist"},
-		{memo: PayoutMemoUnderfunded, wantErr: payout.ErrUnderfunded},
+		{memo: PayoutMemoUnderfunded, wantErr: models.ErrPayoutUnderfunded},
 	}
 	for _, tc := range cases {
 		t.Run(tc.memo, func(t *testing.T) {
@@ -123,13 +119,13 @@ func TestSandboxPayerFailures(t *testing.T) {
 					require.ErrorIs(t, err, tc.wantErr)
 				} else {
 					require.NoError(t, err)
-					assert.Equal(t, payout.Refused, res.Outcome)
+					assert.Equal(t, models.PayoutRefused, res.Outcome)
 					assert.Equal(t, tc.code, res.Code)
 					assert.Equal(t, rec.hashes[0], res.Hash)
 					assert.Contains(t, res.Reason, tc.reason)
 				}
 				if attempt == 0 {
-					req.Prior = payout.Prior{Hash: rec.hashes[0]}
+					req.Prior = models.PayoutPrior{Hash: rec.hashes[0]}
 				}
 			}
 		})
@@ -142,14 +138,14 @@ func TestSandboxPayerTimeout(t *testing.T) {
 	req := sandboxRefund(PayoutMemoTimeout)
 
 	_, err := p.Pay(t.Context(), req, rec.record)
-	require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown)
 	assert.Equal(t, models.CodeInternal, models.CodeOf(err), "a plain, retryable error")
 	require.Len(t, rec.hashes, 1, "recorded before the lost answer")
 
-	req.Prior = payout.Prior{Hash: rec.hashes[0]}
+	req.Prior = models.PayoutPrior{Hash: rec.hashes[0]}
 	res, err := p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.hashes[0]}, res, "the same transaction")
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.hashes[0]}, res, "the same transaction")
 	assert.Len(t, rec.hashes, 1)
 }
 

@@ -134,7 +134,7 @@ const realertEvery = time.Hour
 type Store interface {
 	// StellarCursor returns the saved paging cursor, "" if none was saved.
 	StellarCursor(ctx context.Context, network, account string) (string, error)
-	SaveStellarPayments(ctx context.Context, network, account string, ps []models.Payment, cursor string) error
+	SaveStellarPayments(ctx context.Context, network, account string, ps []models.Payment, cursor string, now time.Time) error
 }
 
 // Alerter receives conditions an operator must act on.
@@ -394,7 +394,7 @@ func (r *run) start(ctx context.Context) error {
 			}
 			cursor = recs[0].PagingToken
 		}
-		if err := w.store.SaveStellarPayments(ctx, w.cfg.Network, w.cfg.Account, nil, cursor); err != nil {
+		if err := w.store.SaveStellarPayments(ctx, w.cfg.Network, w.cfg.Account, nil, cursor, time.Now()); err != nil {
 			return fmt.Errorf("saving the starting cursor: %w", err)
 		}
 		w.log.InfoContext(ctx, "first start: watching payments after the newest existing one", slog.String("cursor", cursor))
@@ -557,7 +557,7 @@ func (r *run) commit(ctx context.Context, recs []record) error {
 	if len(ps) == 0 && cursor == r.cursor {
 		return nil
 	}
-	if err := w.store.SaveStellarPayments(ctx, w.cfg.Network, w.cfg.Account, ps, cursor); err != nil {
+	if err := w.store.SaveStellarPayments(ctx, w.cfg.Network, w.cfg.Account, ps, cursor, time.Now()); err != nil {
 		return fmt.Errorf("saving %d payments and cursor %s: %w", len(ps), cursor, err)
 	}
 	r.cursor = cursor

@@ -49,7 +49,7 @@ func (s *memStore) StellarCursor(_ context.Context, network, acct string) (strin
 	return s.cursor, nil
 }
 
-func (s *memStore) SaveStellarPayments(_ context.Context, network, acct string, ps []models.Payment, cursor string) error {
+func (s *memStore) SaveStellarPayments(_ context.Context, network, acct string, ps []models.Payment, cursor string, _ time.Time) error {
 	if network != "testnet" || acct != account {
 		return errors.New("wrong network or account")
 	}
@@ -619,8 +619,8 @@ type cancellingStore struct {
 	cancel func()
 }
 
-func (s *cancellingStore) SaveStellarPayments(ctx context.Context, network, acct string, ps []models.Payment, cursor string) error {
-	if err := s.memStore.SaveStellarPayments(ctx, network, acct, ps, cursor); err != nil {
+func (s *cancellingStore) SaveStellarPayments(ctx context.Context, network, acct string, ps []models.Payment, cursor string, now time.Time) error {
+	if err := s.memStore.SaveStellarPayments(ctx, network, acct, ps, cursor, now); err != nil {
 		return err
 	}
 	s.saves++
@@ -781,7 +781,7 @@ func (s *anyStore) StellarCursor(context.Context, string, string) (string, error
 	return s.cursor, nil
 }
 
-func (s *anyStore) SaveStellarPayments(context.Context, string, string, []models.Payment, string) error {
+func (s *anyStore) SaveStellarPayments(context.Context, string, string, []models.Payment, string, time.Time) error {
 	return nil
 }
 

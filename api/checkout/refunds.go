@@ -24,7 +24,7 @@ type RefundStore interface {
 	RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error)
 	// SetOrderRefundDestination records where the order's refunds go
 	// (models.ErrOrderNotFound for another account's order).
-	SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination) error
+	SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination, now time.Time) error
 	// CreateRefund creates a refund once by its key; false when it
 	// existed.
 	CreateRefund(ctx context.Context, r models.Refund) (models.Refund, bool, error)
@@ -115,7 +115,7 @@ func (s *Refunds) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		return models.Order{}, err
 	}
 	d := req.Destination
-	if err := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d); err != nil {
+	if err := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, &d, s.now().UTC()); err != nil {
 		return models.Order{}, err
 	}
 	rs, err := s.store.RefundsForOrder(ctx, o.ID)
@@ -134,7 +134,7 @@ func (s *Refunds) SetOrderRefundDestination(ctx context.Context, req SetOrderRef
 		}
 		_, err := s.moveRefund(ctx, r, o.Number, workflows.SetRefundDestination{Destination: req.Destination, By: "api"})
 		if err != nil {
-			if rerr := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination); rerr != nil {
+			if rerr := s.store.SetOrderRefundDestination(ctx, req.AccountID, req.Mode, o.ID, o.RefundDestination, s.now().UTC()); rerr != nil {
 				s.log.Error("Putting back an order's refund destination failed", "order_id", o.ID, "error", rerr)
 			}
 			return models.Order{}, err

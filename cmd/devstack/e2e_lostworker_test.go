@@ -22,6 +22,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/memocart/memocart/activities"
+	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/cmd/devstack/devtemporal"
 	"github.com/memocart/memocart/models"
 	memoworker "github.com/memocart/memocart/worker"
@@ -262,13 +263,41 @@ func runDoomedWorker(hostPort, taskQueue string) int {
 	return 0
 }
 
-// lostWorkerActivities are the order activities over a fake store and f.
-func lostWorkerActivities(f activities.Fulfiller) *activities.Activities {
-	return &activities.Activities{
-		Store:      lostWorkerStore{},
-		Fulfillers: map[models.Mode]activities.Fulfiller{models.ModeTest: f},
+// lostWorkerActivities are the activities over a fake store and f; the
+// groups the test's orders never reach have parts that are never called.
+func lostWorkerActivities(f activities.Fulfiller) memoworker.Activities {
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
 	}
+	var (
+		acts memoworker.Activities
+		err  error
+	)
+	acts.Orders, err = activities.NewOrders(lostWorkerStore{}, map[models.Mode]activities.Fulfiller{models.ModeTest: f}, activities.NoDispatch, nil)
+	must(err)
+	acts.Refunds, err = activities.NewRefunds(activities.RefundPayouts{
+		Store: unusedRefundStore{}, Payers: map[models.Mode]activities.Payer{models.ModeTest: sandbox.NewPayer()},
+		Start: func(context.Context, models.Refund, string) error { return nil }, Alerts: unusedAlerts{},
+	}, activities.NoDispatch, nil)
+	must(err)
+	acts.Payments, err = activities.NewPayments(lostWorkerStore{}, unusedOrderRefunds{}, acts.Refunds, activities.NoDispatch, nil)
+	must(err)
+	acts.Webhooks, err = activities.NewWebhooks(unusedWebhookStore{}, unusedSender{}, nil)
+	must(err)
+	acts.Watches = activities.NewWatches(nil)
+	return acts
 }
+
+// Parts of the lost worker that its orders never use: each call panics.
+type (
+	unusedRefundStore  struct{ activities.RefundStore }
+	unusedOrderRefunds struct{ activities.OrderRefunds }
+	unusedWebhookStore struct{ activities.WebhookStore }
+	unusedSender       struct{ activities.WebhookSender }
+	unusedAlerts       struct{ activities.Alerter }
+)
 
 // lostWorkerStore knows every order as a test-mode order and accepts
 // every write: both processes answer alike without sharing a database.
@@ -278,9 +307,15 @@ func (lostWorkerStore) Order(_ context.Context, id string) (models.Order, error)
 	return models.Order{ID: id, Number: "10000000000", Mode: models.ModeTest,
 		Items: []models.CartItem{{Marketplace: models.MarketplaceAmazon, ProductID: "B0ABC12345", Quantity: 1}}}, nil
 }
-func (lostWorkerStore) RecordTransition(context.Context, string, models.Transition) error { return nil }
-func (lostWorkerStore) RecordPayment(context.Context, string, models.Payment) error       { return nil }
-func (lostWorkerStore) RecordFulfilment(context.Context, string, models.Fulfilment) error { return nil }
+func (lostWorkerStore) RecordTransition(context.Context, string, models.Transition, time.Time) error {
+	return nil
+}
+func (lostWorkerStore) RecordPayment(context.Context, string, models.Payment, time.Time) error {
+	return nil
+}
+func (lostWorkerStore) RecordFulfilment(context.Context, string, models.Fulfilment, time.Time) error {
+	return nil
+}
 
 // hangingFulfiller is the killed worker's provider: it never answers
 // PlaceOrder for lostPlaceOrderID, and places lostCheckOrderID but never

@@ -345,6 +345,9 @@ func TestE2EPreviewToDelivered(t *testing.T) {
 				// From baseline-2026-12 on: the run records each step its
 				// watches found (version watch-reports).
 				writeHistory(t, s, str(o, "id"), "order_delivered_single_writer.json")
+				// Its activities given one input struct each (version
+				// input-structs, in baseline-2026-12).
+				writeHistory(t, s, str(o, "id"), "order_delivered_input_structs.json")
 			}
 		})
 	}

@@ -50,10 +50,10 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 
 	// Overpaid by 1: its refund is cancelled; a payment in XLM is owed back.
 	over := newOrder(t, st, a.ID, "crt_over", nil)
-	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-over", over.Number, "USDC", "13.50")))
+	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-over", over.Number, "USDC", "13.50"), time.Now()))
 	require.NoError(t, st.RecordTransition(ctx, over.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-		At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
-	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-xlm", over.Number, "XLM", "40")))
+		At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-xlm", over.Number, "XLM", "40"), time.Now()))
 	rs, err = st.CreateOwedRefunds(ctx, over.ID, t0)
 	require.NoError(t, err)
 	require.Len(t, rs, 2)
@@ -65,8 +65,8 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 
 	// Closed, then paid late: the late payment's refund is owed.
 	closed := newOrder(t, st, a.ID, "crt_closed", nil)
-	require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
-	require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "2"), closed.ID))
+	require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
+	require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "2"), closed.ID, time.Now()))
 	late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
 	require.NoError(t, err)
 	require.True(t, late)
@@ -75,8 +75,8 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 	legacy := failedOrder(t, st, a.ID, "crt_legacy", nil)
 	require.NoError(t, st.MarkOrderRefunded(ctx, legacy.Number, strings.Repeat("cd", 32), t0))
 
-	require.NoError(t, st.SaveMatch(ctx, livePayment("p-stray", "nobody", "USDC", "3"), ""))
-	_, err = st.SavePayment(ctx, livePayment("p-new", "x", "USDC", "0.5"))
+	require.NoError(t, st.SaveMatch(ctx, livePayment("p-stray", "nobody", "USDC", "3"), "", time.Now()))
+	_, err = st.SavePayment(ctx, livePayment("p-new", "x", "USDC", "0.5"), time.Now())
 	require.NoError(t, err)
 	return bookedOrders{failed: failed.ID, overpaid: over.ID, closed: closed.ID, legacy: legacy.ID}
 }

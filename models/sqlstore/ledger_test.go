@@ -25,9 +25,9 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 
 		// An overpaid order: its excess refund waits for a destination.
 		o := newOrder(t, st, a.ID, "crt_over", nil)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-over", o.Number, "USDC", "13.50")))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-over", o.Number, "USDC", "13.50"), time.Now()))
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
+			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
 		rs, err := st.CreateOwedRefunds(ctx, o.ID, t0)
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
@@ -46,8 +46,8 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 
 		// A late payment to a closed order: its refund is created with it.
 		closed := newOrder(t, st, a.ID, "crt_closed", nil)
-		require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "12.50"), closed.ID))
+		require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "12.50"), closed.ID, time.Now()))
 		late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
 		require.NoError(t, err)
 		require.True(t, late)
@@ -101,7 +101,7 @@ func TestLegacyRefundWaitKeepsTheOrdersMoneyWithTheOperator(t *testing.T) {
 		require.NoError(t, err)
 		o := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
 
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-after", o.Number, "USDC", "2"), o.ID))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-after", o.Number, "USDC", "2"), o.ID, time.Now()))
 		require.NoError(t, st.MarkRecordedPaymentLate(ctx, "p-after", t0.Add(time.Hour)))
 		rs, err := st.RefundsForOrder(ctx, o.ID)
 		require.NoError(t, err)
@@ -132,7 +132,7 @@ func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 		o := newOrder(t, st, a.ID, "crt_attach", nil)
 
 		stray := livePayment("p-stray", "nothing", "USDC", "12.50")
-		require.NoError(t, st.SaveMatch(ctx, stray, ""))
+		require.NoError(t, st.SaveMatch(ctx, stray, "", time.Now()))
 		r, err := models.RefundOfUnmatchedPayment(stray, models.PaymentStateUnmatched, t0)
 		require.NoError(t, err)
 		_, created, err := st.CreateRefund(ctx, r)
@@ -152,7 +152,7 @@ func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 		assert.False(t, created, "deciding twice creates it once")
 
 		typo := livePayment("p-typo", "1234", "USDC", "12.50")
-		require.NoError(t, st.SaveMatch(ctx, typo, ""))
+		require.NoError(t, st.SaveMatch(ctx, typo, "", time.Now()))
 		_, err = st.AttachUnmatched(ctx, "p-typo", o.Number)
 		require.NoError(t, err)
 		r, err = models.RefundOfUnmatchedPayment(typo, models.PaymentStateUnmatched, t0)
@@ -175,7 +175,7 @@ func TestDailyMaxIsPerMode(t *testing.T) {
 			key := []string{"p-test-budget", "p-live-budget"}[i]
 			p := livePayment(key, "nothing", "USDC", "10")
 			p.Mode = mode
-			require.NoError(t, st.SaveMatch(ctx, p, ""))
+			require.NoError(t, st.SaveMatch(ctx, p, "", time.Now()))
 			r, _, err := st.CreateRefund(ctx, models.Refund{
 				Key: models.PaymentRefundKey(key), Mode: mode, PaymentIDs: []string{key}, Reason: models.RefundUnmatchedPayment,
 				Amount: decimal.RequireFromString("10"), Asset: "USDC", Value: dec("10"), Status: models.RefundAwaitingApproval,

@@ -39,10 +39,10 @@ func TestStatusObserverCountsEachTransitionOnce(t *testing.T) {
 
 		d := decimal.RequireFromString
 		paid := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0.Add(time.Minute), AmountReceived: d("12.50")}
-		require.NoError(t, st.RecordTransition(ctx, o.ID, paid))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, paid), "an activity retried after its commit")
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, AmountReceived: d("5")}), "stale")
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, At: t0.Add(2 * time.Minute)}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, paid, time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, paid, time.Now()), "an activity retried after its commit")
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, AmountReceived: d("5")}, time.Now()), "stale")
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, At: t0.Add(2 * time.Minute)}, time.Now()))
 
 		mu.Lock()
 		defer mu.Unlock()

@@ -120,10 +120,6 @@ func (s *Store) orderNumbers(ctx context.Context, ps []paymentRow) (map[string]s
 	return out, nil
 }
 
-// ErrNothingToRefund is returned when a refund is recorded for something
-// that is not due back.
-var ErrNothingToRefund = errors.New("nothing is due back there")
-
 // MarkPaymentRefunded records that an operator sent a payment due back on
 // its own (models.PaymentState.DueBack: late, another asset) back, in the
 // chain transaction txHash. A payment a refund covers is refused
@@ -136,7 +132,7 @@ func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash strin
 		var head paymentRow
 		err := tx.Select("id", "order_id").Where("id = ?", paymentID).Take(&head).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrNothingToRefund
+			return models.ErrNothingToRefund
 		}
 		if err != nil {
 			return err
@@ -162,12 +158,12 @@ func (s *Store) MarkPaymentRefunded(ctx context.Context, paymentID, txHash strin
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
-			return ErrNothingToRefund
+			return models.ErrNothingToRefund
 		}
 		return nil
 	})
 	var me *models.Error
-	if err != nil && !errors.Is(err, ErrNothingToRefund) && !errors.As(err, &me) {
+	if err != nil && !errors.Is(err, models.ErrNothingToRefund) && !errors.As(err, &me) {
 		return fmt.Errorf("marking payment refunded: %w", err)
 	}
 	return err
@@ -194,7 +190,7 @@ func paymentRefund(tx *gorm.DB, paymentID string) (models.Refund, bool, error) {
 // models.PaymentStatusAfterRefund's, and it is no longer listed as due
 // back. Recording the same txHash for the order again succeeds and changes
 // nothing; an order whose own money a refund covers is refused
-// (models.RefundCoversIt), and anything else is ErrNothingToRefund. It
+// (models.RefundCoversIt), and anything else is models.ErrNothingToRefund. It
 // holds the order's row lock, as creating the order's refunds does, so
 // the two never both return the money: whichever is second sees the other.
 func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash string, at time.Time) error {
@@ -202,7 +198,7 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 		var o orderRow
 		err := s.forUpdate(tx).Select("id", "payment_status", "refunded_at", "refund_tx").Where("number = ?", orderNumber).Take(&o).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return ErrNothingToRefund
+			return models.ErrNothingToRefund
 		}
 		if err != nil {
 			return err
@@ -224,7 +220,7 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 			return nil
 		case models.RefundToRecord:
 		default:
-			return ErrNothingToRefund
+			return models.ErrNothingToRefund
 		}
 		return tx.Model(&orderRow{}).Where("id = ?", o.ID).Updates(map[string]any{
 			"refund_tx": txHash, "refunded_at": at.UTC(), "updated_at": at.UTC(),
@@ -232,7 +228,7 @@ func (s *Store) MarkOrderRefunded(ctx context.Context, orderNumber, txHash strin
 		}).Error
 	})
 	var me *models.Error
-	if err != nil && !errors.Is(err, ErrNothingToRefund) && !errors.As(err, &me) {
+	if err != nil && !errors.Is(err, models.ErrNothingToRefund) && !errors.As(err, &me) {
 		return fmt.Errorf("marking order refunded: %w", err)
 	}
 	return err

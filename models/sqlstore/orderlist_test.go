@@ -51,9 +51,9 @@ func seedListOrder(t testing.TB, st *sqlstore.Store, accountID string, mode mode
 	case models.OrderCreated:
 	case models.OrderCancelled:
 		require.NoError(t, st.RecordTransition(ctx, id, models.Transition{Status: status, PaymentStatus: models.PaymentExpired, At: created.Add(time.Hour),
-			Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}))
+			Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
 	default:
-		require.NoError(t, st.RecordTransition(ctx, id, models.Transition{Status: status, PaymentStatus: models.PaymentConfirmed, At: created.Add(time.Minute), AmountReceived: d("12.50")}))
+		require.NoError(t, st.RecordTransition(ctx, id, models.Transition{Status: status, PaymentStatus: models.PaymentConfirmed, At: created.Add(time.Minute), AmountReceived: d("12.50")}, time.Now()))
 	}
 	return listFixture{id: id, created: created, status: status}
 }

@@ -256,7 +256,7 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 		if err := tx.Model(&cartRow{}).Where("id = ?", cart.ID).Update("status", string(models.CartOrdered)).Error; err != nil {
 			return err
 		}
-		if events, err = s.recordEvents(tx, o.AccountID, o.Mode, o.ID, eventSpec{typ: models.EventOrderCreated, key: o.ID, at: o.CreatedAt}); err != nil {
+		if events, err = s.recordEvents(tx, o.CreatedAt, o.AccountID, o.Mode, o.ID, eventSpec{typ: models.EventOrderCreated, key: o.ID, at: o.CreatedAt}); err != nil {
 			return err
 		}
 		out, created = row.toModel([]orderStepRow{{OrderID: o.ID, Name: string(models.OrderCreated), ReachedAt: o.CreatedAt}}, cart.Items), true
@@ -405,7 +405,7 @@ func (s *Store) OrdersAwaitingWorkflow(ctx context.Context, createdBefore time.T
 // fulfilment activities: the status only moves forward along
 // models.CanTransition, a step keeps its first timestamp, and payment
 // fields only move towards more money received.
-func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.Transition) error {
+func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.Transition, now time.Time) error {
 	var entered models.OrderStatus
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		entered = ""
@@ -423,7 +423,7 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 		eff := models.ApplyTransition(models.OrderStatus(row.Status), row.AmountReceived, t)
 		entered = eff.Status
 		if eff.Changes() {
-			updates := map[string]any{"updated_at": time.Now().UTC()}
+			updates := map[string]any{"updated_at": now.UTC()}
 			if eff.Status != "" {
 				updates["status"] = string(eff.Status)
 				if eff.Reason != "" {
@@ -452,7 +452,7 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 				return err
 			}
 		}
-		_, err := s.recordEvents(tx, row.AccountID, models.Mode(row.Mode), orderID, transitionEvents(orderID, row.AmountReceived, t, eff)...)
+		_, err := s.recordEvents(tx, now, row.AccountID, models.Mode(row.Mode), orderID, transitionEvents(orderID, row.AmountReceived, t, eff)...)
 		return err
 	})
 	if err != nil {
@@ -484,13 +484,13 @@ func (s *Store) OrderIDBySupplierRef(ctx context.Context, ref string) (string, e
 // RecordFulfilment stores the latest snapshot of the order at its buying
 // provider. Snapshots come from the workflow's checks one at a time, so the
 // last write is the newest.
-func (s *Store) RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment) error {
+func (s *Store) RecordFulfilment(ctx context.Context, orderID string, f models.Fulfilment, now time.Time) error {
 	doc, err := json.Marshal(f)
 	if err != nil {
 		return fmt.Errorf("encoding fulfilment: %w", err)
 	}
 	res := s.db.WithContext(ctx).Model(&orderRow{}).Where("id = ?", orderID).
-		Updates(map[string]any{"supplier_ref": f.Ref, "fulfilment": string(doc), "updated_at": time.Now().UTC()})
+		Updates(map[string]any{"supplier_ref": f.Ref, "fulfilment": string(doc), "updated_at": now.UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("recording fulfilment: %w", res.Error)
 	}
@@ -505,7 +505,7 @@ func (s *Store) RecordFulfilment(ctx context.Context, orderID string, f models.F
 // refunds already created keep theirs. Another account's or mode's order
 // is models.ErrOrderNotFound. d is stored as given: the caller validates
 // it (models.ValidateRefundDestination).
-func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination) error {
+func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string, mode models.Mode, orderID string, d *models.RefundDestination, now time.Time) error {
 	var dest models.RefundDestination
 	if d != nil {
 		dest = *d
@@ -514,7 +514,7 @@ func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string,
 		Where("id = ? AND account_id = ? AND mode = ?", orderID, accountID, string(mode)).
 		Updates(map[string]any{
 			"refund_address": dest.Address, "refund_memo_type": dest.MemoType, "refund_memo": dest.Memo,
-			"refund_to_sender": dest.ToSender, "updated_at": time.Now().UTC(),
+			"refund_to_sender": dest.ToSender, "updated_at": now.UTC(),
 		})
 	if res.Error != nil {
 		return fmt.Errorf("setting the order's refund destination: %w", res.Error)

@@ -156,12 +156,12 @@ func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
 
 		paidAt := t0.Add(5 * time.Minute)
 		paid := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt, AmountReceived: d("12.50")}
-		require.NoError(t, st.RecordTransition(ctx, o.ID, paid))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt.Add(time.Hour), AmountReceived: d("12.50")}), "retry")
+		require.NoError(t, st.RecordTransition(ctx, o.ID, paid, time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt.Add(time.Hour), AmountReceived: d("12.50")}, time.Now()), "retry")
 		// A stale partial-payment write arriving after the paid one changes nothing.
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, At: t0, AmountReceived: d("5")}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, At: t0, AmountReceived: d("5")}, time.Now()))
 		// Skipping a step is refused silently (the workflow never does it).
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderDelivered, At: paidAt}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderDelivered, At: paidAt}, time.Now()))
 
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)
@@ -172,8 +172,8 @@ func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
 		assert.NotContains(t, got.Steps, models.OrderDelivered)
 
 		ship := models.Shipment{Carrier: "Sandbox Express", TrackingNumber: "SBX1", EstimatedDelivery: "2026-11-25"}
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, At: paidAt.Add(time.Second)}))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderShipped, At: paidAt.Add(2 * time.Second), Shipment: &ship}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, At: paidAt.Add(time.Second)}, time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderShipped, At: paidAt.Add(2 * time.Second), Shipment: &ship}, time.Now()))
 		got, err = st.Order(ctx, o.ID)
 		require.NoError(t, err)
 		assert.Equal(t, models.OrderShipped, got.Status)
@@ -184,7 +184,7 @@ func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
 		assert.False(t, steps[4].Completed)
 		assert.Nil(t, steps[4].At)
 
-		assert.ErrorIs(t, st.RecordTransition(ctx, "ord_missing", paid), models.ErrOrderNotFound)
+		assert.ErrorIs(t, st.RecordTransition(ctx, "ord_missing", paid, time.Now()), models.ErrOrderNotFound)
 	})
 }
 
@@ -198,10 +198,10 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		require.NoError(t, err)
 
 		p := models.Payment{ID: "sandbox:1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5000001"), Memo: o.Number, Sender: "GSENDER", ReceivedAt: t0}
-		isNew, err := st.SavePayment(ctx, p)
+		isNew, err := st.SavePayment(ctx, p, time.Now())
 		require.NoError(t, err)
 		assert.True(t, isNew)
-		isNew, err = st.SavePayment(ctx, p)
+		isNew, err = st.SavePayment(ctx, p, time.Now())
 		require.NoError(t, err)
 		assert.False(t, isNew, "the same payment seen twice is stored once")
 
@@ -211,30 +211,30 @@ func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 		_, err = st.OrderIDByNumber(ctx, models.ModeLive, o.Number)
 		assert.ErrorIs(t, err, models.ErrOrderNotFound, "a test order is never matched by a live payment")
 
-		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 		noWait := func(int) time.Duration { return 0 }
 		waiting, err := st.ClaimPaymentRedeliveries(ctx, time.Now().Add(time.Minute), time.Now(), noWait, 10)
 		require.NoError(t, err)
 		require.Len(t, waiting, 1)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, p), "the workflow's write acknowledges it")
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()), "the workflow's write acknowledges it")
 		waiting, err = st.ClaimPaymentRedeliveries(ctx, time.Now().Add(time.Minute), time.Now(), noWait, 10)
 		require.NoError(t, err)
 		assert.Empty(t, waiting)
 
 		manual := models.Payment{ID: "manual:ops-1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("1"), ReceivedAt: t0.Add(time.Minute)}
-		require.NoError(t, st.RecordPayment(ctx, o.ID, manual))
-		require.NoError(t, st.RecordPayment(ctx, o.ID, manual))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, manual, time.Now()))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, manual, time.Now()))
 		ps, err := st.PaymentsForOrder(ctx, o.ID)
 		require.NoError(t, err)
 		require.Len(t, ps, 2)
 		assert.Equal(t, "12.5000001", ps[0].Amount.String(), "amounts are exact to 7 decimals")
 
-		_, err = st.SavePayment(ctx, models.Payment{ID: "sandbox:2", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), Memo: "nope", ReceivedAt: t0})
+		_, err = st.SavePayment(ctx, models.Payment{ID: "sandbox:2", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("3"), Memo: "nope", ReceivedAt: t0}, time.Now())
 		require.NoError(t, err)
 		toMatch, err := st.PaymentsToMatch(ctx, time.Now().Add(time.Minute), 10)
 		require.NoError(t, err)
 		require.Len(t, toMatch, 1, "a stored payment waits for the matcher")
-		require.NoError(t, st.SaveMatch(ctx, toMatch[0], ""))
+		require.NoError(t, st.SaveMatch(ctx, toMatch[0], "", time.Now()))
 		unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
 		require.NoError(t, err)
 		require.Len(t, unmatched, 1)
@@ -289,7 +289,7 @@ func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
 			Parcels: []models.Parcel{{Carrier: "ups", TrackingNumber: "1Z999", TrackingURL: "https://track.example/1Z999", Status: models.ParcelInTransit,
 				EstimatedDelivery: "2026-11-30", Checkpoints: []models.Checkpoint{{At: t0.Add(time.Hour), Status: "in_transit", Message: "Departed", City: "Memphis", Country: "US"}}}},
 		}
-		require.NoError(t, st.RecordFulfilment(ctx, o.ID, f))
+		require.NoError(t, st.RecordFulfilment(ctx, o.ID, f, time.Now()))
 		got, err = st.OrderForAccount(ctx, a.ID, models.ModeLive, o.Number)
 		require.NoError(t, err)
 		require.NotNil(t, got.Fulfilment)
@@ -297,7 +297,7 @@ func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
 		assert.Equal(t, f.MerchantOrderIDs, got.Fulfilment.MerchantOrderIDs)
 		assert.True(t, f.Price.Total.Equal(got.Fulfilment.Price.Total))
 
-		require.ErrorIs(t, st.RecordFulfilment(ctx, "ord_missing", f), models.ErrOrderNotFound)
+		require.ErrorIs(t, st.RecordFulfilment(ctx, "ord_missing", f, time.Now()), models.ErrOrderNotFound)
 	})
 }
 
@@ -323,7 +323,7 @@ func TestClientReadMatchesActivityRead(t *testing.T) {
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_two", "", "h"))
 		require.NoError(t, err)
 		paidAt := t0.Add(90*time.Second + 123456*time.Microsecond)
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt, AmountReceived: d("32.5123")}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: paidAt, AmountReceived: d("32.5123")}, time.Now()))
 
 		want, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)
@@ -531,5 +531,45 @@ func TestCreateOrderCancelledMidwayWritesNothing(t *testing.T) {
 		_, created, err = st.CreateOrder(context.Background(), orderRequest(a.ID, "crt_1", "", "h"))
 		require.NoError(t, err)
 		assert.True(t, created, "the retry creates the order")
+	})
+}
+
+// TestWritesAtTheCallersTime: the store writes the time its caller gives
+// (the workflow's activity clock, the API's), never its own: a step's
+// write, a snapshot, a payment's acknowledgement and the events they
+// record all carry it.
+func TestWritesAtTheCallersTime(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		st.SetEventRenderer(&fakeRenderer{})
+		a, err := st.EnsureAccount(ctx, "a", t0)
+		require.NoError(t, err)
+		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
+		seedCart(t, st, a.ID, "crt_clock")
+		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_clock", "", "h"))
+		require.NoError(t, err)
+		at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+
+		require.NoError(t, st.RecordFulfilment(ctx, o.ID, models.Fulfilment{Ref: "ref"}, at(5)))
+		got, err := st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, at(5), got.UpdatedAt.UTC(), "the snapshot's write")
+
+		p := models.Payment{ID: "sandbox_clock", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.50"), Memo: o.Number, ReceivedAt: at(6)}
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p, at(7)))
+		ps, err := st.Payments(ctx)
+		require.NoError(t, err)
+		require.Len(t, ps, 1)
+		require.NotNil(t, ps[0].SignaledAt)
+		assert.Equal(t, at(7), ps[0].SignaledAt.UTC(), "acknowledged at the caller's time")
+
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed,
+			At: at(8), AmountReceived: decimal.RequireFromString("12.50")}, at(9)))
+		got, err = st.Order(ctx, o.ID)
+		require.NoError(t, err)
+		assert.Equal(t, at(9), got.UpdatedAt.UTC(), "the step's write")
+		evs := eventsOf(t, st, o.ID)
+		assert.Equal(t, at(7), evs[models.EventPaymentReceived].RecordedAt.UTC())
+		assert.Equal(t, at(9), evs[models.EventOrderPaid].RecordedAt.UTC())
 	})
 }

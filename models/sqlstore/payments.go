@@ -64,18 +64,18 @@ type StoredPayment struct {
 	RefundedAt *time.Time
 }
 
-func newPaymentRow(p models.Payment, status string) paymentRow {
+func newPaymentRow(p models.Payment, status string, now time.Time) paymentRow {
 	return paymentRow{
 		ID: p.ID, Mode: string(p.Mode), Asset: p.Asset, Amount: p.Amount, Memo: p.Memo, MemoType: p.MemoType,
-		TxHash: p.TxHash, Sender: p.Sender, ReceivedAt: p.ReceivedAt.UTC(), Status: status, CreatedAt: time.Now().UTC(),
+		TxHash: p.TxHash, Sender: p.Sender, ReceivedAt: p.ReceivedAt.UTC(), Status: status, CreatedAt: now.UTC(),
 	}
 }
 
 // SavePayment stores an observed payment once, keyed by its id, as
 // received (not yet matched). It reports whether the payment was new;
 // seeing it again changes nothing.
-func (s *Store) SavePayment(ctx context.Context, p models.Payment) (bool, error) {
-	row := newPaymentRow(p, PaymentReceived)
+func (s *Store) SavePayment(ctx context.Context, p models.Payment, now time.Time) (bool, error) {
+	row := newPaymentRow(p, PaymentReceived, now)
 	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
 		return false, fmt.Errorf("saving payment: %w", res.Error)
@@ -88,9 +88,9 @@ func (s *Store) SavePayment(ctx context.Context, p models.Payment) (bool, error)
 // orderID (status matched) or, with orderID empty, kept as unmatched. A
 // payment already attached elsewhere, late, due back or refunded keeps its
 // state.
-func (s *Store) SaveMatch(ctx context.Context, p models.Payment, orderID string) error {
+func (s *Store) SaveMatch(ctx context.Context, p models.Payment, orderID string, now time.Time) error {
 	status := PaymentUnmatched
-	row := newPaymentRow(p, status)
+	row := newPaymentRow(p, status, now)
 	if orderID != "" {
 		status = PaymentMatched
 		row.Status, row.OrderID = status, &orderID
@@ -151,12 +151,12 @@ func (s *Store) StellarCursor(ctx context.Context, network, account string) (str
 // id) and advances the watcher's cursor past them in one transaction: a
 // crash either keeps both or neither, so no payment is skipped or counted
 // twice on restart.
-func (s *Store) SaveStellarPayments(ctx context.Context, network, account string, ps []models.Payment, cursor string) error {
+func (s *Store) SaveStellarPayments(ctx context.Context, network, account string, ps []models.Payment, cursor string, now time.Time) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if len(ps) > 0 {
 			rows := make([]paymentRow, len(ps))
 			for i, p := range ps {
-				rows[i] = newPaymentRow(p, PaymentReceived)
+				rows[i] = newPaymentRow(p, PaymentReceived, now)
 			}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
 				return err
@@ -164,7 +164,7 @@ func (s *Store) SaveStellarPayments(ctx context.Context, network, account string
 		}
 		return tx.Exec(`INSERT INTO stellar_cursors (network, account, cursor, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (network, account) DO UPDATE SET cursor = excluded.cursor, updated_at = excluded.updated_at`,
-			network, account, cursor, time.Now().UTC()).Error
+			network, account, cursor, now.UTC()).Error
 	})
 	if err != nil {
 		return fmt.Errorf("saving stellar payments: %w", err)
@@ -187,14 +187,11 @@ func (s *Store) OrderIDByNumber(ctx context.Context, mode models.Mode, number st
 }
 
 // MarkPaymentLate records that a payment reached its order after the order
-// closed: the payment is marked late, the order's payment status
-// refund_due and the payment's refund created (models.RefundsOwed), so
-// neither the operator nor the client can miss that money must go back,
-// and it goes back by itself. It reports false, and changes nothing, for a payment the
-// order's workflow had already recorded (RecordPayment acknowledged it, so
-// the order counted it): a second delivery of a counted payment (a source
-// replaying it, a test payment retried under its Idempotency-Key) that
-// finds the workflow closed is not late money.
+// closed, as models.DecideLatePayment decides: the payment is marked
+// late, the order's payment status set as decided and the payment's
+// refund created (models.RefundsOwed), so it goes back by itself. It
+// reports false, and changes nothing, for a payment the order's workflow
+// had already counted (RecordPayment acknowledged it).
 func (s *Store) MarkPaymentLate(ctx context.Context, paymentID string, at time.Time) (bool, error) {
 	return s.markPaymentLate(ctx, paymentID, at, false)
 }
@@ -221,7 +218,8 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 		if err := q.Where("id = ?", paymentID).Take(&p).Error; err != nil {
 			return fmt.Errorf("reading payment: %w", err)
 		}
-		if !recorded && p.SignaledAt != nil && p.Status != PaymentLate {
+		decided := models.DecideLatePayment(p.SignaledAt != nil, p.Status == PaymentLate, recorded)
+		if !decided.Late {
 			late = false
 			return nil
 		}
@@ -233,7 +231,7 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 			return nil
 		}
 		err := tx.Model(&orderRow{}).Where("id = ?", *p.OrderID).
-			Updates(map[string]any{"payment_status": string(models.PaymentRefundDue), "updated_at": at.UTC()}).Error
+			Updates(map[string]any{"payment_status": string(decided.OrderPaymentStatus), "updated_at": at.UTC()}).Error
 		if err != nil {
 			return err
 		}
@@ -241,7 +239,7 @@ func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.T
 		if err := tx.Select("id", "account_id", "mode").Where("id = ?", *p.OrderID).Take(&o).Error; err != nil {
 			return err
 		}
-		if err := s.recordPaymentEvent(tx, o, paymentID, models.EventPaymentLate); err != nil {
+		if err := s.recordPaymentEvent(tx, at, o, paymentID, models.EventPaymentLate); err != nil {
 			return err
 		}
 		// The late payment is owed back: its refund is created with the
@@ -314,7 +312,8 @@ func (redeliveryRow) TableName() string { return "payments" }
 // service only through the workflow), attaches it to the order, and marks
 // it acknowledged. A payment in another asset than the order's is kept as
 // refund_due: recorded, never credited. Idempotent.
-func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Payment) error {
+func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Payment, now time.Time) error {
+	now = now.UTC()
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var o orderRow
 		if err := tx.Select("id", "payment_asset", "account_id", "mode").Where("id = ?", orderID).Take(&o).Error; err != nil {
@@ -327,8 +326,7 @@ func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Paym
 		if !models.CreditsOrder(p.Asset, o.PaymentAsset) {
 			status = PaymentRefundDue
 		}
-		now := time.Now().UTC()
-		row := newPaymentRow(p, status)
+		row := newPaymentRow(p, status, now)
 		row.OrderID, row.SignaledAt = &orderID, &now
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 			return err
@@ -344,7 +342,7 @@ func (s *Store) RecordPayment(ctx context.Context, orderID string, p models.Paym
 		if err != nil {
 			return err
 		}
-		return s.recordPaymentEvent(tx, o, p.ID, models.EventPaymentReceived)
+		return s.recordPaymentEvent(tx, now, o, p.ID, models.EventPaymentReceived)
 	})
 	if err != nil {
 		var me *models.Error

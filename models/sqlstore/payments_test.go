@@ -26,10 +26,10 @@ func TestStellarPaymentsAndCursorAreSavedTogether(t *testing.T) {
 		assert.Empty(t, cur, "no cursor before the first start")
 
 		page := []models.Payment{livePayment("stellar:testnet:1", "x", "USDC", "1"), livePayment("stellar:testnet:2", "y", "XLM", "2.5")}
-		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200"))
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200", time.Now()))
 		// The same page again (a re-read after a crash) stores nothing twice.
-		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200"))
-		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", nil, "300"))
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", page, "200", time.Now()))
+		require.NoError(t, st.SaveStellarPayments(ctx, "testnet", "GACCOUNT", nil, "300", time.Now()))
 
 		cur, err = st.StellarCursor(ctx, "testnet", "GACCOUNT")
 		require.NoError(t, err)
@@ -62,10 +62,10 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 		require.NoError(t, err)
 
 		// A wrong-asset payment recorded by the workflow is due back.
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40")))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
 		// An overpaid order owes its excess.
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "13.50")))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "13.50"), time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
 
 		refunds, err := st.RefundsDue(ctx)
 		require.NoError(t, err)
@@ -77,11 +77,11 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 		assert.Equal(t, []string{"GSENDER"}, refunds[1].Senders)
 
 		require.NoError(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0))
-		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0), sqlstore.ErrNothingToRefund, "refunded once")
-		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-usdc", "x", t0), sqlstore.ErrNothingToRefund, "a credited payment is not refunded alone")
+		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-xlm", "refund-tx-1", t0), models.ErrNothingToRefund, "refunded once")
+		assert.ErrorIs(t, st.MarkPaymentRefunded(ctx, "p-usdc", "x", t0), models.ErrNothingToRefund, "a credited payment is not refunded alone")
 		require.NoError(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-2", t0))
 		require.NoError(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-2", t0), "the same refund recorded again (a retried activity)")
-		assert.ErrorIs(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-3", t0), sqlstore.ErrNothingToRefund, "a second, different refund")
+		assert.ErrorIs(t, st.MarkOrderRefunded(ctx, o.Number, "refund-tx-3", t0), models.ErrNothingToRefund, "a second, different refund")
 		refunds, err = st.RefundsDue(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, refunds)
@@ -91,11 +91,11 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 		assert.Equal(t, "refund-tx-2", got.RefundTx)
 
 		// An unmatched payment attached by an operator.
-		_, err = st.SavePayment(ctx, livePayment("p-typo", "1234", "USDC", "5"))
+		_, err = st.SavePayment(ctx, livePayment("p-typo", "1234", "USDC", "5"), time.Now())
 		require.NoError(t, err)
 		_, err = st.AttachUnmatched(ctx, "p-typo", o.Number)
 		assert.Error(t, err, "a payment the matcher has not processed yet cannot be attached")
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-typo", "1234", "USDC", "5"), ""))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-typo", "1234", "USDC", "5"), "", time.Now()))
 		p, err := st.AttachUnmatched(ctx, "p-typo", o.Number)
 		require.NoError(t, err)
 		assert.Equal(t, o.ID, p.OrderID)
@@ -112,9 +112,9 @@ func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 		seedCart(t, st, a.ID, "crt_l")
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
 		require.NoError(t, err)
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
 
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID, time.Now()))
 		if late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)); assert.NoError(t, err) {
 			assert.True(t, late, "marked late")
 		}
@@ -163,10 +163,10 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 		require.NoError(t, err)
 
 		p := livePayment("p-m", o1.Number, "USDC", "1")
-		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "new payment, stored and attached in one write")
-		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "again: no change")
-		require.NoError(t, st.SaveMatch(ctx, p, o2.ID), "never moved to another order")
-		require.NoError(t, st.SaveMatch(ctx, p, ""), "never turned unmatched")
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID, time.Now()), "new payment, stored and attached in one write")
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID, time.Now()), "again: no change")
+		require.NoError(t, st.SaveMatch(ctx, p, o2.ID, time.Now()), "never moved to another order")
+		require.NoError(t, st.SaveMatch(ctx, p, "", time.Now()), "never turned unmatched")
 		ps, err := st.PaymentsForOrder(ctx, o1.ID)
 		require.NoError(t, err)
 		require.Len(t, ps, 1)
@@ -175,12 +175,12 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 		if late, err := st.MarkPaymentLate(ctx, "p-m", t0); assert.NoError(t, err) {
 			assert.True(t, late, "marked late")
 		}
-		require.NoError(t, st.SaveMatch(ctx, p, o1.ID), "a re-delivery after it went late")
+		require.NoError(t, st.SaveMatch(ctx, p, o1.ID, time.Now()), "a re-delivery after it went late")
 		assert.Equal(t, sqlstore.PaymentLate, paymentStatus(t, st, "p-m"), "late stays late")
 
-		_, err = st.SavePayment(ctx, livePayment("p-u", "zzz", "USDC", "1"))
+		_, err = st.SavePayment(ctx, livePayment("p-u", "zzz", "USDC", "1"), time.Now())
 		require.NoError(t, err)
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-u", "zzz", "USDC", "1"), ""))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-u", "zzz", "USDC", "1"), "", time.Now()))
 		assert.Equal(t, sqlstore.PaymentUnmatched, paymentStatus(t, st, "p-u"))
 	})
 }
@@ -197,9 +197,9 @@ func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
 		require.NoError(t, err)
 		p := livePayment("p-r", o.Number, "USDC", "12.50")
-		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
-		require.NoError(t, st.RecordPayment(ctx, o.ID, p))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0}))
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0}, time.Now()))
 
 		late, err := st.MarkPaymentLate(ctx, "p-r", t0.Add(time.Hour))
 		require.NoError(t, err)
@@ -227,7 +227,7 @@ func TestMarkRecordedPaymentLate(t *testing.T) {
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
 		require.NoError(t, err)
 		p := livePayment("p-after-refund", o.Number, "USDC", "3.00")
-		require.NoError(t, st.RecordPayment(ctx, o.ID, p))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
 
 		require.NoError(t, st.MarkRecordedPaymentLate(ctx, p.ID, t0.Add(time.Hour)))
 		assert.Equal(t, sqlstore.PaymentLate, paymentStatus(t, st, p.ID))
@@ -266,9 +266,9 @@ func TestPaymentRedeliveryIsClaimedOnceAndWaits(t *testing.T) {
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
 		require.NoError(t, err)
 		p := models.Payment{ID: "sandbox:r1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5"), Memo: o.Number, ReceivedAt: t0}
-		_, err = st.SavePayment(ctx, p)
+		_, err = st.SavePayment(ctx, p, time.Now())
 		require.NoError(t, err)
-		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 
 		var waits []int
 		wait := func(n int) time.Duration { waits = append(waits, n); return time.Duration(n) * time.Minute }
@@ -312,7 +312,7 @@ func TestPaymentRedeliveryIsClaimedOnceAndWaits(t *testing.T) {
 		require.Len(t, ps, 1, "due again at once after a release")
 		assert.Equal(t, []int{2, 2}, waits, "claimed again as the second redelivery")
 
-		require.NoError(t, st.RecordPayment(ctx, o.ID, p), "the workflow records it")
+		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()), "the workflow records it")
 		ps, err = st.ClaimPaymentRedeliveries(ctx, cutoff, now.Add(time.Hour), wait, 10)
 		require.NoError(t, err)
 		assert.Empty(t, ps, "a recorded payment is never claimed")

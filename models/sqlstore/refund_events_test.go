@@ -95,7 +95,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		// Subscribed.
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventRefundCreated, models.EventRefundSent, models.EventRefundFailed)
 		o := failedOrder(t, st, a.ID, "crt_heard", &toAccount)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40")))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
 
 		// refund.created: one per refund created, however often asked.
 		rs, err = st.CreateOwedRefunds(ctx, o.ID, created)
@@ -191,7 +191,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		direct := models.Refund{
 			ID: models.RefundID(key), Key: key, OrderID: p.ID, AccountID: a.ID, Mode: models.ModeTest, PaymentIDs: []string{"p-direct"},
 			Reason: models.RefundLatePayment, Amount: decimal.RequireFromString("1"), Asset: "USDC",
-			Status: models.RefundAwaitingDestination, CreatedAt: created,
+			Status: models.RefundAwaitingDestination, CreatedAt: at(2),
 		}
 		for range 2 {
 			_, _, err = st.CreateRefund(ctx, direct)
@@ -200,7 +200,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		assert.Equal(t, []models.EventType{models.EventRefundCreated, models.EventRefundSent, models.EventRefundCreated},
 			eventTypes(refundEventsOf(t, st, p.ID)))
 		before := allEvents(t, st)
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), ""))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), "", time.Now()))
 		key = "payment:p-unmatched"
 		unmatched, isNew, err := st.CreateRefund(ctx, models.Refund{
 			Key: key, Mode: models.ModeTest, PaymentIDs: []string{"p-unmatched"}, Reason: models.RefundUnmatchedPayment,

@@ -200,14 +200,14 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 
 		wrong := newOrder(t, st, a.ID, "crt_wrong", nil)
 		eurc := livePayment("p-eurc", wrong.Number, "EURC:GDHU6WRG4IEQXM5NZ4BMPKOXHW76MZM4Y2IEMFDVXBSDP6SJY4ITNPP2", "5")
-		require.NoError(t, st.RecordPayment(ctx, wrong.ID, eurc))
+		require.NoError(t, st.RecordPayment(ctx, wrong.ID, eurc, time.Now()))
 		rs, err = st.CreateOwedRefunds(ctx, wrong.ID, now)
 		require.NoError(t, err)
 		require.Len(t, rs, 1)
 		assert.Equal(t, models.RefundAwaitingDestination, rs[0].Status)
 		assert.Nil(t, rs[0].Claim, "an asset the service does not pay out")
 
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), ""))
+		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), "", time.Now()))
 		unmatched, created, err := st.CreateRefund(ctx, models.Refund{
 			Key: "payment:p-unmatched", Mode: models.ModeTest, PaymentIDs: []string{"p-unmatched"},
 			Reason: models.RefundUnmatchedPayment, Amount: decimal.RequireFromString("3"), Asset: "XLM",

@@ -268,7 +268,7 @@ func (s *Store) createOwedRefunds(tx *gorm.DB, orderID string, now time.Time, on
 			created = append(created, r)
 		}
 	}
-	if err := s.recordRefundsCreated(tx, created); err != nil {
+	if err := s.recordRefundsCreated(tx, now, created); err != nil {
 		return nil, err
 	}
 	return all, nil
@@ -340,7 +340,7 @@ func (s *Store) CreateRefund(ctx context.Context, r models.Refund) (models.Refun
 				return err
 			}
 		}
-		return s.recordRefundsCreated(tx, []models.Refund{out})
+		return s.recordRefundsCreated(tx, out.CreatedAt, []models.Refund{out})
 	})
 	if err != nil {
 		return models.Refund{}, false, fmt.Errorf("creating refund %s: %w", r.Key, err)
@@ -699,7 +699,7 @@ func (s *Store) writeRefund(tx *gorm.DB, before, after models.Refund, now time.T
 	if stored, err = s.claimAfterMove(tx, before.Status, stored, now); err != nil {
 		return models.Refund{}, err
 	}
-	if err := s.recordRefundMove(tx, before.Status, stored); err != nil {
+	if err := s.recordRefundMove(tx, now, before.Status, stored); err != nil {
 		return models.Refund{}, err
 	}
 	return stored, nil

@@ -60,9 +60,9 @@ func failedOrder(t *testing.T, st *sqlstore.Store, accountID, cartID string, des
 	ctx := context.Background()
 	o := newOrder(t, st, accountID, cartID, dest)
 	paid := decimal.RequireFromString("12.50")
-	require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(cartID+"-paid", o.Number, "USDC", "12.50")))
-	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: paid}))
-	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: t0, AmountReceived: paid, Reason: "gone"}))
+	require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(cartID+"-paid", o.Number, "USDC", "12.50"), time.Now()))
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: paid}, time.Now()))
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: t0, AmountReceived: paid, Reason: "gone"}, time.Now()))
 	return o
 }
 
@@ -126,9 +126,9 @@ func TestCreateOwedRefunds(t *testing.T) {
 				cart: "crt_overpaid",
 				seed: func(c string) models.Order {
 					o := newOrder(t, st, a.ID, c, nil)
-					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-paid", o.Number, "USDC", "13.50")))
+					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-paid", o.Number, "USDC", "13.50"), time.Now()))
 					require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-						At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
+						At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
 					return o
 				},
 				key:    func(o models.Order, _ string) string { return "order:" + o.ID + ":1" },
@@ -142,8 +142,8 @@ func TestCreateOwedRefunds(t *testing.T) {
 				seed: func(c string) models.Order {
 					o := newOrder(t, st, a.ID, c, nil)
 					require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired,
-						At: t0, Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}))
-					require.NoError(t, st.SaveMatch(ctx, livePayment(c+"-late", o.Number, "USDC", "12.50"), o.ID))
+						At: t0, Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
+					require.NoError(t, st.SaveMatch(ctx, livePayment(c+"-late", o.Number, "USDC", "12.50"), o.ID, time.Now()))
 					late, err := st.MarkPaymentLate(ctx, c+"-late", now)
 					require.NoError(t, err)
 					require.True(t, late)
@@ -165,7 +165,7 @@ func TestCreateOwedRefunds(t *testing.T) {
 				cart: "crt_wrong",
 				seed: func(c string) models.Order {
 					o := newOrder(t, st, a.ID, c, nil)
-					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-xlm", o.Number, "XLM", "40")))
+					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-xlm", o.Number, "XLM", "40"), time.Now()))
 					return o
 				},
 				key:    func(_ models.Order, c string) string { return "payment:" + c + "-xlm" },
@@ -232,7 +232,7 @@ func TestCreateOwedRefundsAppliesTheOrdersDestination(t *testing.T) {
 		assert.Equal(t, toAccount, *refunds[0].Destination)
 
 		bad := failedOrder(t, st, a.ID, "crt_bad", nil)
-		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, bad.ID, &models.RefundDestination{Address: "GNOTANACCOUNT"}))
+		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, bad.ID, &models.RefundDestination{Address: "GNOTANACCOUNT"}, time.Now()))
 		refunds, err = st.CreateOwedRefunds(ctx, bad.ID, t0.Add(time.Hour))
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
@@ -249,11 +249,11 @@ func TestCreateOwedRefundsConcurrently(t *testing.T) {
 		a, err := st.EnsureAccount(ctx, "a", t0)
 		require.NoError(t, err)
 		o := newOrder(t, st, a.ID, "crt_race", nil)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40")))
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "12.50")))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "12.50"), time.Now()))
 		paid := decimal.RequireFromString("12.50")
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: paid}))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: t0, AmountReceived: paid}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: paid}, time.Now()))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: t0, AmountReceived: paid}, time.Now()))
 
 		const n = 6
 		results := make([][]models.Refund, n)
@@ -377,7 +377,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 
 		// A failed order that was also paid in a wrong asset: two refunds.
 		o := failedOrder(t, st, a.ID, "crt_f", &toSender)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40")))
+		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, now)
 		require.NoError(t, err)
 		require.Len(t, refunds, 2)
@@ -404,9 +404,9 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 
 		// An overpaid order keeps its purchase: confirmed once its excess is sent.
 		p := newOrder(t, st, a.ID, "crt_o", &toSender)
-		require.NoError(t, st.RecordPayment(ctx, p.ID, livePayment("p-over", p.Number, "USDC", "13.50")))
+		require.NoError(t, st.RecordPayment(ctx, p.ID, livePayment("p-over", p.Number, "USDC", "13.50"), time.Now()))
 		require.NoError(t, st.RecordTransition(ctx, p.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}))
+			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
 		refunds, err = st.CreateOwedRefunds(ctx, p.ID, now)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
@@ -432,7 +432,7 @@ func TestConcurrentSettlementsSettleTheOrder(t *testing.T) {
 		for round := range 5 {
 			o := failedOrder(t, st, a.ID, fmt.Sprintf("crt_%d", round), &toSender)
 			xlmID := fmt.Sprintf("p-xlm-%d", round)
-			require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(xlmID, o.Number, "XLM", "40")))
+			require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(xlmID, o.Number, "XLM", "40"), time.Now()))
 			refunds, err := st.CreateOwedRefunds(ctx, o.ID, now)
 			require.NoError(t, err)
 			own, xlm := refundByKey(t, refunds, "order:"+o.ID+":1"), refundByKey(t, refunds, "payment:"+xlmID)
@@ -576,7 +576,7 @@ func TestCreateRefundOnce(t *testing.T) {
 		ctx := context.Background()
 		p := livePayment("p-stray", "nothing", "USDC", "5.5")
 		p.Sender = "GSTRAY"
-		require.NoError(t, st.SaveMatch(ctx, p, ""))
+		require.NoError(t, st.SaveMatch(ctx, p, "", time.Now()))
 		r, err := models.RefundOfUnmatchedPayment(p, models.PaymentStateUnmatched, t0)
 		require.NoError(t, err)
 
@@ -612,7 +612,7 @@ func TestCreateRefundOnce(t *testing.T) {
 // approval to its sender.
 func approvable(t *testing.T, st *sqlstore.Store, key string, value *decimal.Decimal) models.Refund {
 	t.Helper()
-	require.NoError(t, st.SaveMatch(context.Background(), livePayment(key, "nothing", "USDC", "1"), ""))
+	require.NoError(t, st.SaveMatch(context.Background(), livePayment(key, "nothing", "USDC", "1"), "", time.Now()))
 	r, _, err := st.CreateRefund(context.Background(), models.Refund{
 		Key: key, Mode: models.ModeTest, PaymentIDs: []string{key}, Reason: models.RefundUnmatchedPayment,
 		Amount: decimal.RequireFromString("1"), Asset: "USDC", Value: value, Status: models.RefundAwaitingApproval,
@@ -799,20 +799,20 @@ func TestOrderRefundDestinationRoundTrips(t *testing.T) {
 			assert.Nil(t, d, read)
 		}
 
-		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, without.ID, &toSender))
+		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, without.ID, &toSender, time.Now()))
 		for read, d := range reads(without.ID) {
 			if assert.NotNil(t, d, read) {
 				assert.Equal(t, toSender, *d, read)
 			}
 		}
-		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, with.ID, nil))
+		require.NoError(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, with.ID, nil, time.Now()))
 		for read, d := range reads(with.ID) {
 			assert.Nil(t, d, "cleared: %s", read)
 		}
 
-		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, b.ID, models.ModeTest, with.ID, &toSender), models.ErrOrderNotFound)
-		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeLive, with.ID, &toSender), models.ErrOrderNotFound)
-		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, "ord_missing", &toSender), models.ErrOrderNotFound)
+		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, b.ID, models.ModeTest, with.ID, &toSender, time.Now()), models.ErrOrderNotFound)
+		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeLive, with.ID, &toSender, time.Now()), models.ErrOrderNotFound)
+		assert.ErrorIs(t, st.SetOrderRefundDestination(ctx, a.ID, models.ModeTest, "ord_missing", &toSender, time.Now()), models.ErrOrderNotFound)
 		o, err := st.Order(ctx, with.ID)
 		require.NoError(t, err)
 		assert.Nil(t, o.RefundDestination, "another account's write changed nothing")

@@ -299,12 +299,12 @@ type eventSpec struct {
 // subscribes to is not stored: endpoints created later do not receive
 // earlier events anyway. Each event's id is derived from its fact, and a
 // second write of the same fact (a retried activity) changes nothing.
-func (s *Store) recordEvents(tx *gorm.DB, accountID string, mode models.Mode, orderID string, specs ...eventSpec) (int, error) {
+func (s *Store) recordEvents(tx *gorm.DB, now time.Time, accountID string, mode models.Mode, orderID string, specs ...eventSpec) (int, error) {
 	wanted, err := subscribedSpecs(tx, accountID, mode, specs)
 	if err != nil || len(wanted) == 0 {
 		return 0, err
 	}
-	return len(wanted), s.writeEvents(tx, accountID, mode, orderID, wanted)
+	return len(wanted), s.writeEvents(tx, now, accountID, mode, orderID, wanted)
 }
 
 // subscribedSpecs keeps the specs that at least one active endpoint of the
@@ -340,8 +340,8 @@ func wantedSpecs(subs []string, specs []eventSpec) []eventSpec {
 }
 
 // writeEvents renders and stores wanted events about one order, each
-// with the order as tx sees it.
-func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, orderID string, wanted []eventSpec) error {
+// with the order as tx sees it, recorded at now (the caller's clock).
+func (s *Store) writeEvents(tx *gorm.DB, now time.Time, accountID string, mode models.Mode, orderID string, wanted []eventSpec) error {
 	if s.events == nil {
 		return errors.New("recording webhook events: the store has no event renderer (SetEventRenderer)")
 	}
@@ -349,7 +349,7 @@ func (s *Store) writeEvents(tx *gorm.DB, accountID string, mode models.Mode, ord
 	if err != nil {
 		return fmt.Errorf("reading order %s for its events: %w", orderID, err)
 	}
-	now := time.Now().UTC()
+	now = now.UTC()
 	for _, sp := range wanted {
 		ev := models.Event{
 			ID: models.EventID(sp.typ, sp.key), Type: sp.typ, AccountID: accountID, Mode: mode, OrderID: orderID,
@@ -634,7 +634,7 @@ func transitionEvents(orderID string, received decimal.Decimal, t models.Transit
 // recordPaymentEvent records the event of a fact about a payment attached
 // to order o (read with its id, account and mode), with the payment as
 // the transaction sees it.
-func (s *Store) recordPaymentEvent(tx *gorm.DB, o orderRow, paymentID string, typ models.EventType) error {
+func (s *Store) recordPaymentEvent(tx *gorm.DB, now time.Time, o orderRow, paymentID string, typ models.EventType) error {
 	wanted, err := subscribedSpecs(tx, o.AccountID, models.Mode(o.Mode), []eventSpec{{typ: typ, key: paymentID}})
 	if err != nil || len(wanted) == 0 {
 		return err
@@ -648,7 +648,7 @@ func (s *Store) recordPaymentEvent(tx *gorm.DB, o orderRow, paymentID string, ty
 	if typ == models.EventPaymentLate && p.SignaledAt != nil {
 		wanted[0].at = *p.SignaledAt // when it was found late
 	}
-	return s.writeEvents(tx, o.AccountID, models.Mode(o.Mode), o.ID, wanted)
+	return s.writeEvents(tx, now, o.AccountID, models.Mode(o.Mode), o.ID, wanted)
 }
 
 // paymentOutcome is what a payment's disposition means to its order.
@@ -665,7 +665,7 @@ func paymentOutcome(status string) models.PaymentEventOutcome {
 // recordRefundsCreated records the refund.created events of refunds just
 // inserted in tx, all of one order. An unmatched payment's refund (no
 // order, no account) has no event: no account's endpoint hears of it.
-func (s *Store) recordRefundsCreated(tx *gorm.DB, created []models.Refund) error {
+func (s *Store) recordRefundsCreated(tx *gorm.DB, now time.Time, created []models.Refund) error {
 	if len(created) == 0 || created[0].OrderID == "" || created[0].AccountID == "" {
 		return nil
 	}
@@ -675,14 +675,14 @@ func (s *Store) recordRefundsCreated(tx *gorm.DB, created []models.Refund) error
 		r := created[i]
 		specs[i] = eventSpec{typ: models.EventRefundCreated, key: r.ID, at: r.CreatedAt, refund: &r}
 	}
-	_, err := s.recordEvents(tx, first.AccountID, first.Mode, first.OrderID, specs...)
+	_, err := s.recordEvents(tx, now, first.AccountID, first.Mode, first.OrderID, specs...)
 	return err
 }
 
 // recordRefundMove records the event of refund r (as written in tx) having
 // moved from status from, if the move is one (models.RefundStatusEvent):
 // refund.sent, refund.failed. A refund without an order has none.
-func (s *Store) recordRefundMove(tx *gorm.DB, from models.RefundStatus, r models.Refund) error {
+func (s *Store) recordRefundMove(tx *gorm.DB, now time.Time, from models.RefundStatus, r models.Refund) error {
 	if r.OrderID == "" || r.AccountID == "" {
 		return nil
 	}
@@ -690,6 +690,6 @@ func (s *Store) recordRefundMove(tx *gorm.DB, from models.RefundStatus, r models
 	if !ok {
 		return nil
 	}
-	_, err := s.recordEvents(tx, r.AccountID, r.Mode, r.OrderID, eventSpec{typ: typ, key: key, at: at, refund: &r})
+	_, err := s.recordEvents(tx, now, r.AccountID, r.Mode, r.OrderID, eventSpec{typ: typ, key: key, at: at, refund: &r})
 	return err
 }

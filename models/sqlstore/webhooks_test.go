@@ -58,7 +58,7 @@ func newEndpoint(t *testing.T, st *sqlstore.Store, accountID string, mode models
 	t.Helper()
 	e, err := st.CreateWebhookEndpoint(context.Background(), models.WebhookEndpoint{
 		AccountID: accountID, Mode: mode, URL: "https://hooks.example.com/" + accountID, EnabledEvents: events,
-		Secret: "whsec_" + strings.Repeat("s", 32), CreatedAt: time.Now().Add(-time.Hour),
+		Secret: "whsec_" + strings.Repeat("s", 32), CreatedAt: t0.Add(-time.Hour),
 	})
 	require.NoError(t, err)
 	require.True(t, models.ValidID("we", e.ID), e.ID)
@@ -249,7 +249,7 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		seedCart(t, st, b.ID, "crt_quiet")
 		quiet, _, err := st.CreateOrder(ctx, orderRequest(b.ID, "crt_quiet", "", "h"))
 		require.NoError(t, err)
-		require.NoError(t, st.RecordTransition(ctx, quiet.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0.Add(2 * time.Minute), AmountReceived: d("12.50")}))
+		require.NoError(t, st.RecordTransition(ctx, quiet.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0.Add(2 * time.Minute), AmountReceived: d("12.50")}, time.Now()))
 		assert.Empty(t, eventsOf(t, st, quiet.ID))
 		// A live endpoint of the same account does not hear test orders,
 		// nor does a disabled one.
@@ -289,11 +289,11 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		// amount is no new fact.
 		pay := models.Payment{ID: "sandbox_p1", Mode: models.ModeTest, Asset: "USDC", Amount: d("5"), Memo: o.Number, ReceivedAt: t0.Add(90 * time.Second)}
 		for range 2 {
-			require.NoError(t, st.RecordPayment(ctx, o.ID, pay))
+			require.NoError(t, st.RecordPayment(ctx, o.ID, pay, time.Now()))
 		}
 		partial := models.Transition{Status: models.OrderCreated, PaymentStatus: models.PaymentPartial, At: t0.Add(time.Minute), AmountReceived: d("5")}
 		for range 2 {
-			require.NoError(t, st.RecordTransition(ctx, o.ID, partial))
+			require.NoError(t, st.RecordTransition(ctx, o.ID, partial, time.Now()))
 		}
 		evs = eventsOf(t, st, o.ID)
 		require.Len(t, evs, 3)
@@ -309,7 +309,7 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		// Paid, overpaid, in one write: both facts.
 		paid := models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid, At: t0.Add(3 * time.Minute), AmountReceived: d("20")}
 		for range 2 {
-			require.NoError(t, st.RecordTransition(ctx, o.ID, paid))
+			require.NoError(t, st.RecordTransition(ctx, o.ID, paid, time.Now()))
 		}
 		evs = eventsOf(t, st, o.ID)
 		require.Len(t, evs, 5)
@@ -317,7 +317,7 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		assert.Equal(t, t0.Add(3*time.Minute), evs[models.EventOrderPaid].CreatedAt, "an order event's time is the step's")
 		assert.Equal(t, "overpaid", payload(t, evs[models.EventPaymentOverpaid])["payment_status"])
 		// Not subscribed: ordered.
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, PaymentStatus: models.PaymentOverpaid, At: t0.Add(4 * time.Minute), AmountReceived: d("20")}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderOrdered, PaymentStatus: models.PaymentOverpaid, At: t0.Add(4 * time.Minute), AmountReceived: d("20")}, time.Now()))
 		assert.Len(t, eventsOf(t, st, o.ID), 5)
 
 		// Dispatched events leave the outbox.
@@ -347,9 +347,9 @@ func TestLatePaymentAndTheSweep(t *testing.T) {
 		seedCart(t, st, a.ID, "crt_late")
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_late", "", "h"))
 		require.NoError(t, err)
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0.Add(31 * time.Minute), AmountReceived: decimal.Zero}))
+		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0.Add(31 * time.Minute), AmountReceived: decimal.Zero}, t0.Add(31*time.Minute)))
 		p := models.Payment{ID: "sandbox_late", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.50"), Memo: o.Number, ReceivedAt: t0.Add(40 * time.Minute)}
-		require.NoError(t, st.SaveMatch(ctx, p, o.ID))
+		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 		for range 2 {
 			if late, err := st.MarkPaymentLate(ctx, p.ID, t0.Add(41*time.Minute)); assert.NoError(t, err) {
 				assert.True(t, late, "marked late")
@@ -362,14 +362,15 @@ func TestLatePaymentAndTheSweep(t *testing.T) {
 		assert.Equal(t, "refund_due", payload(t, late)["payment_status"])
 		assert.Equal(t, t0.Add(41*time.Minute), late.CreatedAt)
 
-		// The sweep sees events recorded before its cutoff only.
-		pending, err := st.PendingWebhookEvents(ctx, time.Now().Add(-time.Hour), 10)
+		// The sweep sees events recorded (at the writers' times) before
+		// its cutoff only.
+		pending, err := st.PendingWebhookEvents(ctx, t0.Add(31*time.Minute), 10)
 		require.NoError(t, err)
 		assert.Empty(t, pending, "younger events may be being dispatched")
-		pending, err = st.PendingWebhookEvents(ctx, time.Now().Add(time.Minute), 10)
+		pending, err = st.PendingWebhookEvents(ctx, t0.Add(42*time.Minute), 10)
 		require.NoError(t, err)
 		require.Len(t, pending, 2)
-		pending, err = st.PendingWebhookEvents(ctx, time.Now().Add(time.Minute), 1)
+		pending, err = st.PendingWebhookEvents(ctx, t0.Add(42*time.Minute), 1)
 		require.NoError(t, err)
 		require.Len(t, pending, 1)
 		require.NoError(t, st.MarkWebhookEventDispatched(ctx, pending[0].ID, time.Now()))
@@ -388,7 +389,7 @@ func TestEventsNeedARenderer(t *testing.T) {
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
 		require.NoError(t, err, "nobody subscribes: no renderer needed")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderPaid)
-		err = st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: decimal.RequireFromString("12.50")})
+		err = st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: decimal.RequireFromString("12.50")}, time.Now())
 		require.Error(t, err, "a fact a subscriber wants is not recorded without its event")
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)

@@ -1,31 +1,12 @@
 package payout
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
 )
-
-// ErrUnderfunded means the payout account cannot make this payment: it
-// lacks the funds (or the trustline) for the asset, or the XLM for the
-// fee. An operator must top it up; the caller retries later, with the
-// recorded transaction as Prior, and alerts meanwhile.
-var ErrUnderfunded = errors.New("payout: the payout account cannot fund this payment")
-
-// ErrFeeTooLow means the network's fee (surge pricing) is above the
-// configured MaxFee: the payout waits until fees drop, or an operator
-// raises MaxFee. The caller retries later, with the recorded transaction
-// as Prior, and alerts meanwhile.
-var ErrFeeTooLow = errors.New("payout: the network's fee is above the configured maximum")
-
-// ErrOutcomeUnknown means a transaction was submitted and whether it
-// applied is not known yet (Horizon timed out, the connection broke, or
-// its history trails the network). Retry with the recorded transaction as
-// Prior: the retry looks it up before building another.
-var ErrOutcomeUnknown = errors.New("payout: the transaction's outcome is not known yet")
 
 // action is what a transaction result leads to.
 type action int
@@ -34,7 +15,7 @@ const (
 	actSent        action = iota // in the ledger, successful
 	actRefused                   // refused for a reason the payer or an operator must fix
 	actRebuild                   // refused before any ledger, for good: another may be built
-	actUnderfunded               // the payout account cannot pay: ErrUnderfunded
+	actUnderfunded               // the payout account cannot pay: models.ErrPayoutUnderfunded
 	actRetry                     // refused for now: the same envelope may apply later
 )
 

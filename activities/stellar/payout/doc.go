@@ -1,5 +1,7 @@
 // Package payout sends refunds from Memocart's payout account on Stellar,
-// each exactly once, through Horizon.
+// each exactly once, through Horizon. Its Payer is the live adapter of the
+// refund activities' payer port (activities.Payer), in the domain's terms
+// (models.PayoutRequest, models.PayoutResult, models.ErrPayout*).
 //
 // A Payer builds a payment with short time bounds, has the caller record
 // its hash and signed envelope, and only then submits it. Every later

@@ -34,6 +34,10 @@ type HorizonError struct {
 	RetryAfter time.Duration
 }
 
+// RetryDelay is the server's hint, for the refund activities' payer port
+// (activities.RetryDelayer): a payout waits that long before its retry.
+func (e *HorizonError) RetryDelay() time.Duration { return e.RetryAfter }
+
 func (e *HorizonError) Error() string {
 	msg := fmt.Sprintf("payout: horizon answered %d %s", e.Status, http.StatusText(e.Status))
 	if e.Type != "" {

@@ -47,7 +47,7 @@ const (
 	DefaultSubmitTimeout = 40 * time.Second
 	// DefaultAwait is how long a submission whose answer was lost (504,
 	// a broken connection) is looked up before Pay gives up with
-	// ErrOutcomeUnknown.
+	// models.ErrPayoutOutcomeUnknown.
 	DefaultAwait = 30 * time.Second
 )
 
@@ -292,7 +292,7 @@ type signedTx struct {
 //     takes a hash once), unless it is from an earlier payout key.
 //     Otherwise another is built, from the current account, only once it
 //     provably never applies (see fate, which reads the transaction's own
-//     source account); until then Pay returns ErrOutcomeUnknown.
+//     source account); until then Pay returns models.ErrPayoutOutcomeUnknown.
 //   - A new transaction is signed with short time bounds, bidding the fee
 //     Horizon's statistics suggest (within BaseFee and MaxFee), and passed
 //     to record; only if record succeeds is it submitted.
@@ -301,32 +301,34 @@ type signedTx struct {
 //     by the payout account, at a higher bid up to MaxFee: the same
 //     signed transaction, whose hash and sequence number stay the ones
 //     recorded, so it still applies at most once. When MaxFee is not
-//     enough, Pay returns ErrFeeTooLow.
+//     enough, Pay returns models.ErrPayoutFeeTooLow.
 //   - A lost answer (504, a broken connection) is resolved by looking
 //     the hash up for a while; if it is still unknown, Pay returns
-//     ErrOutcomeUnknown and the next call, with Prior, carries on.
+//     models.ErrPayoutOutcomeUnknown and the next call, with Prior,
+//     carries on.
 //
-// Pay returns Sent, or Refused with the code and a reason for the payer.
-// Errors: ErrUnderfunded (an operator must top the account up),
-// ErrFeeTooLow (the network's fee is above MaxFee; retry later), models
-// errors for an invalid request, the record function's error (nothing was
-// submitted), and retryable ones: ErrOutcomeUnknown, *HorizonError (429
+// Pay returns models.PayoutSent, or models.PayoutRefused with the code
+// and a reason for the payer. Errors: models.ErrPayoutUnderfunded (an
+// operator must top the account up), models.ErrPayoutFeeTooLow (the
+// network's fee is above MaxFee; retry later), models errors for an
+// invalid request, the record function's error (nothing was submitted),
+// and retryable ones: models.ErrPayoutOutcomeUnknown, *HorizonError (429
 // with RetryAfter, 5xx) and transport failures.
 //
 // Pays from one account are serialised, since the account has one
 // sequence number: those of one Payer by the Payer, those of every Payer
 // (and process) paying from it by Config.Lock.
-func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result, error) {
-	if err := req.Validate(); err != nil {
-		return Result{}, err
+func (p *Payer) Pay(ctx context.Context, req models.PayoutRequest, record RecordFunc) (models.PayoutResult, error) {
+	if err := Validate(req); err != nil {
+		return models.PayoutResult{}, err
 	}
 	op, m, err := p.operation(req)
 	if err != nil {
-		return Result{}, err
+		return models.PayoutResult{}, err
 	}
 	unlock, err := p.lockAccount(ctx)
 	if err != nil {
-		return Result{}, err
+		return models.PayoutResult{}, err
 	}
 	defer unlock()
 	log := p.log.With("refund_id", req.RefundID)
@@ -334,7 +336,7 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 	var tx signedTx
 	if req.Prior.Hash != "" || req.Prior.Envelope != "" {
 		if tx, err = p.parsePrior(req.Prior); err != nil {
-			return Result{}, err
+			return models.PayoutResult{}, err
 		}
 	}
 	refused := false
@@ -346,17 +348,17 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 			}
 		}
 		if builds == maxBuilds {
-			return Result{}, fmt.Errorf("payout: %d transactions in a row were refused for their sequence number or time bounds; retry later", maxBuilds)
+			return models.PayoutResult{}, fmt.Errorf("payout: %d transactions in a row were refused for their sequence number or time bounds; retry later", maxBuilds)
 		}
 		if tx, err = p.build(ctx, op, m); err != nil {
-			return Result{}, err
+			return models.PayoutResult{}, err
 		}
 		if err := record(ctx, tx.hash, tx.envelope); err != nil {
-			return Result{}, fmt.Errorf("payout: recording transaction %s before submitting it: %w", tx.hash, err)
+			return models.PayoutResult{}, fmt.Errorf("payout: recording transaction %s before submitting it: %w", tx.hash, err)
 		}
 		o, err := p.send(ctx, tx, log)
 		if err != nil {
-			return Result{}, err
+			return models.PayoutResult{}, err
 		}
 		if o.act != actRebuild {
 			return p.conclude(req, o, log)
@@ -371,28 +373,28 @@ func (p *Payer) Pay(ctx context.Context, req Request, record RecordFunc) (Result
 // settle settles a recorded transaction; refused says it was just
 // submitted and refused for good. done is false when a new transaction
 // must be built.
-func (p *Payer) settle(ctx context.Context, req Request, tx signedTx, refused bool, log *slog.Logger) (res Result, done bool, err error) {
+func (p *Payer) settle(ctx context.Context, req models.PayoutRequest, tx signedTx, refused bool, log *slog.Logger) (res models.PayoutResult, done bool, err error) {
 	found, o, err := p.lookup(ctx, tx.hash)
 	switch {
 	case err != nil:
-		return Result{}, true, err
+		return models.PayoutResult{}, true, err
 	case found && o.act == actUnderfunded:
 		// Failed in a ledger, so final; the account may have been topped
 		// up since.
 		log.Info("recorded payout transaction failed for lack of funds, building another", "hash", tx.hash, "code", o.code)
-		return Result{}, false, nil
+		return models.PayoutResult{}, false, nil
 	case found:
 		res, err := p.conclude(req, o, log)
 		return res, true, err
 	case tx.envelope == "":
-		return Result{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", tx.hash)
+		return models.PayoutResult{}, true, fmt.Errorf("payout: transaction %s is not in Horizon's history and no envelope was recorded to submit again; an operator must settle it", tx.hash)
 	}
 	// One from an earlier payout key (before a rotation) is only looked
 	// up, never submitted again: that account is no longer the one paying.
 	if !refused && tx.source == p.source && (tx.maxTime == 0 || !p.now().After(time.Unix(tx.maxTime, 0).Add(p.margin))) {
 		o, err = p.send(ctx, tx, log)
 		if err != nil {
-			return Result{}, true, err
+			return models.PayoutResult{}, true, err
 		}
 		if o.act != actRebuild {
 			res, err = p.conclude(req, o, log)
@@ -402,19 +404,19 @@ func (p *Payer) settle(ctx context.Context, req Request, tx signedTx, refused bo
 	f, o, err := p.fate(ctx, tx)
 	switch {
 	case err != nil:
-		return Result{}, true, err
+		return models.PayoutResult{}, true, err
 	case f == fateNever:
 		log.Info("recorded payout transaction never applied and never will, building another", "hash", tx.hash)
-		return Result{}, false, nil
+		return models.PayoutResult{}, false, nil
 	case f == fateApplied && o.act == actUnderfunded:
 		log.Info("recorded payout transaction failed for lack of funds, building another", "hash", tx.hash, "code", o.code)
-		return Result{}, false, nil
+		return models.PayoutResult{}, false, nil
 	case f == fateApplied:
 		res, err = p.conclude(req, o, log)
 		return res, true, err
 	}
-	return Result{}, true, fmt.Errorf("%w: transaction %s is not in Horizon's history, and not yet provably never to apply; retry later",
-		ErrOutcomeUnknown, tx.hash)
+	return models.PayoutResult{}, true, fmt.Errorf("%w: transaction %s is not in Horizon's history, and not yet provably never to apply; retry later",
+		models.ErrPayoutOutcomeUnknown, tx.hash)
 }
 
 // fates of a recorded transaction.
@@ -481,7 +483,7 @@ func (p *Payer) fate(ctx context.Context, tx signedTx) (int, outcome, error) {
 // recorded hash's. Its source may be an earlier payout account (the key
 // was rotated since): settle then only looks it up, in that account's
 // history.
-func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
+func (p *Payer) parsePrior(prior models.PayoutPrior) (signedTx, error) {
 	if prior.Envelope == "" {
 		return signedTx{hash: strings.ToLower(prior.Hash)}, nil
 	}
@@ -506,7 +508,7 @@ func (p *Payer) parsePrior(prior Prior) (signedTx, error) {
 }
 
 // operation is req's payment.
-func (p *Payer) operation(req Request) (*txnbuild.Payment, txnbuild.Memo, error) {
+func (p *Payer) operation(req models.PayoutRequest) (*txnbuild.Payment, txnbuild.Memo, error) {
 	m, err := memo(req.Destination)
 	if err != nil {
 		return nil, nil, err
@@ -523,7 +525,7 @@ func (p *Payer) operation(req Request) (*txnbuild.Payment, txnbuild.Memo, error)
 func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo) (signedTx, error) {
 	acc, err := p.account(ctx, p.source)
 	if errors.Is(err, errNotFound) {
-		return signedTx{}, fmt.Errorf("payout: the payout account does not exist on the network; fund it: %w", ErrUnderfunded)
+		return signedTx{}, fmt.Errorf("payout: the payout account does not exist on the network; fund it: %w", models.ErrPayoutUnderfunded)
 	}
 	if err != nil {
 		return signedTx{}, err
@@ -606,7 +608,7 @@ func (p *Payer) bump(ctx context.Context, tx signedTx, log *slog.Logger) (outcom
 			return o, err
 		}
 	}
-	return outcome{}, fmt.Errorf("%w: transaction %s, bumped to %d stroops per operation, is refused for its fee", ErrFeeTooLow, tx.hash, bid)
+	return outcome{}, fmt.Errorf("%w: transaction %s, bumped to %d stroops per operation, is refused for its fee", models.ErrPayoutFeeTooLow, tx.hash, bid)
 }
 
 // bumpAt submits inner, transaction tx, in a fee bump bidding rate per
@@ -700,7 +702,7 @@ func (p *Payer) submit(ctx context.Context, envelope, hash, outer string, log *s
 }
 
 // awaitLedger looks hash up, with a short backoff, until it is found, ctx
-// ends or the await time has passed; then it is ErrOutcomeUnknown.
+// ends or the await time has passed; then it is models.ErrPayoutOutcomeUnknown.
 func (p *Payer) awaitLedger(ctx context.Context, hash string, cause error, log *slog.Logger) (outcome, error) {
 	log.Warn("payout submission answer lost, looking the transaction up", "hash", hash, "error", cause)
 	ctx, cancel := context.WithTimeout(ctx, p.await)
@@ -716,7 +718,7 @@ func (p *Payer) awaitLedger(ctx context.Context, hash string, cause error, log *
 		case <-ctx.Done():
 			t.Stop()
 			return outcome{}, fmt.Errorf("%w: transaction %s was submitted (%v) and is not in Horizon's history yet; retry with it as Prior",
-				ErrOutcomeUnknown, hash, cause)
+				models.ErrPayoutOutcomeUnknown, hash, cause)
 		case <-t.C:
 		}
 		wait = min(wait*2, 2*time.Second)
@@ -754,20 +756,20 @@ func txOutcome(b txBody) (outcome, error) {
 }
 
 // conclude turns an outcome into Pay's answer.
-func (p *Payer) conclude(req Request, o outcome, log *slog.Logger) (Result, error) {
+func (p *Payer) conclude(req models.PayoutRequest, o outcome, log *slog.Logger) (models.PayoutResult, error) {
 	switch o.act {
 	case actSent:
 		log.Debug("payout sent", "hash", o.hash)
-		return Result{Outcome: Sent, Hash: o.hash}, nil
+		return models.PayoutResult{Outcome: models.PayoutSent, Hash: o.hash}, nil
 	case actRefused:
 		log.Debug("payout refused", "hash", o.hash, "code", o.code)
-		return Result{Outcome: Refused, Hash: o.hash, Code: o.code, Reason: reason(o, req.Asset)}, nil
+		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: o.hash, Code: o.code, Reason: reason(o, req.Asset)}, nil
 	case actUnderfunded:
-		return Result{}, fmt.Errorf("payout: transaction %s: %s: %w", o.hash, o.code, ErrUnderfunded)
+		return models.PayoutResult{}, fmt.Errorf("payout: transaction %s: %s: %w", o.hash, o.code, models.ErrPayoutUnderfunded)
 	case actRetry:
-		return Result{}, fmt.Errorf("payout: transaction %s was refused for now (%s); retry later", o.hash, o.code)
+		return models.PayoutResult{}, fmt.Errorf("payout: transaction %s was refused for now (%s); retry later", o.hash, o.code)
 	}
-	return Result{}, fmt.Errorf("payout: transaction %s was refused (%s); retry later", o.hash, o.code)
+	return models.PayoutResult{}, fmt.Errorf("payout: transaction %s was refused (%s); retry later", o.hash, o.code)
 }
 
 // lockAccount waits, within ctx, for this Payer's turn, then for the

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
@@ -144,14 +145,14 @@ func fileSigner(t *testing.T, kp *keypair.Full) *payout.FileSigner {
 // runs hook (with the call's number, from 1) and answers fail.
 type recorder struct {
 	mu    sync.Mutex
-	calls []payout.Prior
+	calls []models.PayoutPrior
 	hook  func(n int)
 	fail  error
 }
 
 func (r *recorder) record(_ context.Context, hash, envelope string) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, payout.Prior{Hash: hash, Envelope: envelope})
+	r.calls = append(r.calls, models.PayoutPrior{Hash: hash, Envelope: envelope})
 	n, hook := len(r.calls), r.hook
 	r.mu.Unlock()
 	if hook != nil {
@@ -166,19 +167,19 @@ func (r *recorder) count() int {
 	return len(r.calls)
 }
 
-func (r *recorder) last() payout.Prior {
+func (r *recorder) last() models.PayoutPrior {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.calls) == 0 {
-		return payout.Prior{}
+		return models.PayoutPrior{}
 	}
 	return r.calls[len(r.calls)-1]
 }
 
-func (r *recorder) all() []payout.Prior {
+func (r *recorder) all() []models.PayoutPrior {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]payout.Prior(nil), r.calls...)
+	return append([]models.PayoutPrior(nil), r.calls...)
 }
 
 // paidTo returns the successful payments in the ledger to account (its G
@@ -194,8 +195,8 @@ func paidTo(s *horizontest.Server, account string) []horizontest.Payment {
 }
 
 // refund is a payout request to address without a memo.
-func refund(id, address, asset, amount string) payout.Request {
-	return payout.Request{
+func refund(id, address, asset, amount string) models.PayoutRequest {
+	return models.PayoutRequest{
 		RefundID:    id,
 		Destination: models.RefundDestination{Address: address},
 		Asset:       asset,
@@ -274,7 +275,7 @@ func TestPay(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, rec.count(), "recorded once")
 			recorded := rec.last()
-			assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: recorded.Hash}, res)
+			assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: recorded.Hash}, res)
 			assert.Equal(t, 1, h.s.Submissions())
 
 			paid := paidTo(h.s, dest)
@@ -319,7 +320,7 @@ func TestPayResolvesA504AfterApplying(t *testing.T) {
 
 	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "USDC", "25"), rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Len(t, paidTo(h.s, dest), 1)
 	assert.Equal(t, 1, h.s.Submissions(), "found by its hash, not submitted again")
 	assert.Equal(t, "25.0000000", mustAccount(t, h.s, dest).USDC, "the money moved once")
@@ -343,7 +344,7 @@ func TestPayResolvesALostConnection(t *testing.T) {
 
 	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Len(t, paidTo(h.s, dest), 1)
 	assert.Equal(t, 1, h.s.Submissions())
 	assert.Contains(t, h.logs.String(), "answer lost")
@@ -359,7 +360,7 @@ func TestPayUnknownOutcomeIsSettledByTheNextAttempt(t *testing.T) {
 	req := refund("rfd_1", dest, "XLM", "2")
 
 	_, err := h.p.Pay(t.Context(), req, rec.record)
-	require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown)
 	assert.Equal(t, 1, rec.count())
 	require.Eventually(t, func() bool { return len(paidTo(h.s, dest)) == 1 }, 3*time.Second, 20*time.Millisecond,
 		"the held submission applies")
@@ -367,7 +368,7 @@ func TestPayUnknownOutcomeIsSettledByTheNextAttempt(t *testing.T) {
 	req.Prior = rec.last()
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: req.Prior.Hash}, res)
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Len(t, paidTo(h.s, dest), 1)
 }
@@ -382,7 +383,7 @@ func TestPayPriorAlreadyApplied(t *testing.T) {
 
 	// The process died after submitting, before the outcome was saved:
 	// the retry comes back with what was recorded.
-	for _, prior := range []payout.Prior{first.last(), {Hash: first.last().Hash}} {
+	for _, prior := range []models.PayoutPrior{first.last(), {Hash: first.last().Hash}} {
 		again := &recorder{}
 		req.Prior = prior
 		res2, err := h.p.Pay(t.Context(), req, again.record)
@@ -413,6 +414,9 @@ func TestPayPriorNotAppliedIsSubmittedAgain(t *testing.T) {
 			assert.Equal(t, status, herr.Status)
 			if status != http.StatusInternalServerError {
 				assert.Equal(t, 7*time.Second, herr.RetryAfter, "Retry-After is passed on")
+				var delay activities.RetryDelayer
+				require.ErrorAs(t, err, &delay, "the port's retry hint")
+				assert.Equal(t, 7*time.Second, delay.RetryDelay())
 			}
 			assert.Equal(t, models.CodeInternal, models.CodeOf(err), "a plain, retryable error")
 			assert.Empty(t, paidTo(h.s, dest))
@@ -420,7 +424,7 @@ func TestPayPriorNotAppliedIsSubmittedAgain(t *testing.T) {
 			req.Prior = rec.last()
 			res, err := h.p.Pay(t.Context(), req, rec.record)
 			require.NoError(t, err)
-			assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res, "the same transaction")
+			assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: req.Prior.Hash}, res, "the same transaction")
 			assert.Equal(t, 1, rec.count(), "nothing new built")
 			assert.Len(t, paidTo(h.s, dest), 1)
 		})
@@ -430,7 +434,7 @@ func TestPayPriorNotAppliedIsSubmittedAgain(t *testing.T) {
 // priorNeverSubmitted records a transaction whose submission fails before
 // Horizon takes it, as if the process died between recording and
 // submitting.
-func priorNeverSubmitted(t *testing.T, h *harness, req payout.Request) (*recorder, payout.Prior) {
+func priorNeverSubmitted(t *testing.T, h *harness, req models.PayoutRequest) (*recorder, models.PayoutPrior) {
 	t.Helper()
 	rec := &recorder{hook: func(n int) {
 		if n == 1 {
@@ -455,7 +459,7 @@ func TestPayPriorExpiredIsRebuilt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, rec.count(), "a new transaction was recorded")
 	assert.NotEqual(t, prior.Hash, res.Hash)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Equal(t, 1, h.s.Submissions(), "the expired one was not submitted")
 	assert.Len(t, paidTo(h.s, dest), 1)
 
@@ -479,7 +483,7 @@ func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
 	h.s.SetInstances(1000)
 	req.Prior = prior
 	_, err := h.p.Pay(t.Context(), req, rec.record)
-	require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+	require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown)
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Empty(t, paidTo(h.s, dest))
 
@@ -487,7 +491,7 @@ func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
 	assert.Equal(t, 2, rec.count())
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Len(t, paidTo(h.s, dest), 1)
 }
 
@@ -513,21 +517,21 @@ func TestPayPriorAppliedIsFoundBehindALoadBalancer(t *testing.T) {
 			}}
 			req := refund("rfd_1", dest, "XLM", "2")
 			_, err := h.p.Pay(t.Context(), req, rec.record)
-			require.ErrorIs(t, err, payout.ErrOutcomeUnknown)
+			require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown)
 			require.Len(t, paidTo(h.s, dest), 1, "applied")
 
 			h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 			h.s.SetInstances(lags...)
 			req.Prior = rec.last()
-			var res payout.Result
+			var res models.PayoutResult
 			for range 5 {
 				res, err = h.p.Pay(t.Context(), req, rec.record)
-				if !errors.Is(err, payout.ErrOutcomeUnknown) {
+				if !errors.Is(err, models.ErrPayoutOutcomeUnknown) {
 					break
 				}
 			}
 			require.NoError(t, err)
-			assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res)
+			assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: req.Prior.Hash}, res)
 			assert.Equal(t, 1, rec.count(), "nothing new built")
 			assert.Len(t, paidTo(h.s, dest), 1, "paid once")
 		})
@@ -549,7 +553,7 @@ func TestPayRebuildsAfterBadSequence(t *testing.T) {
 	calls := rec.all()
 	require.Len(t, calls, 2, "rebuilt and recorded again")
 	assert.NotEqual(t, calls[0].Hash, calls[1].Hash)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: calls[1].Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: calls[1].Hash}, res)
 	assert.Equal(t, 2, h.s.Submissions())
 	paid := paidTo(h.s, dest)
 	require.Len(t, paid, 1)
@@ -600,7 +604,7 @@ func TestPayRefused(t *testing.T) {
 
 			res, err := h.p.Pay(t.Context(), req, rec.record)
 			require.NoError(t, err)
-			assert.Equal(t, payout.Refused, res.Outcome)
+			assert.Equal(t, models.PayoutRefused, res.Outcome)
 			assert.Equal(t, tc.code, res.Code)
 			assert.Equal(t, rec.last().Hash, res.Hash)
 			for _, f := range tc.reason {
@@ -633,7 +637,7 @@ func TestPayUnderfunded(t *testing.T) {
 		req := refund("rfd_1", dest, "USDC", "5")
 
 		_, err := h.p.Pay(t.Context(), req, rec.record)
-		require.ErrorIs(t, err, payout.ErrUnderfunded)
+		require.ErrorIs(t, err, models.ErrPayoutUnderfunded)
 		assert.Contains(t, err.Error(), "op_underfunded")
 		assert.Equal(t, models.CodeInternal, models.CodeOf(err), "not a models error: the caller retries")
 		assert.Empty(t, paidTo(h.s, dest))
@@ -641,14 +645,14 @@ func TestPayUnderfunded(t *testing.T) {
 		// Still underfunded: the same again, with the failed one as Prior.
 		req.Prior = rec.last()
 		_, err = h.p.Pay(t.Context(), req, rec.record)
-		require.ErrorIs(t, err, payout.ErrUnderfunded)
+		require.ErrorIs(t, err, models.ErrPayoutUnderfunded)
 
 		require.NoError(t, h.s.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "1000", USDC: "100"}))
 		req.Prior = rec.last()
 		res, err := h.p.Pay(t.Context(), req, rec.record)
 		require.NoError(t, err)
 		assert.Equal(t, 3, rec.count(), "each failed transaction was final; a new one each time")
-		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 		assert.Len(t, paidTo(h.s, dest), 1)
 	})
 	t.Run("no XLM for the fee: the same envelope applies once topped up", func(t *testing.T) {
@@ -659,14 +663,14 @@ func TestPayUnderfunded(t *testing.T) {
 		req := refund("rfd_1", dest, "XLM", "0.5")
 
 		_, err := h.p.Pay(t.Context(), req, rec.record)
-		require.ErrorIs(t, err, payout.ErrUnderfunded)
+		require.ErrorIs(t, err, models.ErrPayoutUnderfunded)
 		assert.Contains(t, err.Error(), "tx_insufficient_balance")
 
 		require.NoError(t, h.s.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "10", TrustUSDC: true}))
 		req.Prior = rec.last()
 		res, err := h.p.Pay(t.Context(), req, rec.record)
 		require.NoError(t, err)
-		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res, "never in a ledger, still valid: sent again")
+		assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: req.Prior.Hash}, res, "never in a ledger, still valid: sent again")
 		assert.Equal(t, 1, rec.count())
 		assert.Len(t, paidTo(h.s, dest), 1)
 	})
@@ -679,7 +683,7 @@ func TestPayUnderfunded(t *testing.T) {
 		require.NoError(t, err)
 		rec := &recorder{}
 		_, err = p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "1"), rec.record)
-		require.ErrorIs(t, err, payout.ErrUnderfunded)
+		require.ErrorIs(t, err, models.ErrPayoutUnderfunded)
 		assert.Zero(t, rec.count())
 	})
 }
@@ -718,18 +722,18 @@ func TestPayRefusesInvalidRequests(t *testing.T) {
 	h := newHarness(t, nil)
 	cases := []struct {
 		name string
-		edit func(*payout.Request)
+		edit func(*models.PayoutRequest)
 		code models.Code
 	}{
-		{"to_sender unresolved", func(r *payout.Request) { r.Destination = models.RefundDestination{ToSender: true} }, models.CodeInvalidRequest},
-		{"bad address", func(r *payout.Request) { r.Destination.Address = "GABC" }, models.CodeInvalidRefundDestination},
-		{"memo too long", func(r *payout.Request) {
+		{"to_sender unresolved", func(r *models.PayoutRequest) { r.Destination = models.RefundDestination{ToSender: true} }, models.CodeInvalidRequest},
+		{"bad address", func(r *models.PayoutRequest) { r.Destination.Address = "GABC" }, models.CodeInvalidRefundDestination},
+		{"memo too long", func(r *models.PayoutRequest) {
 			r.Destination.MemoType, r.Destination.Memo = "text", strings.Repeat("x", 29)
 		}, models.CodeInvalidRefundDestination},
-		{"other asset", func(r *payout.Request) { r.Asset = "BTC" }, models.CodeInvalidRequest},
-		{"8 decimals", func(r *payout.Request) { r.Amount = decimal.RequireFromString("1.00000001") }, models.CodeInvalidRequest},
-		{"zero", func(r *payout.Request) { r.Amount = decimal.Zero }, models.CodeInvalidRequest},
-		{"beyond int64 stroops", func(r *payout.Request) { r.Amount = decimal.RequireFromString("922337203686") }, models.CodeInvalidRequest},
+		{"other asset", func(r *models.PayoutRequest) { r.Asset = "BTC" }, models.CodeInvalidRequest},
+		{"8 decimals", func(r *models.PayoutRequest) { r.Amount = decimal.RequireFromString("1.00000001") }, models.CodeInvalidRequest},
+		{"zero", func(r *models.PayoutRequest) { r.Amount = decimal.Zero }, models.CodeInvalidRequest},
+		{"beyond int64 stroops", func(r *models.PayoutRequest) { r.Amount = decimal.RequireFromString("922337203686") }, models.CodeInvalidRequest},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -755,7 +759,7 @@ func TestPayConcurrentRefundsAreSerialised(t *testing.T) {
 		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5", TrustUSDC: true})
 	}
 	h := newHarness(t, nil, accounts...)
-	results := make([]payout.Result, n)
+	results := make([]models.PayoutResult, n)
 	errs := make([]error, n)
 	recs := make([]*recorder, n)
 	var wg sync.WaitGroup
@@ -771,7 +775,7 @@ func TestPayConcurrentRefundsAreSerialised(t *testing.T) {
 	hashes := map[string]bool{}
 	for i := range n {
 		require.NoError(t, errs[i], "refund %d", i)
-		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: recs[i].last().Hash}, results[i])
+		assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: recs[i].last().Hash}, results[i])
 		assert.Len(t, paidTo(h.s, dests[i]), 1, "refund %d paid once", i)
 		hashes[results[i].Hash] = true
 	}
@@ -856,7 +860,7 @@ func TestPayTwoWorkersShareTheAccount(t *testing.T) {
 	// the workers' payouts overlap.
 	h.s.DelaySubmissions(n, 20*time.Millisecond)
 	records := &refundRecords{recorded: map[string]string{}}
-	results := make([]payout.Result, n)
+	results := make([]models.PayoutResult, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -869,7 +873,7 @@ func TestPayTwoWorkersShareTheAccount(t *testing.T) {
 
 	for i := range n {
 		require.NoError(t, errs[i], "refund %d", i)
-		assert.Equal(t, payout.Sent, results[i].Outcome)
+		assert.Equal(t, models.PayoutSent, results[i].Outcome)
 		assert.Len(t, paidTo(h.s, dests[i]), 1, "refund %d paid once", i)
 	}
 	assert.Equal(t, n, records.records, "one transaction built and recorded each")
@@ -1019,7 +1023,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		require.Len(t, paidTo(h.s, dest), 1)
 
 		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
-		for _, prior := range []payout.Prior{first.last(), {Hash: first.last().Hash}} {
+		for _, prior := range []models.PayoutPrior{first.last(), {Hash: first.last().Hash}} {
 			rec := &recorder{}
 			r := req
 			r.Prior = prior
@@ -1043,7 +1047,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		r.Prior = first.last()
 		rec := &recorder{}
 		_, err = h.p.Pay(t.Context(), r, rec.record)
-		require.ErrorIs(t, err, payout.ErrOutcomeUnknown, "still within its time bounds: it may yet apply")
+		require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown, "still within its time bounds: it may yet apply")
 		assert.Zero(t, rec.count(), "nothing new built")
 		assert.Zero(t, h.s.Submissions(), "the old account's envelope is not submitted by the new key's payer")
 
@@ -1051,7 +1055,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		res, err := h.p.Pay(t.Context(), r, rec.record)
 		require.NoError(t, err)
 		require.Equal(t, 1, rec.count())
-		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 		assert.Equal(t, 1, h.s.Submissions())
 		paid := paidTo(h.s, dest)
 		require.Len(t, paid, 1, "paid once")
@@ -1075,7 +1079,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		rec := &recorder{}
 		res, err := h.p.Pay(t.Context(), r, rec.record)
 		require.NoError(t, err)
-		assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+		assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 		assert.Equal(t, 1, h.s.Submissions())
 		assert.Len(t, paidTo(h.s, dest), 1, "paid once")
 	})
@@ -1092,7 +1096,7 @@ func envelopeFee(t *testing.T, envelope string) int64 {
 
 // TestPayBidsFromTheFeeStatistics: under surge pricing a new transaction
 // bids Horizon's fee statistics, within MaxFee; above MaxFee the payout
-// waits (ErrFeeTooLow) with the same transaction, which applies once the
+// waits (models.ErrPayoutFeeTooLow) with the same transaction, which applies once the
 // fee drops.
 func TestPayBidsFromTheFeeStatistics(t *testing.T) {
 	dest := key("destination").Address()
@@ -1101,7 +1105,7 @@ func TestPayBidsFromTheFeeStatistics(t *testing.T) {
 	rec := &recorder{}
 	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Equal(t, int64(300), envelopeFee(t, rec.last().Envelope), "the statistics' bid")
 	assert.Equal(t, 1, h.s.Submissions())
 
@@ -1109,7 +1113,7 @@ func TestPayBidsFromTheFeeStatistics(t *testing.T) {
 	rec = &recorder{}
 	req := refund("rfd_2", dest, "XLM", "3")
 	_, err = h.p.Pay(t.Context(), req, rec.record)
-	require.ErrorIs(t, err, payout.ErrFeeTooLow)
+	require.ErrorIs(t, err, models.ErrPayoutFeeTooLow)
 	assert.Equal(t, models.CodeInternal, models.CodeOf(err), "retryable")
 	require.Equal(t, 1, rec.count())
 	assert.Equal(t, int64(1000), envelopeFee(t, rec.last().Envelope), "MaxFee")
@@ -1119,7 +1123,7 @@ func TestPayBidsFromTheFeeStatistics(t *testing.T) {
 	req.Prior = rec.last()
 	res, err = h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: req.Prior.Hash}, res, "the same transaction")
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: req.Prior.Hash}, res, "the same transaction")
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Len(t, paidTo(h.s, dest), 2)
 }
@@ -1134,7 +1138,7 @@ func TestPayBumpsATransactionRefusedForItsFee(t *testing.T) {
 	rec := &recorder{hook: func(int) { h.s.SetBaseFee(400) }}
 	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res, "under the recorded hash")
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res, "under the recorded hash")
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Equal(t, int64(100), envelopeFee(t, rec.last().Envelope))
 	assert.Equal(t, 2, h.s.Submissions(), "the transaction, then its fee bump")
@@ -1184,7 +1188,7 @@ func TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory(t *testing.T) {
 	req.Prior = prior
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: prior.Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: prior.Hash}, res)
 	assert.Equal(t, 1, rec.count(), "nothing new built")
 	assert.Len(t, paidTo(h.s, dest), 1, "paid once")
 }
@@ -1201,7 +1205,7 @@ func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
 	}}
 	res, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
 	require.NoError(t, err)
-	assert.Equal(t, payout.Result{Outcome: payout.Sent, Hash: rec.last().Hash}, res)
+	assert.Equal(t, models.PayoutResult{Outcome: models.PayoutSent, Hash: rec.last().Hash}, res)
 	assert.Equal(t, 1, rec.count())
 	assert.Equal(t, 3, h.s.Submissions(), "the transaction, a bump at the statistics' rate, one at MaxFee")
 	assert.Len(t, paidTo(h.s, dest), 1)
@@ -1209,6 +1213,6 @@ func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
 	h.s.SetBaseFee(2500)
 	rec = &recorder{}
 	_, err = h.p.Pay(t.Context(), refund("rfd_2", dest, "XLM", "2"), rec.record)
-	require.ErrorIs(t, err, payout.ErrFeeTooLow)
+	require.ErrorIs(t, err, models.ErrPayoutFeeTooLow)
 	assert.Len(t, paidTo(h.s, dest), 1)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
@@ -79,7 +80,7 @@ func runWorker() int {
 		id := "rfd_" + strconv.Itoa(jobs.First+i)
 		wg.Go(func() {
 			res, err := p.Pay(ctx, refund(id, d, "XLM", "1"), records.recordFor(id, ""))
-			if err != nil || res.Outcome != payout.Sent {
+			if err != nil || res.Outcome != models.PayoutSent {
 				mu.Lock()
 				failed++
 				mu.Unlock()

@@ -32,7 +32,7 @@ func TestReconcileCommand(t *testing.T) {
 	require.NoError(t, err)
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "p-stray", Mode: models.ModeLive, Asset: "USDC",
-		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: at}, ""))
+		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: at}, "", time.Now()))
 	require.NoError(t, st.Close())
 
 	out := c.ok("reconcile")
@@ -120,7 +120,7 @@ func TestBooksMetrics(t *testing.T) {
 	require.NoError(t, err)
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "p1", Mode: models.ModeLive, Asset: "USDC",
-		Amount: decimal.RequireFromString("2"), Memo: "nobody", ReceivedAt: at}, ""))
+		Amount: decimal.RequireFromString("2"), Memo: "nobody", ReceivedAt: at}, "", time.Now()))
 	one, two := &countedBooks{Store: st}, &countedBooks{Store: st}
 	regOne, regTwo := prometheus.NewRegistry(), prometheus.NewRegistry()
 	mOne, mTwo := newBooksMetrics(regOne), newBooksMetrics(regTwo)
@@ -182,7 +182,7 @@ func TestReconcileCommandReadsTheChain(t *testing.T) {
 	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(dir, "memocart.db"), nil)
 	require.NoError(t, err)
 	require.NoError(t, st.SaveMatch(t.Context(), models.Payment{ID: "stellar:testnet:" + tok, Mode: models.ModeLive, Asset: "USDC",
-		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: time.Now().UTC()}, ""))
+		Amount: decimal.RequireFromString("3.5"), Memo: "nobody", ReceivedAt: time.Now().UTC()}, "", time.Now()))
 	require.NoError(t, st.Close())
 
 	out := c.ok("reconcile")

@@ -87,10 +87,10 @@ func DialTemporal(ctx context.Context, e Env, hostPort string) (client.Client, e
 // frontend; tests shorten it.
 var dialRetryFor = 60 * time.Second
 
-// newActivities wires the workflow's side effects: the store and one
-// fulfiller per mode, the sandbox for test mode and Zinc for live mode when
-// it is configured (without it the API refuses live orders).
-func newActivities(e Env, st *sqlstore.Store) (*activities.Activities, error) {
+// newFulfillers is one fulfiller per mode: the sandbox for test mode, and
+// Zinc for live mode when it is configured (without it the API refuses
+// live orders).
+func newFulfillers(e Env) (map[models.Mode]activities.Fulfiller, error) {
 	fulfillers := map[models.Mode]activities.Fulfiller{models.ModeTest: sandbox.NewFulfiller(e.Cfg.SandboxStepDelay)}
 	f, err := liveFulfiller(e.Cfg, e.Live, e.Log)
 	if err != nil {
@@ -99,11 +99,7 @@ func newActivities(e Env, st *sqlstore.Store) (*activities.Activities, error) {
 	if f != nil {
 		fulfillers[models.ModeLive] = f
 	}
-	return &activities.Activities{
-		Store: st, Refunds: st, Fulfillers: fulfillers,
-		Webhooks: st,
-		Sender:   webhookSender(e.Cfg),
-	}, nil
+	return fulfillers, nil
 }
 
 // webhookSender posts deliveries under each mode's address policy.
@@ -118,13 +114,13 @@ func webhookSender(cfg Config) *webhooks.Sender {
 // destination), and alerts where operators look. It answers the payout
 // account too: the seed's, which MEMOCART_STELLAR_PAYOUT_ACCOUNT must
 // match if set (the API refuses that one), or else that setting.
-func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.RefundPayouts, string, error) {
+func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (activities.RefundPayouts, string, error) {
 	payers := map[models.Mode]activities.Payer{models.ModeTest: sandbox.NewPayer()}
 	payoutAccount := e.Cfg.StellarPayoutAccount
 	if f := e.Cfg.StellarPayoutSecretFile; f != "" {
 		signer, err := payout.NewFileSigner(f)
 		if err != nil {
-			return nil, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
+			return activities.RefundPayouts{}, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_SECRET_FILE: %w", err)
 		}
 		p, err := payout.NewPayer(payout.Config{
 			HorizonURL: e.Cfg.StellarHorizonURL, HTTPClient: &http.Client{},
@@ -135,10 +131,10 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 			Lock: payoutLock{st},
 		})
 		if err != nil {
-			return nil, "", fmt.Errorf("configuring the Stellar payout: %w", err)
+			return activities.RefundPayouts{}, "", fmt.Errorf("configuring the Stellar payout: %w", err)
 		}
 		if payoutAccount != "" && payoutAccount != p.Address() {
-			return nil, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_ACCOUNT is %s, but the seed of MEMOCART_STELLAR_PAYOUT_SECRET_FILE is of %s", payoutAccount, p.Address())
+			return activities.RefundPayouts{}, "", fmt.Errorf("MEMOCART_STELLAR_PAYOUT_ACCOUNT is %s, but the seed of MEMOCART_STELLAR_PAYOUT_SECRET_FILE is of %s", payoutAccount, p.Address())
 		}
 		payoutAccount = p.Address()
 		e.Log.Info("refund payouts from Stellar account", slog.String("account", p.Address()))
@@ -150,7 +146,7 @@ func newPayouts(e Env, st *sqlstore.Store, wf *workflows.Client) (*activities.Re
 			own = append(own, a)
 		}
 	}
-	return &activities.RefundPayouts{
+	return activities.RefundPayouts{
 		Store:           st,
 		Payers:          payers,
 		Limits:          activities.RefundLimits{AutoApproveMax: e.Cfg.RefundAutoApproveMax, DailyMax: e.Cfg.RefundDailyMax},
@@ -221,16 +217,30 @@ func (a storeAlerter) Alert(ctx context.Context, kind, detail string) {
 // RunWorkerLoop runs the Temporal worker until ctx ends: order workflows,
 // and the Stellar payment watcher when live payments are configured.
 func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Store) error {
-	acts, err := newActivities(e, st)
+	events := newOutbox(e, c, st).InBackground(e.Log)
+	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
+	fulfillers, err := newFulfillers(e)
 	if err != nil {
 		return err
 	}
-	acts.Events = newOutbox(e, c, st).InBackground(e.Log)
-	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
-	var payoutAccount string
-	if acts.Payouts, payoutAccount, err = newPayouts(e, st, orders); err != nil {
+	payouts, payoutAccount, err := newPayouts(e, st, orders)
+	if err != nil {
 		return err
 	}
+	var acts memoworker.Activities
+	if acts.Orders, err = activities.NewOrders(st, fulfillers, events, nil); err != nil {
+		return err
+	}
+	if acts.Refunds, err = activities.NewRefunds(payouts, events, nil); err != nil {
+		return err
+	}
+	if acts.Payments, err = activities.NewPayments(st, st, acts.Refunds, events, nil); err != nil {
+		return err
+	}
+	if acts.Webhooks, err = activities.NewWebhooks(st, webhookSender(e.Cfg), nil); err != nil {
+		return err
+	}
+	watchers := map[string]activities.PaymentWatcher{}
 	var watch *workflows.WatcherInput
 	if e.Cfg.StellarAccount != "" {
 		in := workflows.WatcherInput{Network: string(e.Cfg.StellarNetwork), Account: e.Cfg.StellarAccount}
@@ -245,15 +255,17 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 		if err != nil {
 			return fmt.Errorf("configuring the Stellar watcher: %w", err)
 		}
-		acts.Watchers = map[string]activities.PaymentWatcher{in.Network + "/" + in.Account: w}
+		watchers[in.Network+"/"+in.Account] = w
 		watch = &in
 	}
+	acts.Watches = activities.NewWatches(watchers)
+	tuning := memoworker.Tuning{
+		StickyCacheSize:            e.Cfg.WorkerStickyCacheSize,
+		MaxConcurrentWorkflowTasks: e.Cfg.WorkerMaxWorkflowTasks,
+		MaxConcurrentActivities:    e.Cfg.WorkerMaxActivities,
+	}
 	w, err := startWorker(ctx, e.Log, dialRetryFor, func() starter {
-		return memoworker.New(c, e.Cfg.TemporalTaskQueue, acts, memoworker.Tuning{
-			StickyCacheSize:            e.Cfg.WorkerStickyCacheSize,
-			MaxConcurrentWorkflowTasks: e.Cfg.WorkerMaxWorkflowTasks,
-			MaxConcurrentActivities:    e.Cfg.WorkerMaxActivities,
-		})
+		return memoworker.New(c, e.Cfg.TemporalTaskQueue, acts, tuning)
 	})
 	if err != nil {
 		return err
