@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 )
 
 func TestKillPlanKillsEachKindOncePerRoundInsideTheLoad(t *testing.T) {
@@ -171,4 +173,23 @@ func TestReportFailsOnAnyNonZeroInvariant(t *testing.T) {
 	assert.Contains(t, out.String(), "| a | 0 | 0 | pass |")
 	assert.Contains(t, out.String(), "| b | 1 | 0 | FAIL |")
 	assert.Contains(t, out.String(), "ord_x: cancelled")
+}
+
+// TestPlacementAttemptReadsBothShapes: a PlaceOrder's attempt is read from
+// the input struct runs from baseline-2026-12 send, and from the
+// positional arguments of older runs.
+func TestPlacementAttemptReadsBothShapes(t *testing.T) {
+	dc := converter.GetDefaultDataConverter()
+	structInput, err := dc.ToPayloads(struct {
+		OrderID string
+		Attempt int
+	}{"ord_1", 2})
+	require.NoError(t, err)
+	positional, err := dc.ToPayloads("ord_1", 3)
+	require.NoError(t, err)
+	for in, want := range map[*commonpb.Payloads]int{structInput: 2, positional: 3} {
+		got, err := placementAttempt(in)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -576,6 +577,23 @@ func (r *run) histories(ctx context.Context, tc client.Client, orders map[string
 	return out, firstErr
 }
 
+// placementAttempt reads a PlaceOrder's placement attempt from its input:
+// one input struct ({"OrderID", "Attempt"}) in runs from baseline-2026-12,
+// the order id then the attempt, positional, before.
+func placementAttempt(input *commonpb.Payloads) (int, error) {
+	dc := converter.GetDefaultDataConverter()
+	ps := input.GetPayloads()
+	if len(ps) == 1 {
+		var in struct{ Attempt int }
+		err := dc.FromPayload(ps[0], &in)
+		return in.Attempt, err
+	}
+	var id string
+	var attempt int
+	err := dc.FromPayloads(input, &id, &attempt)
+	return attempt, err
+}
+
 func historyOf(ctx context.Context, tc client.Client, orderID string) (historyFacts, error) {
 	var f historyFacts
 	it := tc.GetWorkflowHistory(ctx, models.WorkflowID(orderID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -592,9 +610,8 @@ func historyOf(ctx context.Context, tc client.Client, orderID string) (historyFa
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
 			if a.GetActivityType().GetName() == "PlaceOrder" {
-				var id string
-				var attempt int
-				if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &id, &attempt); err != nil {
+				attempt, err := placementAttempt(a.GetInput())
+				if err != nil {
 					return historyFacts{}, fmt.Errorf("order %s: PlaceOrder input: %w", orderID, err)
 				}
 				attempts[attempt] = true
