@@ -1,9 +1,6 @@
 package workflows
 
 import (
-	"errors"
-
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/models"
@@ -58,20 +55,9 @@ func (o *order) acceptCancel(c CancelSignal) {
 // history. It only reads state.
 func (o *order) validateCancel(_ workflow.Context, _ CancelRequest) error {
 	if _, err := models.DecideCancel(o.status, o.tally.Paid()); err != nil {
-		return cancelRefused(err)
+		return refusal(err)
 	}
 	return nil
-}
-
-// cancelRefused is a refusal of a customer's cancel as the update's
-// failure: its type is the model's error code, which the client
-// translates back (cancelError).
-func cancelRefused(err error) error {
-	var me *models.Error
-	if !errors.As(err, &me) {
-		return err
-	}
-	return temporal.NewNonRetryableApplicationError(me.Message, string(me.Code), nil)
 }
 
 // cancelByCustomer handles UpdateCancel: it takes in the cancel as an
@@ -93,7 +79,7 @@ func (o *order) cancelByCustomer(ctx workflow.Context, r CancelRequest) (CancelR
 		return CancelResult{}, err
 	}
 	if o.status != models.OrderCancelled {
-		return CancelResult{}, cancelRefused(models.NotCancellable(o.status))
+		return CancelResult{}, refusal(models.NotCancellable(o.status))
 	}
 	return CancelResult{Status: o.status, PaymentStatus: o.paymentStatus(), Cancellation: o.cancellation}, nil
 }

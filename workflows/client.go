@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/memocart/memocart/models"
 )
@@ -110,27 +109,7 @@ func (c *Client) CancelOrder(ctx context.Context, orderID, note string) error {
 		var res CancelResult
 		err = h.Get(ctx, &res)
 	}
-	return cancelError(err)
-}
-
-// cancelError translates what Temporal answers a cancel update into the
-// model's vocabulary.
-func cancelError(err error) error {
-	var (
-		appErr   *temporal.ApplicationError
-		notFound *serviceerror.NotFound
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &appErr) && appErr.Type() == string(models.CodeOrderNotCancellable):
-		// The validator's message names the order's status; it is safe
-		// to show.
-		return models.Errorf(models.CodeOrderNotCancellable, "%s", appErr.Message())
-	case errors.As(err, &notFound):
-		return models.ErrOrderClosed
-	}
-	return err
+	return updateAnswer(err, models.ErrOrderClosed, models.CodeOrderNotCancellable)
 }
 
 // RecordRefund asks the order's workflow, still open because the order
@@ -152,19 +131,7 @@ func (c *Client) RecordRefund(ctx context.Context, orderID string, r RefundReque
 	if err == nil {
 		err = h.Get(ctx, &res)
 	}
-	var (
-		appErr   *temporal.ApplicationError
-		notFound *serviceerror.NotFound
-	)
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.As(err, &appErr) && appErr.Type() == string(models.CodeInvalidRequest):
-		return res, models.Errorf(models.CodeInvalidRequest, "%s", appErr.Message())
-	case errors.As(err, &notFound):
-		return res, models.ErrOrderClosed
-	}
-	return res, err
+	return res, updateAnswer(err, models.ErrOrderClosed, models.CodeInvalidRequest)
 }
 
 // StartRefund starts the refund's workflow, or does nothing if a run of it
@@ -204,32 +171,10 @@ func (c *Client) MoveRefund(ctx context.Context, refundID string, move RefundMov
 	if err == nil {
 		err = h.Get(ctx, &r)
 	}
-	var (
-		appErr   *temporal.ApplicationError
-		notFound *serviceerror.NotFound
-	)
-	switch {
-	case err == nil:
-		return r, nil
-	case errors.As(err, &appErr) && refundMoveCodes[models.Code(appErr.Type())]:
-		var field string
-		if appErr.HasDetails() {
-			_ = appErr.Details(&field)
-		}
-		return r, &models.Error{Code: models.Code(appErr.Type()), Message: appErr.Message(), Field: field}
-	case errors.As(err, &notFound):
-		return r, models.ErrRefundClosed
-	}
-	return r, err
-}
-
-// refundMoveCodes are the refusals of a refund's move that reach the
-// caller as they are: the rest is the service's own failure.
-var refundMoveCodes = map[models.Code]bool{
-	models.CodeInvalidRefundState:       true,
-	models.CodeInvalidRefundDestination: true,
-	models.CodeInvalidRequest:           true,
-	models.CodeRefundNotFound:           true,
+	// The refusals of a refund's move that reach the caller as they are:
+	// the rest is the service's own failure.
+	return r, updateAnswer(err, models.ErrRefundClosed, models.CodeInvalidRefundState, models.CodeInvalidRefundDestination,
+		models.CodeInvalidRequest, models.CodeRefundNotFound)
 }
 
 // RefundRunsClosed returns the ids of the refunds a run of which closed

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -344,7 +343,7 @@ func (run *refundRun) register(ctx workflow.Context) error {
 // this run knows it.
 func (run *refundRun) validate(move RefundMove) error {
 	_, err := move.Rule(run.r, time.Time{})
-	return updateError(err)
+	return refusal(err)
 }
 
 // operatorMove writes an update's move: under the write lock (a payout
@@ -365,7 +364,7 @@ func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any,
 		}
 	}()
 	if _, err := move.Rule(run.r, time.Time{}); err != nil {
-		return models.Refund{}, updateError(err)
+		return models.Refund{}, refusal(err)
 	}
 	m.RefundID = run.r.ID
 	var got models.Refund
@@ -379,17 +378,6 @@ func (run *refundRun) operatorMove(ctx workflow.Context, summary string, fn any,
 	}
 	run.changes++
 	return got, nil
-}
-
-// updateError turns a refused move (a *models.Error) into a
-// non-retryable application error whose type is the error's code, which
-// the API maps to its status and envelope.
-func updateError(err error) error {
-	var me *models.Error
-	if err == nil || !errors.As(err, &me) {
-		return err
-	}
-	return temporal.NewNonRetryableApplicationError(me.Message, string(me.Code), nil, me.Field)
 }
 
 // showDetails sets the run's current details in the Temporal UI: the

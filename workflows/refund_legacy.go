@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -83,16 +82,13 @@ func (o *order) awaitRefund(ctx workflow.Context) {
 func (o *order) validateRefund(_ workflow.Context, r RefundRequest) error {
 	switch {
 	case r.TxHash == "":
-		return temporal.NewNonRetryableApplicationError("TxHash is required", string(models.CodeInvalidRequest), nil)
+		return refusal(models.FieldError(models.CodeInvalidRequest, "tx_hash", "TxHash is required"))
 	case !o.owesRefund():
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Order %s owes no refund here: it is %s, payment %s", o.in.OrderNumber, o.status, o.paymentStatus()),
-			string(models.CodeInvalidRequest), nil)
+		return refusal(models.Errorf(models.CodeInvalidRequest, "Order %s owes no refund here: it is %s, payment %s",
+			o.in.OrderNumber, o.status, o.paymentStatus()))
 	case !r.Amount.Equal(o.tally.Received):
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("Order %s has received %s %s, not %s: list the refunds again", o.in.OrderNumber,
-				o.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()),
-			string(models.CodeInvalidRequest), nil)
+		return refusal(models.Errorf(models.CodeInvalidRequest, "Order %s has received %s %s, not %s: list the refunds again",
+			o.in.OrderNumber, o.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()))
 	}
 	return nil
 }
