@@ -3,6 +3,7 @@ package checkout
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -179,7 +180,7 @@ func (s *Refunds) moveRefund(ctx context.Context, r models.Refund, orderNumber s
 		return got, err
 	}
 	if !r.Status.Settled() {
-		if err := s.workflows.StartRefund(ctx, r, orderNumber); err != nil {
+		if err := s.start(ctx, r, orderNumber); err != nil {
 			return models.Refund{}, err
 		}
 		got, err = s.workflows.MoveRefund(ctx, r.ID, move)
@@ -230,10 +231,24 @@ func (s *Refunds) startRefund(ctx context.Context, r models.Refund, orderNumber 
 	if r.Status.Settled() {
 		return nil
 	}
-	if err := s.workflows.StartRefund(ctx, r, orderNumber); err != nil {
+	if err := s.start(ctx, r, orderNumber); err != nil {
 		return err
 	}
 	return s.store.MarkRefundWorkflowStarted(ctx, r.ID, s.now().UTC())
+}
+
+// start starts r's workflow with its order's number, which operators
+// search runs by (read when the caller has not got it: the reconciler, an
+// operator's move).
+func (s *Refunds) start(ctx context.Context, r models.Refund, orderNumber string) error {
+	if orderNumber == "" && r.OrderID != "" {
+		o, err := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, r.OrderID)
+		if err != nil {
+			return fmt.Errorf("reading the order of refund %s: %w", r.ID, err)
+		}
+		orderNumber = o.Number
+	}
+	return s.workflows.StartRefund(ctx, r, orderNumber)
 }
 
 // RefundRuns finds the refunds whose run closed without settling them

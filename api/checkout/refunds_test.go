@@ -54,12 +54,14 @@ func (f *fakePayouts) MarkRefundWorkflowStarted(_ context.Context, id string, _ 
 // closed runs, and answers those with ids.
 type closedRuns struct {
 	starts  []string
+	numbers []string // the order number each start was given
 	windows [][2]time.Time
 	ids     []string
 }
 
-func (w *closedRuns) StartRefund(_ context.Context, r models.Refund, _ string) error {
+func (w *closedRuns) StartRefund(_ context.Context, r models.Refund, number string) error {
 	w.starts = append(w.starts, r.ID)
+	w.numbers = append(w.numbers, number)
 	return nil
 }
 
@@ -159,4 +161,35 @@ type noOrders struct{}
 
 func (noOrders) OrderForAccount(context.Context, string, models.Mode, string) (models.Order, error) {
 	return models.Order{}, models.ErrOrderNotFound
+}
+
+// oneOrder reads the one order it holds, of its account and mode.
+type oneOrder struct{ o models.Order }
+
+func (s oneOrder) OrderForAccount(_ context.Context, accountID string, mode models.Mode, ref string) (models.Order, error) {
+	if accountID != s.o.AccountID || mode != s.o.Mode || (ref != s.o.ID && ref != s.o.Number) {
+		return models.Order{}, models.ErrOrderNotFound
+	}
+	return s.o, nil
+}
+
+// TestRestartedRefundRunNamesItsOrder: a run the reconciler starts again
+// for a refund of an order carries the order's number, which operators
+// search refund runs by; one of an unmatched payment carries none.
+func TestRestartedRefundRunNamesItsOrder(t *testing.T) {
+	ofOrder := payoutRefund("rfd_order", models.RefundSending)
+	ofOrder.OrderID, ofOrder.AccountID = "ord_1", "acc_1"
+	store := &fakePayouts{refunds: map[string][]models.Refund{
+		"rfd_order":   {ofOrder},
+		"rfd_payment": {payoutRefund("rfd_payment", models.RefundSending)},
+	}}
+	wf := &closedRuns{ids: []string{"rfd_order", "rfd_payment"}}
+	orders := oneOrder{models.Order{ID: "ord_1", Number: "1234-5678-903", AccountID: "acc_1", Mode: models.ModeLive}}
+	s, err := checkout.NewRefunds(checkout.Config{}, store, orders, wf, wf, clock, nil)
+	require.NoError(t, err)
+	n, err := s.ReconcileRefunds(context.Background(), time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"rfd_order", "rfd_payment"}, wf.starts)
+	assert.Equal(t, []string{"1234-5678-903", ""}, wf.numbers)
 }
