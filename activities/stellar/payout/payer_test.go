@@ -31,6 +31,7 @@ import (
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/stellar/payout"
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/clocktest"
 )
 
 // key returns a stable key pair for name.
@@ -51,25 +52,6 @@ var (
 // every test.
 const payoutSequence = 5000
 
-// clock is the one clock the payer and the server share, so a test can
-// pass a transaction's time bounds without sleeping.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // syncBuffer collects logs written from several goroutines.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -89,10 +71,12 @@ func (b *syncBuffer) String() string {
 }
 
 type harness struct {
-	s     *horizontest.Server
-	p     *payout.Payer
-	cfg   payout.Config // p's
-	clock *clock
+	s   *horizontest.Server
+	p   *payout.Payer
+	cfg payout.Config // p's
+	// clock is the one clock the payer and the server share, so a test
+	// passes a transaction's time bounds without sleeping.
+	clock *clocktest.Clock
 	logs  *syncBuffer
 }
 
@@ -104,8 +88,8 @@ func newHarness(t *testing.T, edit func(*payout.Config), accounts ...horizontest
 	s := horizontest.New(payoutKey.Address())
 	t.Cleanup(s.Close)
 	s.SetUSDCIssuer(issuerKey.Address())
-	clk := &clock{t: time.Now().UTC().Truncate(time.Second)}
-	s.SetClock(clk.now)
+	clk := clocktest.New(time.Now().UTC().Truncate(time.Second))
+	s.SetClock(clk.Now)
 	require.NoError(t, s.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "1000", USDC: "1000", Sequence: payoutSequence}))
 	for _, a := range accounts {
 		require.NoError(t, s.SetAccount(a))
@@ -117,7 +101,7 @@ func newHarness(t *testing.T, edit func(*payout.Config), accounts ...horizontest
 		NetworkPassphrase: network.TestNetworkPassphrase,
 		USDCIssuer:        issuerKey.Address(),
 		Signer:            fileSigner(t, payoutKey),
-		Now:               clk.now,
+		Now:               clk.Now,
 		Logger:            slog.New(slog.NewTextHandler(io.MultiWriter(logs, t.Output()), &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	if edit != nil {
@@ -306,7 +290,7 @@ func TestPay(t *testing.T) {
 			assert.Equal(t, res.Hash, hex.EncodeToString(sum[:]))
 			assert.Equal(t, int64(payoutSequence+1), env.SeqNum())
 			require.NotNil(t, env.TimeBounds())
-			assert.Equal(t, h.clock.now().Add(payout.DefaultWindow).Unix(), int64(env.TimeBounds().MaxTime))
+			assert.Equal(t, h.clock.Now().Add(payout.DefaultWindow).Unix(), int64(env.TimeBounds().MaxTime))
 			assert.NotContains(t, h.logs.String(), recorded.Envelope, "envelopes are never logged")
 		})
 	}
@@ -453,7 +437,7 @@ func TestPayPriorExpiredIsRebuilt(t *testing.T) {
 	req := refund("rfd_1", dest, "XLM", "2")
 	rec, prior := priorNeverSubmitted(t, h, req)
 
-	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+	h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 	req.Prior = prior
 	res, err := h.p.Pay(t.Context(), req, rec.record)
 	require.NoError(t, err)
@@ -479,7 +463,7 @@ func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
 	// By the clock the old transaction has expired, but Horizon has not
 	// ingested a ledger that closed after its time bounds: it may yet
 	// show it.
-	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+	h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 	h.s.SetInstances(1000)
 	req.Prior = prior
 	_, err := h.p.Pay(t.Context(), req, rec.record)
@@ -520,7 +504,7 @@ func TestPayPriorAppliedIsFoundBehindALoadBalancer(t *testing.T) {
 			require.ErrorIs(t, err, models.ErrPayoutOutcomeUnknown)
 			require.Len(t, paidTo(h.s, dest), 1, "applied")
 
-			h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+			h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 			h.s.SetInstances(lags...)
 			req.Prior = rec.last()
 			var res models.PayoutResult
@@ -1022,7 +1006,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, paidTo(h.s, dest), 1)
 
-		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 		for _, prior := range []models.PayoutPrior{first.last(), {Hash: first.last().Hash}} {
 			rec := &recorder{}
 			r := req
@@ -1051,7 +1035,7 @@ func TestPayPriorFromAnEarlierPayoutKey(t *testing.T) {
 		assert.Zero(t, rec.count(), "nothing new built")
 		assert.Zero(t, h.s.Submissions(), "the old account's envelope is not submitted by the new key's payer")
 
-		h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+		h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 		res, err := h.p.Pay(t.Context(), r, rec.record)
 		require.NoError(t, err)
 		require.Equal(t, 1, rec.count())
@@ -1181,7 +1165,7 @@ func TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory(t *testing.T) {
 	bumpByHand(t, h, prior.Envelope, 400)
 	require.Len(t, paidTo(h.s, dest), 1)
 
-	h.clock.advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
+	h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 	// The lookup by hash asks the lagging instance; the account, its
 	// history and whatever comes next, caught-up ones.
 	h.s.SetInstances(lagBehind, 0, 0, 0, 0, 0, 0, 0)

@@ -34,7 +34,7 @@ func payByHand(t *testing.T, h *harness, from *keypair.Full, memo txnbuild.Memo,
 		Operations:           ops,
 		BaseFee:              txnbuild.MinBaseFee,
 		Memo:                 memo,
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, h.clock.now().Add(time.Minute).Unix())},
+		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimebounds(0, h.clock.Now().Add(time.Minute).Unix())},
 	})
 	require.NoError(t, err)
 	tx, err = tx.Sign(network.TestNetworkPassphrase, from)
