@@ -198,14 +198,9 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 			}
 		}
 		// Lock the cart row: a concurrent request for the same cart waits
-		// here and then finds the order this one makes. SQLite needs no
-		// lock clause: its transactions begin IMMEDIATE, one writer at a time.
-		lockQ := tx
-		if s.dialect == DialectPostgres {
-			lockQ = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		// here and then finds the order this one makes.
 		var cr cartRow
-		err := lockQ.Where("id = ? AND account_id = ? AND mode = ?", req.CartID, req.AccountID, string(req.Mode)).Take(&cr).Error
+		err := s.forUpdate(tx).Where("id = ? AND account_id = ? AND mode = ?", req.CartID, req.AccountID, string(req.Mode)).Take(&cr).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return models.ErrCartNotFound
 		}
@@ -410,11 +405,7 @@ func (s *Store) RecordTransition(ctx context.Context, orderID string, t models.T
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		entered = ""
 		var row orderRow
-		q := tx
-		if s.dialect == DialectPostgres {
-			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		if err := q.Where("id = ?", orderID).Take(&row).Error; err != nil {
+		if err := s.forUpdate(tx).Where("id = ?", orderID).Take(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return models.ErrOrderNotFound
 			}

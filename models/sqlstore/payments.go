@@ -208,14 +208,9 @@ func (s *Store) MarkRecordedPaymentLate(ctx context.Context, paymentID string, a
 func (s *Store) markPaymentLate(ctx context.Context, paymentID string, at time.Time, recorded bool) (bool, error) {
 	late := true
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// Locked against RecordPayment acknowledging it meanwhile; SQLite
-		// transactions begin IMMEDIATE, one writer at a time.
-		q := tx
-		if s.dialect == DialectPostgres {
-			q = tx.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
+		// Locked against RecordPayment acknowledging it meanwhile.
 		var p paymentRow
-		if err := q.Where("id = ?", paymentID).Take(&p).Error; err != nil {
+		if err := s.forUpdate(tx).Where("id = ?", paymentID).Take(&p).Error; err != nil {
 			return fmt.Errorf("reading payment: %w", err)
 		}
 		decided := models.DecideLatePayment(p.SignaledAt != nil, p.Status == PaymentLate, recorded)

@@ -127,16 +127,6 @@ func refundModels(rows []refundRow) ([]models.Refund, error) {
 	return out, nil
 }
 
-// forUpdate locks the rows q reads until tx ends, on Postgres. SQLite
-// needs no lock clause: its transactions begin IMMEDIATE, one writer at a
-// time.
-func (s *Store) forUpdate(tx *gorm.DB) *gorm.DB {
-	if s.dialect == DialectPostgres {
-		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
-	}
-	return tx
-}
-
 // keyColumn is refunds.key, quoted by GORM: KEY is a keyword to both
 // databases.
 var keyColumn = clause.Column{Name: "key"}

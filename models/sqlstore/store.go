@@ -22,6 +22,7 @@ import (
 
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/memocart/memocart/models"
@@ -293,3 +294,13 @@ func (gormLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string,
 
 // utc normalises a time read from either database.
 func utc(t time.Time) time.Time { return t.UTC() }
+
+// forUpdate locks the rows q reads until tx ends, on Postgres. SQLite
+// needs no lock clause: its transactions begin IMMEDIATE, one writer at a
+// time.
+func (s *Store) forUpdate(tx *gorm.DB) *gorm.DB {
+	if s.dialect == DialectPostgres {
+		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
+	}
+	return tx
+}

@@ -90,12 +90,10 @@ func (s *Store) CreateWebhookEndpoint(ctx context.Context, e models.WebhookEndpo
 	}
 	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// The account row's lock orders concurrent creations, so the limit
-		// holds (SQLite: one writer at a time anyway).
-		if s.dialect == DialectPostgres {
-			var a accountRow
-			if err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Where("id = ?", e.AccountID).Take(&a).Error; err != nil {
-				return err
-			}
+		// holds.
+		var a accountRow
+		if err := s.forUpdate(tx).Where("id = ?", e.AccountID).Take(&a).Error; err != nil {
+			return err
 		}
 		var n int64
 		if err := tx.Model(&webhookEndpointRow{}).Where("account_id = ? AND mode = ? AND deleted_at IS NULL", e.AccountID, string(e.Mode)).Count(&n).Error; err != nil {
