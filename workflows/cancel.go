@@ -54,7 +54,7 @@ func (o *order) acceptCancel(c CancelSignal) {
 // (answered as it is). A refusal is returned before the update enters the
 // history. It only reads state.
 func (o *order) validateCancel(_ workflow.Context, _ CancelRequest) error {
-	if _, err := models.DecideCancel(o.status, o.tally.Paid()); err != nil {
+	if _, err := models.DecideCancel(o.status, o.pay.tally.Paid()); err != nil {
 		return refusal(err)
 	}
 	return nil
@@ -74,7 +74,7 @@ func (o *order) cancelByCustomer(ctx workflow.Context, r CancelRequest) (CancelR
 	// context of the coroutine that makes them.
 	bg, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(bg, func() bool {
-		return o.status != models.OrderCreated && o.written.Status == o.status
+		return o.status != models.OrderCreated && o.persist.written.Status == o.status
 	}); err != nil {
 		return CancelResult{}, err
 	}

@@ -73,7 +73,7 @@ func (o *order) runIsLong(ctx workflow.Context) bool {
 // history long enough, to continue as new.
 func (o *order) grownLong(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
-	return o.checks >= maxChecksPerRun || info.GetCurrentHistoryLength() >= historyBound || info.GetContinueAsNewSuggested()
+	return o.book.checks >= maxChecksPerRun || info.GetCurrentHistoryLength() >= historyBound || info.GetContinueAsNewSuggested()
 }
 
 // continueAsNew ends this run with a continue-as-new carrying its state.
@@ -98,32 +98,32 @@ func (o *order) continueAsNew(ctx workflow.Context, ref string, attempt int, wai
 	in := o.in
 	in.SearchAttributesSet = true // the run's search attributes carry over
 	r := &OrderResume{
-		Status: o.status, At: o.at, Reason: o.reason, Received: o.tally.Received, Strays: o.strays,
+		Status: o.status, At: o.at, Reason: o.reason, Received: o.pay.tally.Received, Strays: o.pay.strays,
 		Shipment: o.shipment, Ref: ref, Attempt: attempt, CheckAfter: wait,
-		Written: o.written, Attrs: o.attrs,
+		Written: o.persist.written, Attrs: o.persist.attrs,
 	}
 	if o.in.Resume != nil {
 		r.Runs = o.in.Resume.Runs + 1
 	}
 	// Sorted: map order is random, and the input is recorded in the
 	// history, so the iteration cannot leak into it.
-	r.Counted = slices.Sorted(maps.Keys(o.tally.Seen)) //workflowcheck:ignore
-	r.Seen = slices.Sorted(maps.Keys(o.seen))          //workflowcheck:ignore
+	r.Counted = slices.Sorted(maps.Keys(o.pay.tally.Seen)) //workflowcheck:ignore
+	r.Seen = slices.Sorted(maps.Keys(o.pay.seen))          //workflowcheck:ignore
 	in.Resume = r
-	o.logger.Info("Continuing as new", "Checks", o.checks, "HistoryLength", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "Runs", r.Runs+1)
+	o.logger.Info("Continuing as new", "Checks", o.book.checks, "HistoryLength", workflow.GetInfo(ctx).GetCurrentHistoryLength(), "Runs", r.Runs+1)
 	return workflow.NewContinueAsNewError(ctx, OrderWorkflowName, in)
 }
 
 // resume restores the state a continued run carries.
 func (o *order) resume(r *OrderResume) {
 	o.status, o.at, o.reason = r.Status, r.At, r.Reason
-	o.tally.Received = r.Received
+	o.pay.tally.Received = r.Received
 	for _, id := range r.Counted {
-		o.tally.Seen[id] = true
+		o.pay.tally.Seen[id] = true
 	}
 	for _, id := range r.Seen {
-		o.seen[id] = true
+		o.pay.seen[id] = true
 	}
-	o.strays, o.shipment = r.Strays, r.Shipment
-	o.written, o.attrs = r.Written, r.Attrs
+	o.pay.strays, o.shipment = r.Strays, r.Shipment
+	o.persist.written, o.persist.attrs = r.Written, r.Attrs
 }

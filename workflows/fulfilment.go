@@ -225,7 +225,7 @@ func (o *order) awaitNews(ctx workflow.Context, w *watch, ref string, wait time.
 		if !checked {
 			continue
 		}
-		o.checks++
+		o.book.checks++
 		if err != nil || p.Status != "" && p.News(o.status, o.shipment) {
 			return p, err == nil, err
 		}
@@ -255,7 +255,7 @@ func (o *order) checkWhenDue(ctx workflow.Context, ref string, wait time.Duratio
 	sc := o.shaped(o.checkCall(ref))
 	err := workflow.ExecuteActivity(withOptions(ctx, checkOptions(o.status)), sc.fn, sc.args...).Get(ctx, &p)
 	if err == nil {
-		o.checks++
+		o.book.checks++
 	}
 	return p, err
 }
@@ -299,10 +299,10 @@ func (o *order) newHint(sig FulfilmentSignal) bool {
 	if sig.EventID == "" {
 		return true
 	}
-	if o.hints[sig.EventID] {
+	if o.book.hints[sig.EventID] {
 		return false
 	}
-	o.hints[sig.EventID] = true
+	o.book.hints[sig.EventID] = true
 	return true
 }
 
@@ -319,8 +319,8 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 	}
 	// Each step is written, but the search attributes are upserted once,
 	// with the last (runs from the baseline: older runs upserted each).
-	o.holdAttrs, o.holdWrites = o.baseline > 0, p.Recorded != nil
-	defer func() { o.holdAttrs, o.holdWrites = false, false }()
+	o.persist.holdAttrs, o.persist.holdWrites = o.book.baseline > 0, p.Recorded != nil
+	defer func() { o.persist.holdAttrs, o.persist.holdWrites = false, false }()
 	for _, t := range p.Transitions(o.transition(), workflow.Now(ctx)) {
 		if t.Shipment != nil {
 			o.shipment = *t.Shipment
@@ -334,13 +334,13 @@ func (o *order) advance(ctx workflow.Context, p models.Progress) error {
 		}
 	}
 	if r := p.Recorded; r != nil {
-		o.written = *r
+		o.persist.written = *r
 		if r.Status == o.status {
 			o.at = r.At // the step's timestamp, as written
 		}
 		o.showDetails()
 	}
-	o.holdAttrs, o.holdWrites = false, false
+	o.persist.holdAttrs, o.persist.holdWrites = false, false
 	return o.sync(o.bg)
 }
 

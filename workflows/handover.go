@@ -10,7 +10,7 @@ import (
 // what it credited (refund_due), an overpayment's excess, a payment in
 // another asset or a late one. CreateRefunds decides what exactly.
 func (o *order) mayOweMoney() bool {
-	return o.paymentStatus().OwesMoneyBack() || o.strays > 0 || len(o.late) > 0
+	return o.paymentStatus().OwesMoneyBack() || o.pay.strays > 0 || len(o.pay.late) > 0
 }
 
 // handOverRefunds creates the refunds the order owes, each paid out by its
@@ -19,7 +19,7 @@ func (o *order) mayOweMoney() bool {
 // creates its refund), never credited to an order whose refunds are
 // already counted.
 func (o *order) handOverRefunds() error {
-	o.refundsTaken = true
+	o.refund.handedOver = true
 	if err := o.settle(o.bg); err != nil {
 		return err
 	}

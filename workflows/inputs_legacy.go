@@ -21,7 +21,7 @@ import "slices"
 // shaped is c in the shape this run sends: the input struct from
 // baseline-2026-12 on, the positional arguments before.
 func (o *order) shaped(c call) shapedCall {
-	for _, b := range baselines[:o.baseline] {
+	for _, b := range baselines[:o.book.baseline] {
 		if slices.Contains(b.changes, changeInputStructs) {
 			return shapedCall{fn: c.fn, args: []any{c.in}}
 		}

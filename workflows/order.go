@@ -261,7 +261,7 @@ func startBaseline(ctx workflow.Context) int {
 // a baseline covering it always does; any other run asks
 // workflow.GetVersion, as runs did before the baseline.
 func (o *order) atLatest(ctx workflow.Context, change string) bool {
-	for _, b := range baselines[:o.baseline] {
+	for _, b := range baselines[:o.book.baseline] {
 		if slices.Contains(b.changes, change) {
 			return true
 		}
@@ -304,21 +304,19 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		bg:       bg,
 		status:   models.OrderCreated,
 		at:       workflow.Now(ctx),
-		tally:    models.NewPaymentTally(in.PaymentAmount),
-		seen:     map[string]bool{},
-		hints:    map[string]bool{},
-		late:     map[string]bool{},
+		pay:      orderPayments{tally: models.NewPaymentTally(in.PaymentAmount), seen: map[string]bool{}, late: map[string]bool{}},
+		book:     runState{hints: map[string]bool{}},
+		persist:  orderWrites{writeMu: workflow.NewMutex(ctx)},
 		payments: workflow.GetSignalChannelWithOptions(ctx, SignalPaymentMatched, workflow.SignalChannelOptions{Description: "A payment whose memo matched the order (PaymentSignal)"}),
 		cancels:  workflow.GetSignalChannelWithOptions(ctx, SignalCancel, workflow.SignalChannelOptions{Description: "Cancel the order while it awaits payment (CancelSignal)"}),
 		updates:  workflow.GetSignalChannelWithOptions(ctx, SignalFulfilmentUpdated, workflow.SignalChannelOptions{Description: "The buying provider reports a change to the order: check it now (FulfilmentSignal)"}),
-		writeMu:  workflow.NewMutex(ctx),
 	}
 	// First, before any other command: an older run replays without the
 	// marker and asks each change as it did.
-	o.baseline = startBaseline(ctx)
+	o.book.baseline = startBaseline(ctx)
 	// The API wrote the order as created and pending; nothing to write
 	// until that changes. A continued run knows what was written.
-	o.written = o.transition()
+	o.persist.written = o.transition()
 	if in.Resume != nil {
 		o.resume(in.Resume)
 	}
@@ -353,7 +351,7 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		}
 	}
 	if in.Resume == nil {
-		o.attrs = [2]string{string(o.status), string(o.paymentStatus())}
+		o.persist.attrs = [2]string{string(o.status), string(o.paymentStatus())}
 	}
 	o.showDetails()
 
@@ -406,5 +404,5 @@ func (o *order) run(ctx workflow.Context) error {
 }
 
 func (o *order) result() OrderResult {
-	return OrderResult{Status: o.status, PaymentStatus: o.paymentStatus(), AmountReceived: o.tally.Received}
+	return OrderResult{Status: o.status, PaymentStatus: o.paymentStatus(), AmountReceived: o.pay.tally.Received}
 }

@@ -28,7 +28,7 @@ type PaymentSignal struct {
 // awaitPayment waits until the order is paid, an operator cancels it, or
 // the deadline passes, and moves it to paid or cancelled.
 func (o *order) awaitPayment(ctx workflow.Context) error {
-	settled := func() bool { return o.cancelReq != nil || o.tally.Paid() }
+	settled := func() bool { return o.cancelReq != nil || o.pay.tally.Paid() }
 	if wait := o.in.PaymentDeadline.Sub(workflow.Now(ctx)); wait > 0 {
 		if err := o.awaitDeadline(ctx, wait, settled); err != nil {
 			return err
@@ -38,11 +38,11 @@ func (o *order) awaitPayment(ctx workflow.Context) error {
 	// started already past it, have not reached the coroutines yet. They
 	// arrived in time as far as the workflow can tell, so they count.
 	o.acceptBuffered()
-	status, unpaidClose, reason, cancellation := paymentOutcome(o.cancelReq, o.tally.Paid())
+	status, unpaidClose, reason, cancellation := paymentOutcome(o.cancelReq, o.pay.tally.Paid())
 	o.set(ctx, status, unpaidClose, reason)
 	o.cancellation = cancellation
 	o.logger.Info("Payment wait over", "Status", o.status, "PaymentStatus", o.paymentStatus(),
-		"AmountReceived", o.tally.Received.String(), "Reason", reason)
+		"AmountReceived", o.pay.tally.Received.String(), "Reason", reason)
 	return nil
 }
 
@@ -103,27 +103,27 @@ func (o *order) acceptPayment(p PaymentSignal) {
 	case p.PaymentID == "":
 		logger.Warn("Payment signal without an id ignored")
 		return
-	case o.seen[p.PaymentID]:
+	case o.pay.seen[p.PaymentID]:
 		logger.Info("Duplicate payment signal ignored")
 		return
 	case !p.Amount.IsPositive():
 		logger.Warn("Payment signal with a non-positive amount ignored")
 		return
 	}
-	o.seen[p.PaymentID] = true
-	if o.refunded || o.refunding || o.refundsTaken {
+	o.pay.seen[p.PaymentID] = true
+	if o.refund.recorded || o.refund.writing || o.refund.handedOver {
 		// The refund covered what the order had: this one is due back on
 		// its own.
-		o.late[p.PaymentID] = true
+		o.pay.late[p.PaymentID] = true
 		logger.Warn("Payment after the refund was recorded; recorded as late, due back")
 	} else if models.CreditsOrder(p.Asset, o.in.PaymentAsset) {
-		o.tally.Add(p.PaymentID, p.Amount)
-		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.tally.Received.String())
+		o.pay.tally.Add(p.PaymentID, p.Amount)
+		logger.Info("Payment credited", "Status", o.status, "AmountReceived", o.pay.tally.Received.String())
 	} else {
-		o.strays++
+		o.pay.strays++
 		logger.Warn("Payment in another asset recorded, not credited; it is due back", "OrderAsset", o.in.PaymentAsset)
 	}
-	o.toRecord = append(o.toRecord, models.Payment{
+	o.pay.toRecord = append(o.pay.toRecord, models.Payment{
 		ID:         p.PaymentID,
 		Mode:       o.in.Mode,
 		Asset:      p.Asset,
@@ -164,18 +164,18 @@ func (o *order) recordPayments(ctx workflow.Context) {
 		both *activities.BothShapes
 	)
 	for {
-		_ = workflow.Await(ctx, func() bool { return len(o.toRecord) > 0 })
-		o.recording = true
-		for len(o.toRecord) > 0 {
-			p := o.toRecord[0]
-			o.toRecord = o.toRecord[1:]
+		_ = workflow.Await(ctx, func() bool { return len(o.pay.toRecord) > 0 })
+		o.pay.recording = true
+		for len(o.pay.toRecord) > 0 {
+			p := o.pay.toRecord[0]
+			o.pay.toRecord = o.pay.toRecord[1:]
 			summary := fmt.Sprintf("Record payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
 			var err error
-			if o.late[p.ID] {
+			if o.pay.late[p.ID] {
 				// One that arrived while the refund is being written is
 				// recorded after it, so the order's payment status ends
 				// refund_due (this payment is due back), never refunded.
-				_ = workflow.Await(ctx, func() bool { return !o.refunding || o.refunded })
+				_ = workflow.Await(ctx, func() bool { return !o.refund.writing || o.refund.recorded })
 				summary = fmt.Sprintf("Record late payment %s: %s %s", p.ID, p.Amount.String(), p.Asset)
 				// It also creates the payment's refund and starts its
 				// workflow: a regular activity.
@@ -194,12 +194,12 @@ func (o *order) recordPayments(ctx workflow.Context) {
 		if err := o.sync(ctx); err != nil {
 			o.logger.Error("Recording the payment status failed", "Error", err)
 		}
-		o.recording = false
+		o.pay.recording = false
 	}
 }
 
 // idle reports whether every payment taken in has been recorded.
-func (o *order) idle() bool { return len(o.toRecord) == 0 && !o.recording }
+func (o *order) idle() bool { return len(o.pay.toRecord) == 0 && !o.pay.recording }
 
 // settle takes in the signals still buffered and waits until every payment
 // is recorded, until nothing is left: a signal lost here would be money

@@ -49,7 +49,7 @@ type RefundResult struct {
 // payments due back on their own (another asset, late) are the
 // database's: they never make the workflow wait.
 func (o *order) owesRefund() bool {
-	return models.RouteOrderRefund(o.status, o.paymentStatus(), o.tally.Received) == models.RefundThroughWorkflow
+	return models.RouteOrderRefund(o.status, o.paymentStatus(), o.pay.tally.Received) == models.RefundThroughWorkflow
 }
 
 // awaitRefund keeps the workflow open while the order owes a refund, until
@@ -62,12 +62,12 @@ func (o *order) awaitRefund(ctx workflow.Context) {
 	}
 	until := workflow.Now(ctx).Add(RefundWait)
 	o.setDetails(fmt.Sprintf("Waiting until %s for the refund of **%s %s**: `memocart payments mark-refunded --order %s --tx <hash>`",
-		until.UTC().Format(time.DateOnly), o.tally.Received.String(), o.in.PaymentAsset, o.in.OrderNumber))
-	o.logger.Info("Order owes a refund; waiting for it to be recorded", "Until", until, "AmountReceived", o.tally.Received.String())
+		until.UTC().Format(time.DateOnly), o.pay.tally.Received.String(), o.in.PaymentAsset, o.in.OrderNumber))
+	o.logger.Info("Order owes a refund; waiting for it to be recorded", "Until", until, "AmountReceived", o.pay.tally.Received.String())
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      RefundWait,
 		TimerOptions: workflow.TimerOptions{Summary: "refund wait"},
-	}, func() bool { return o.refunded })
+	}, func() bool { return o.refund.recorded })
 	switch {
 	case err != nil:
 		o.logger.Warn("Workflow cancelled while waiting for the refund; closing with the refund due", "Error", err)
@@ -86,9 +86,9 @@ func (o *order) validateRefund(_ workflow.Context, r RefundRequest) error {
 	case !o.owesRefund():
 		return refusal(models.Errorf(models.CodeInvalidRequest, "Order %s owes no refund here: it is %s, payment %s",
 			o.in.OrderNumber, o.status, o.paymentStatus()))
-	case !r.Amount.Equal(o.tally.Received):
+	case !r.Amount.Equal(o.pay.tally.Received):
 		return refusal(models.Errorf(models.CodeInvalidRequest, "Order %s has received %s %s, not %s: list the refunds again",
-			o.in.OrderNumber, o.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()))
+			o.in.OrderNumber, o.pay.tally.Received.String(), o.in.PaymentAsset, r.Amount.String()))
 	}
 	return nil
 }
@@ -101,10 +101,10 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	if err := workflow.Await(bg, o.idle); err != nil {
 		return RefundResult{}, err
 	}
-	if err := o.writeMu.Lock(bg); err != nil {
+	if err := o.persist.writeMu.Lock(bg); err != nil {
 		return RefundResult{}, err
 	}
-	defer o.writeMu.Unlock()
+	defer o.persist.writeMu.Unlock()
 	// A payment may have been credited while this waited.
 	if err := o.validateRefund(bg, r); err != nil {
 		return RefundResult{}, err
@@ -113,7 +113,7 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	// covers exactly the amount checked above, so a payment arriving while
 	// it is written is late (due back on its own), never counted into
 	// money the database will call refunded.
-	o.refunding = true
+	o.refund.writing = true
 	var a *activities.Payments
 	var old *activities.Positional
 	summary := fmt.Sprintf("Record the refund of %s %s", r.Amount.String(), o.in.PaymentAsset)
@@ -121,10 +121,10 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	sc := o.shaped(call{fn: a.RecordRefund, in: activities.RecordRefundInput{OrderNumber: o.in.OrderNumber, TxHash: r.TxHash, At: at},
 		old: old.RecordRefund, args: []any{o.in.OrderNumber, r.TxHash, at}})
 	if err := workflow.ExecuteActivity(withOptions(bg, storeOptions(summary)), sc.fn, sc.args...).Get(bg, nil); err != nil {
-		o.refunding = false
+		o.refund.writing = false
 		return RefundResult{}, err
 	}
-	o.refunded = true
+	o.refund.recorded = true
 	o.logger.Info("Refund recorded", "TxHash", r.TxHash, "RecordedBy", r.RecordedBy, "Amount", r.Amount.String())
 	// The database says refunded already (the activity wrote it): mirror
 	// it without writing the order again.
@@ -132,7 +132,7 @@ func (o *order) recordRefund(ctx workflow.Context, r RefundRequest) (RefundResul
 	if err := workflow.UpsertTypedSearchAttributes(bg, SearchAttrPaymentStatus.ValueSet(string(t.PaymentStatus))); err != nil {
 		return RefundResult{}, err
 	}
-	o.attrs[1] = string(t.PaymentStatus)
-	o.written = t
+	o.persist.attrs[1] = string(t.PaymentStatus)
+	o.persist.written = t
 	return RefundResult{PaymentStatus: t.PaymentStatus, Amount: r.Amount}, nil
 }

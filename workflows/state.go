@@ -13,10 +13,12 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// order is the state of one Order run. Its fields are touched by the main
+// order is the state of one Order run, grouped as its comments describe:
+// the order itself, its payments, its refunds, what was written of it,
+// and the run's own bookkeeping. Its fields are touched by the main
 // coroutine and the signal coroutines; workflow coroutines never run in
 // parallel, so no locking is needed except to keep database writes in
-// order (writeMu).
+// order (persist.writeMu).
 type order struct {
 	in     OrderInput
 	logger log.Logger
@@ -37,47 +39,66 @@ type order struct {
 	// cancellation is why a cancelled order was cancelled, for clients.
 	cancellation models.CancellationReason
 	at           time.Time // workflow time the current status was reached: the step's timestamp
-	tally        models.PaymentTally
-	seen         map[string]bool // every payment id taken in, credited or not; looked up, never iterated
-	strays       int             // payments recorded but not credited: wrong asset
 	shipment     models.Shipment
 	cancelReq    *CancelSignal
 
 	payments, cancels workflow.ReceiveChannel
 	updates           workflow.ReceiveChannel // FulfilmentSignal hints
-	hints             map[string]bool         // event ids of hints taken; looked up, never iterated
-	toRecord          []models.Payment        // taken in, not yet recorded
-	recording         bool
 
-	// refunded: an operator's refund of the money received is recorded;
+	pay     orderPayments
+	refund  orderRefunds
+	persist orderWrites
+	book    runState
+}
+
+// orderPayments are the payments the run took in.
+type orderPayments struct {
+	tally     models.PaymentTally
+	seen      map[string]bool  // every payment id taken in, credited or not; looked up, never iterated
+	strays    int              // payments recorded but not credited: wrong asset
+	toRecord  []models.Payment // taken in, not yet recorded
+	recording bool
+	late      map[string]bool // ids of toRecord payments to record as late
+}
+
+// orderRefunds is where the money the order owes back stands.
+type orderRefunds struct {
+	// recorded: an operator's refund of the money received is recorded;
 	// payments taken in after it are late, never credited.
-	refunded  bool
-	refunding bool // a refund is being written: payments are late already
-	// refundsTaken: the order's refunds are created (handOverRefunds);
+	recorded bool
+	writing  bool // a refund is being written: payments are late already
+	// handedOver: the order's refunds are created (handOverRefunds);
 	// payments taken in after it are late, each refunded on its own.
-	refundsTaken bool
-	late         map[string]bool // ids of toRecord payments to record as late
-	note         string          // shown in the current details (setDetails)
-	// baseline: the newest baseline this run started from, 0 for none
-	// (startBaseline, atLatest).
-	baseline int
+	handedOver bool
+}
+
+// orderWrites is what the run wrote of its order, the only writer of it,
+// and how it writes.
+type orderWrites struct {
+	writeMu workflow.Mutex
+	written models.Transition // last state written, initially what the API wrote
+	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
+	// localWrites: this run writes the order as local activities
+	// (changeLocalWrites), asked at its first write; nil until then.
+	localWrites *bool
 	// holdAttrs defers upserting the search attributes while one check's
 	// steps are written: operators see the last (advance).
 	holdAttrs bool
 	// holdWrites skips the database writes of steps a watch has written
 	// (advance), in runs from before changeWatchReports.
 	holdWrites bool
+}
 
+// runState is the run's own bookkeeping.
+type runState struct {
+	// baseline: the newest baseline this run started from, 0 for none
+	// (startBaseline, atLatest).
+	baseline int
 	// checks counts this run's checks with the buying provider
 	// (runIsLong).
 	checks int
-	// localWrites: this run writes the order as local activities
-	// (changeLocalWrites), asked at its first write; nil until then.
-	localWrites *bool
-
-	writeMu workflow.Mutex
-	written models.Transition // last state written, initially what the API wrote
-	attrs   [2]string         // last upserted OrderStatus, PaymentStatus
+	hints  map[string]bool // event ids of hints taken; looked up, never iterated
+	note   string          // shown in the current details (setDetails)
 }
 
 // move advances the order along an allowed transition and writes it.
@@ -100,22 +121,22 @@ func (o *order) set(ctx workflow.Context, status models.OrderStatus, unpaidClose
 // write, and mirrors it in the search attributes. Writes are serialised so
 // they reach the database in the order the workflow decided them.
 func (o *order) sync(ctx workflow.Context) error {
-	if err := o.writeMu.Lock(ctx); err != nil {
+	if err := o.persist.writeMu.Lock(ctx); err != nil {
 		return err
 	}
-	defer o.writeMu.Unlock()
+	defer o.persist.writeMu.Unlock()
 
 	t := o.transition()
-	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.attrs && !o.holdAttrs {
+	if attrs := [2]string{string(t.Status), string(t.PaymentStatus)}; attrs != o.persist.attrs && !o.persist.holdAttrs {
 		if err := workflow.UpsertTypedSearchAttributes(ctx,
 			SearchAttrOrderStatus.ValueSet(attrs[0]),
 			SearchAttrPaymentStatus.ValueSet(attrs[1]),
 		); err != nil {
 			return err
 		}
-		o.attrs = attrs
+		o.persist.attrs = attrs
 	}
-	if o.holdWrites || sameTransition(o.written, t) {
+	if o.persist.holdWrites || sameTransition(o.persist.written, t) {
 		return nil
 	}
 	var (
@@ -129,7 +150,7 @@ func (o *order) sync(ctx workflow.Context) error {
 	if err := o.write(ctx, summary, c); err != nil {
 		return err
 	}
-	o.written = t
+	o.persist.written = t
 	o.showDetails()
 	return nil
 }
@@ -140,7 +161,7 @@ func (o *order) transition() models.Transition {
 		Status:         o.status,
 		PaymentStatus:  o.paymentStatus(),
 		At:             o.at,
-		AmountReceived: o.tally.Received,
+		AmountReceived: o.pay.tally.Received,
 		Reason:         o.reason,
 	}
 	if o.status == models.OrderCancelled {
@@ -156,8 +177,8 @@ func (o *order) transition() models.Transition {
 // paymentStatus is the order's payment status, derived from its state
 // (paymentStatusOf) as the database records it.
 func (o *order) paymentStatus() models.PaymentStatus {
-	ps := paymentStatusOf(o.status, o.unpaidClose, o.tally, o.strays)
-	if o.refunded {
+	ps := paymentStatusOf(o.status, o.unpaidClose, o.pay.tally, o.pay.strays)
+	if o.refund.recorded {
 		// As the database records it (MarkOrderRefunded).
 		return models.PaymentStatusAfterRefund(ps)
 	}
@@ -190,11 +211,11 @@ func localWriteOptions() workflow.LocalActivityOptions {
 // in runs from changeLocalWrites on (localFirst), as a regular activity
 // before.
 func (o *order) write(ctx workflow.Context, summary string, c call) error {
-	if o.localWrites == nil {
+	if o.persist.localWrites == nil {
 		local := o.atLatest(ctx, changeLocalWrites)
-		o.localWrites = &local
+		o.persist.localWrites = &local
 	}
-	if *o.localWrites {
+	if *o.persist.localWrites {
 		return localThenRegular(ctx, o.logger, localWriteOptions(), storeOptions(summary), nil, c.local(), o.shaped(c))
 	}
 	sc := o.shaped(c)

@@ -52,15 +52,15 @@ func (o *order) view() (StatusView, error) {
 		Status:          o.status,
 		PaymentStatus:   o.paymentStatus(),
 		Total:           o.in.PaymentAmount,
-		AmountReceived:  o.tally.Received,
+		AmountReceived:  o.pay.tally.Received,
 		AmountDue:       decimal.Zero,
 		PaymentDeadline: o.in.PaymentDeadline,
-		PaymentsCounted: len(o.tally.Seen),
+		PaymentsCounted: len(o.pay.tally.Seen),
 		Shipment:        o.shipment,
 		Cancellation:    o.cancellation,
 	}
 	if o.status == models.OrderCreated {
-		v.AmountDue = o.tally.Remaining()
+		v.AmountDue = o.pay.tally.Remaining()
 	}
 	return v, nil
 }
@@ -68,7 +68,7 @@ func (o *order) view() (StatusView, error) {
 // setDetails sets the note shown under the order's state in the
 // workflow's current details.
 func (o *order) setDetails(note string) {
-	o.note = note
+	o.book.note = note
 	o.showDetails()
 }
 
@@ -78,11 +78,11 @@ func (o *order) setDetails(note string) {
 // static details, which are fixed at start. It records nothing in the
 // history, so it may change freely without a version.
 func (o *order) showDetails() {
-	note := o.note
+	note := o.book.note
 	d := fmt.Sprintf("**%s**, payment **%s**, received %s of %s %s", o.status, o.paymentStatus(),
-		o.tally.Received.String(), o.in.PaymentAmount.String(), o.in.PaymentAsset)
+		o.pay.tally.Received.String(), o.in.PaymentAmount.String(), o.in.PaymentAsset)
 	if o.status == models.OrderCreated {
-		d += fmt.Sprintf("\n\nAwaiting payment of **%s %s**, memo `%s`, until %s.", o.tally.Remaining().String(),
+		d += fmt.Sprintf("\n\nAwaiting payment of **%s %s**, memo `%s`, until %s.", o.pay.tally.Remaining().String(),
 			o.in.PaymentAsset, o.in.OrderNumber, o.in.PaymentDeadline.UTC().Format(time.RFC3339))
 	}
 	if o.reason != "" {
