@@ -271,19 +271,9 @@ type getItemsRequest struct {
 func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	rec := s.record(r)
 	marketplace := r.Header.Get("x-marketplace")
+	fault := s.Take()
 	s.mu.Lock()
 	rec.Marketplace = marketplace
-	var failStatus int
-	var retryAfter time.Duration
-	switch {
-	case s.rateN > 0:
-		s.rateN--
-		failStatus, retryAfter = http.StatusTooManyRequests, s.retryAfter
-	case s.failN > 0:
-		s.failN--
-		failStatus = s.failStatus
-	}
-	latency := s.latency
 	container := s.container
 	s.mu.Unlock()
 
@@ -294,21 +284,21 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, errorBody{Type: "ValidationException", Message: message,
 			Reason: "FieldValidationFailed", FieldList: []string{field}})
 	}
-	if failStatus == http.StatusTooManyRequests {
+	if fault.Status == http.StatusTooManyRequests {
 		e := errorBody{Type: "ThrottleException",
 			Message: "The request was denied due to request throttling. Please verify the number of requests made per second."}
-		if retryAfter > 0 {
-			secs := int((retryAfter + time.Second - 1) / time.Second)
+		if fault.RetryAfter > 0 {
+			secs := fault.RetryAfterSeconds()
 			e.RetryAfterSeconds = &secs
 		}
-		fail(failStatus, e)
+		fail(fault.Status, e)
 		return
 	}
-	if failStatus != 0 {
-		fail(failStatus, injectedError(failStatus))
+	if fault.Status != 0 {
+		fail(fault.Status, injectedError(fault.Status))
 		return
 	}
-	if !s.wait(r, latency) {
+	if !s.wait(r, fault.Latency) {
 		return
 	}
 	if r.Method != http.MethodPost {

@@ -117,6 +117,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 )
 
 // The credentials a server accepts unless WithCredentials says otherwise.
@@ -173,6 +175,12 @@ type Server struct {
 	// catalog's APIURL. The token URL is URL+TokenPath.
 	URL string
 
+	// Faults inject getItems failures (FailNext: the documented error body
+	// for 400, 401, 403 and 404; RateLimitNext: 429 ThrottleException with
+	// retryAfterSeconds, rounded up) and hold answers back (SetLatency),
+	// before any other check.
+	upstreamtest.Faults
+
 	srv       *httptest.Server
 	transport *http.Transport
 	addr      string
@@ -186,14 +194,9 @@ type Server struct {
 	items         map[string]Item
 	requests      []*Request
 	dials         map[string]int
-	latency       time.Duration
 	slowDelay     time.Duration
-	failStatus    int
-	failN         int
 	tokenFailCode int
 	tokenFailN    int
-	rateN         int
-	retryAfter    time.Duration
 	container     Container
 }
 
@@ -354,37 +357,12 @@ func (s *Server) SetSlowDelay(d time.Duration) {
 	s.slowDelay = d
 }
 
-// SetLatency holds every getItems response back by d.
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
-
-// FailNext makes the next n getItems calls answer status with an error
-// body (the documented one for 400, 401, 403 and 404), before any other
-// check.
-func (s *Server) FailNext(status, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failStatus, s.failN = status, n
-}
-
 // FailTokenNext makes the next n token requests answer status with an
 // OAuth error body, before any other check.
 func (s *Server) FailTokenNext(status, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tokenFailCode, s.tokenFailN = status, n
-}
-
-// RateLimitNext makes the next n getItems calls answer 429
-// ThrottleException, with retryAfterSeconds of retryAfter rounded up to
-// whole seconds in the body (none if zero).
-func (s *Server) RateLimitNext(n int, retryAfter time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rateN, s.retryAfter = n, retryAfter
 }
 
 // ExpireTokens revokes every token issued so far: getItems calls bearing

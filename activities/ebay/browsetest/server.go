@@ -73,6 +73,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 )
 
 // Reserved item ids. See the package comment for what each answers.
@@ -189,6 +191,12 @@ type Server struct {
 	// catalog's APIURL.
 	URL string
 
+	// Faults inject item-request failures (FailNext: an eBay errors body,
+	// errorId 11000 for 5xx, 2001 for 429, 1001 for 401; RateLimitNext:
+	// 429 "Too many requests" with a Retry-After header of whole seconds,
+	// rounded up) and delay every answer, tokens included (SetLatency).
+	upstreamtest.Faults
+
 	srv          *httptest.Server
 	clientID     string
 	clientSecret string
@@ -203,12 +211,7 @@ type Server struct {
 	clockSet    bool
 	clockBase   time.Time     // the clock's reading when clockSet
 	clockOffset time.Duration // added to real time otherwise
-	latency     time.Duration
 	slowDelay   time.Duration
-	failStatus  int
-	failN       int
-	rateN       int
-	retryAfter  time.Duration
 	quota       int
 	quotaDay    string
 	quotaUsed   int
@@ -343,30 +346,6 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
-// FailNext makes the next n item requests answer status with an eBay
-// errors body (errorId 11000 for 5xx, 2001 for 429, 1001 for 401).
-func (s *Server) FailNext(status, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failStatus, s.failN = status, n
-}
-
-// RateLimitNext makes the next n item requests answer 429 with eBay's
-// "Too many requests" body and, when retryAfter is positive, a
-// Retry-After header (whole seconds, rounded up).
-func (s *Server) RateLimitNext(n int, retryAfter time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rateN, s.retryAfter = n, retryAfter
-}
-
-// SetLatency delays every answer, tokens included, by d.
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
-
 // SetSlowDelay sets how long SlowItem takes to answer (default 5s).
 func (s *Server) SetSlowDelay(d time.Duration) {
 	s.mu.Lock()
@@ -452,10 +431,7 @@ func (s *Server) wait(r *http.Request, d time.Duration) bool {
 // invalid_client), grant_type and scope in a form body (another
 // Content-Type is 400 invalid_request).
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	latency := s.latency
-	s.mu.Unlock()
-	if !s.wait(r, latency) {
+	if !s.wait(r, s.Latency()) {
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -543,29 +519,25 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	idx := len(s.requests)
 	s.requests = append(s.requests, rec)
-	latency := s.latency
+	s.mu.Unlock()
+	fault := s.Take()
+	latency := fault.Latency
 	var injected func() int
 	switch {
-	case s.rateN > 0:
-		s.rateN--
-		retryAfter := s.retryAfter
+	case fault.Status == http.StatusTooManyRequests:
 		injected = func() int {
-			if retryAfter > 0 {
-				secs := (retryAfter + time.Second - 1) / time.Second
-				w.Header().Set("Retry-After", strconv.Itoa(int(secs)))
+			if fault.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(fault.RetryAfterSeconds()))
 			}
 			writeErrors(w, http.StatusTooManyRequests, errTooManyRequests)
 			return http.StatusTooManyRequests
 		}
-	case s.failN > 0:
-		s.failN--
-		status := s.failStatus
+	case fault.Status != 0:
 		injected = func() int {
-			writeErrors(w, status, injectedError(status))
-			return status
+			writeErrors(w, fault.Status, injectedError(fault.Status))
+			return fault.Status
 		}
 	}
-	s.mu.Unlock()
 
 	status := 0
 	defer func() {

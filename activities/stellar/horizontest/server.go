@@ -56,6 +56,8 @@ import (
 	"time"
 
 	"github.com/stellar/go-stellar-sdk/network"
+
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 )
 
 // Horizon's page size limits, which the server enforces like Horizon does.
@@ -126,6 +128,11 @@ type Server struct {
 	// URL is the base URL of the server, e.g. http://127.0.0.1:1234.
 	URL string
 
+	// Faults inject failures of requests (pages or streams): FailNext's
+	// status with a Horizon problem body, 429 and 503 carrying a
+	// Retry-After header (SetRetryAfter).
+	upstreamtest.Faults
+
 	srv     *httptest.Server
 	account string
 	done    chan struct{}
@@ -142,8 +149,6 @@ type Server struct {
 	open       int // streams open now
 	keepAlive  time.Duration
 	retryAfter int
-	failStatus int
-	failN      int
 	goneN      int
 	dupN       int
 	withholdN  int
@@ -366,14 +371,6 @@ func (s *Server) SetUSDCIssuer(issuer string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.usdcIssuer = issuer
-}
-
-// FailNext makes the next n requests (pages or streams) answer status with
-// a Horizon problem body; 429 and 503 carry a Retry-After header.
-func (s *Server) FailNext(status int, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failStatus, s.failN = status, n
 }
 
 // GoneNext makes the next n requests answer 410 Gone with Horizon's
@@ -642,9 +639,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 				"This horizon instance is configured to only track a portion of the stellar network's latest history. "+
 					"This request is asking for results prior to the recorded history known to this horizon instance.")
 		}
-	case s.failN > 0:
-		s.failN--
-		status, retryAfter := s.failStatus, s.retryAfter
+	default:
+		status, retryAfter := s.Take().Status, s.retryAfter
+		if status == 0 {
+			break
+		}
 		injected = func() {
 			if retryAfter > 0 && (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
 				w.Header().Set("Retry-After", strconv.Itoa(retryAfter))

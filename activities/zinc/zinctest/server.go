@@ -123,6 +123,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/activities/zinc"
 )
 
@@ -324,6 +325,11 @@ type Server struct {
 	// client's BaseURL.
 	URL string
 
+	// Faults inject failures before authentication and without side
+	// effects (FailNext: Zinc's error body with the code Zinc uses for
+	// that status) and delay every answer (SetLatency, wall time).
+	upstreamtest.Faults
+
 	srv       *httptest.Server
 	apiKey    string
 	hookMeta  bool
@@ -344,10 +350,6 @@ type Server struct {
 	created    map[string]int    // idempotency key → orders created
 	posts      map[string]int    // idempotency key → POST /orders received
 	families   map[string]int    // RateLimitedOnce: orders created per Memocart order
-	failStatus int
-	failN      int
-	rateN      int
-	latency    time.Duration
 	failAfterN int
 	dropAfterN int
 	holdAfterN int
@@ -499,29 +501,9 @@ func (s *Server) SetTimings(t Timings) {
 	s.sweepLocked()
 }
 
-// FailNext makes the next n requests answer status with Zinc's error body
-// (the code Zinc uses for that status), before authentication and without
-// side effects.
-func (s *Server) FailNext(status, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failStatus, s.failN = status, n
-}
-
 // RateLimitNext makes the next n requests answer 429 rate_limit_exceeded
 // with Retry-After: 1.
-func (s *Server) RateLimitNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rateN = n
-}
-
-// SetLatency delays every answer by d (wall time).
-func (s *Server) SetLatency(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latency = d
-}
+func (s *Server) RateLimitNext(n int) { s.Faults.RateLimitNext(n, time.Second) }
 
 // FailAfterCreate makes the next n order creations create the order, then
 // answer 500 internal_error instead of 201: the client cannot tell the
@@ -630,10 +612,7 @@ const maxRequestBody = 1 << 20
 // failures and checks the key, in that order.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		latency := s.latency
-		s.mu.Unlock()
-		if latency > 0 {
+		if latency := s.Latency(); latency > 0 {
 			t := time.NewTimer(latency)
 			select {
 			case <-t.C:
@@ -657,18 +636,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				s.mu.Unlock()
 			}
 		}
-		s.mu.Lock()
-		var status int
-		switch {
-		case s.rateN > 0:
-			s.rateN--
-			status = http.StatusTooManyRequests
-		case s.failN > 0:
-			s.failN--
-			status = s.failStatus
-		}
-		s.mu.Unlock()
-		if status != 0 {
+		if status := s.Take().Status; status != 0 {
 			if status == http.StatusTooManyRequests {
 				w.Header().Set("Retry-After", "1")
 			}

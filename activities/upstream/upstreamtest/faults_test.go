@@ -1,0 +1,23 @@
+package upstreamtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestFaults: rate limits are taken before failures, each by one request,
+// and every request carries the latency set.
+func TestFaults(t *testing.T) {
+	var f Faults
+	assert.Equal(t, Fault{}, f.Take(), "the zero value injects nothing")
+	f.FailNext(503, 1)
+	f.RateLimitNext(1, 1500*time.Millisecond)
+	f.SetLatency(time.Second)
+	first := f.Take()
+	assert.Equal(t, Fault{Status: 429, RetryAfter: 1500 * time.Millisecond, Latency: time.Second}, first)
+	assert.Equal(t, 2, first.RetryAfterSeconds())
+	assert.Equal(t, Fault{Status: 503, Latency: time.Second}, f.Take())
+	assert.Equal(t, Fault{Latency: time.Second}, f.Take())
+}
