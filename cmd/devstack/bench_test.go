@@ -21,9 +21,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/memocart/memocart/activities/payments"
 	"github.com/memocart/memocart/activities/stellar"
 	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
@@ -169,8 +169,12 @@ func BenchmarkWatcherAlone(b *testing.B) {
 			hz := horizontest.New(liveAccount)
 			defer hz.Close()
 			sig := &countingSignaler{}
+			matcher, err := checkout.NewMatcher(st, sig, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
 			w, err := stellar.NewWatcher(stellar.Config{HorizonURL: hz.URL, Network: "testnet", Account: liveAccount, USDCIssuer: usdcIssuer, HandleConcurrency: 16},
-				&http.Client{}, st, payments.NewMatcher(st, sig, nil).Handle, nil, nil)
+				&http.Client{}, st, matcher.Handle, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -11,7 +11,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/memocart/memocart/activities/payments"
 	"github.com/memocart/memocart/api/checkout"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
@@ -200,9 +199,12 @@ func paymentsAttach(ctx context.Context, e Env, st *sqlstore.Store, args []strin
 	defer tc.Close()
 	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	matcher := payments.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
+	matcher, err := checkout.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
+	if err != nil {
+		return err
+	}
 	outcome, err := matcher.Attach(sigCtx, args[0], number)
-	if errors.Is(err, payments.ErrSignal) {
+	if errors.Is(err, checkout.ErrSignal) {
 		return fmt.Errorf("payment %s is attached to order %s, but its workflow could not be told (%w); "+
 			"memocart api re-drives it every MEMOCART_RECONCILE_INTERVAL once Temporal answers", args[0], number, err)
 	}

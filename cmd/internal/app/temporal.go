@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/memocart/memocart/activities"
-	"github.com/memocart/memocart/activities/payments"
 	"github.com/memocart/memocart/activities/rates"
 	"github.com/memocart/memocart/activities/sandbox"
 	"github.com/memocart/memocart/activities/stellar"
@@ -244,7 +243,10 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 	var watch *workflows.WatcherInput
 	if e.Cfg.StellarAccount != "" {
 		in := workflows.WatcherInput{Network: string(e.Cfg.StellarNetwork), Account: e.Cfg.StellarAccount}
-		matcher := payments.NewMatcher(st, orders, e.Log)
+		matcher, err := checkout.NewMatcher(st, orders, e.Log)
+		if err != nil {
+			return err
+		}
 		e.Tel.observeMatcher(matcher)
 		w, err := stellar.NewWatcher(stellar.Config{
 			HorizonURL: e.Cfg.StellarHorizonURL, Network: in.Network, Account: in.Account, USDCIssuer: e.Cfg.USDCIssuer,
@@ -342,7 +344,7 @@ type APIStack struct {
 	server  *api.Server
 	orders  *checkout.Orders
 	refunds *checkout.Refunds
-	matcher *payments.Matcher
+	matcher *checkout.Matcher
 	sandbox *sandbox.PaymentSource
 	outbox  *workflows.Outbox
 }
@@ -353,7 +355,10 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 		return nil, err
 	}
 	orders := workflows.NewClient(c, e.Cfg.TemporalTaskQueue)
-	matcher := payments.NewMatcher(st, orders, e.Log)
+	matcher, err := checkout.NewMatcher(st, orders, e.Log)
+	if err != nil {
+		return nil, err
+	}
 	e.Tel.observeMatcher(matcher)
 	src := sandbox.NewPaymentSource()
 	outbox := newOutbox(e, c, st)

@@ -1,8 +1,9 @@
-package payments
+package checkout
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -165,7 +166,7 @@ func TestMatcherHandle(t *testing.T) {
 			st := newFakeStore()
 			st.orders[validNumber] = "ord_1"
 			sig := &fakeSignaler{closed: map[string]bool{"ord_1": tt.closed}}
-			m := NewMatcher(st, sig, nil)
+			m := mustMatcher(st, sig, nil)
 			got, err := m.Handle(context.Background(), payment("p1", tt.memo))
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
@@ -183,7 +184,7 @@ func TestMatcherHandleAgainAfterTheWorkflowCountedIt(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{closed: map[string]bool{"ord_1": true}}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	st.acked["p1"] = true
 	got, err := m.Handle(context.Background(), payment("p1", validNumber))
 	require.NoError(t, err)
@@ -195,7 +196,7 @@ func TestMatcherRedeliveryIsSafe(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{err: errors.New("temporal unavailable")}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 
 	_, err := m.Handle(context.Background(), payment("p1", validNumber))
 	require.Error(t, err, "a failed signal is reported so the source re-delivers")
@@ -220,7 +221,7 @@ func TestMatcherRedeliveryIsSafe(t *testing.T) {
 }
 
 func TestMatcherRejectsPaymentsWithoutIdentity(t *testing.T) {
-	m := NewMatcher(newFakeStore(), &fakeSignaler{}, nil)
+	m := mustMatcher(newFakeStore(), &fakeSignaler{}, nil)
 	_, err := m.Handle(context.Background(), models.Payment{Mode: models.ModeTest})
 	assert.Error(t, err)
 	_, err = m.Handle(context.Background(), models.Payment{ID: "x"})
@@ -231,7 +232,7 @@ func TestMatcherStoreFailure(t *testing.T) {
 	st := newFakeStore()
 	st.failSave = errors.New("db down")
 	sig := &fakeSignaler{}
-	_, err := NewMatcher(st, sig, nil).Handle(context.Background(), payment("p1", validNumber))
+	_, err := mustMatcher(st, sig, nil).Handle(context.Background(), payment("p1", validNumber))
 	assert.Error(t, err)
 	assert.Empty(t, sig.signals, "nothing is signalled before the payment is stored")
 }
@@ -253,7 +254,7 @@ func TestMatcherMemoTypes(t *testing.T) {
 			st.orders[validNumber] = "ord_1"
 			p := payment("p1", tt.memo)
 			p.MemoType = tt.memoType
-			got, err := NewMatcher(st, &fakeSignaler{}, nil).Handle(context.Background(), p)
+			got, err := mustMatcher(st, &fakeSignaler{}, nil).Handle(context.Background(), p)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 			assert.Equal(t, tt.want == models.PaymentOutcomeUnmatched, st.unmatched["p1"], "unmatched payments are marked for operators")
@@ -268,7 +269,7 @@ func TestMatcherRedeliverMatchesStoredPayments(t *testing.T) {
 	st.payments["p1"] = payment("p1", validNumber)
 	st.payments["p2"] = payment("p2", "not-a-number")
 	sig := &fakeSignaler{}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	_, err := m.Redeliver(context.Background(), 0)
 	require.NoError(t, err)
 	assert.Equal(t, "ord_1", st.payments["p1"].OrderID)
@@ -280,7 +281,7 @@ func TestMatcherOperatorAttach(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	got, err := m.Handle(context.Background(), payment("p1", "order 1234"))
 	require.NoError(t, err)
 	require.Equal(t, models.PaymentOutcomeUnmatched, got)
@@ -300,7 +301,7 @@ func TestMatcherTellsOutcomes(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	var told []models.PaymentOutcome
 	m.OnOutcome(func(o models.PaymentOutcome) { told = append(told, o) })
 	ctx := context.Background()
@@ -328,7 +329,7 @@ func TestMatcherRedeliveryBacksOff(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { return now }
 	_, err := m.Handle(context.Background(), payment("p1", validNumber))
@@ -369,7 +370,7 @@ func TestMatcherRedeliveryRetriesAFailedSignalNextRound(t *testing.T) {
 	st := newFakeStore()
 	st.orders[validNumber] = "ord_1"
 	sig := &fakeSignaler{err: errors.New("temporal unavailable")}
-	m := NewMatcher(st, sig, nil)
+	m := mustMatcher(st, sig, nil)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	m.now = func() time.Time { return now }
 	_, err := m.Handle(context.Background(), payment("p1", validNumber))
@@ -387,4 +388,13 @@ func TestMatcherRedeliveryRetriesAFailedSignalNextRound(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "delivered at the first round after the outage")
 	assert.Equal(t, []string{"ord_1/p1"}, sig.signals)
+}
+
+// mustMatcher is NewMatcher for a test that gives every part.
+func mustMatcher(store PaymentStore, signal Signaler, log *slog.Logger) *Matcher {
+	m, err := NewMatcher(store, signal, log)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }

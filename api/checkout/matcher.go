@@ -1,11 +1,4 @@
-// Package payments matches observed incoming payments to orders by memo and
-// hands them to the orders' workflows. Every payment source, the sandbox
-// and the live chain watchers alike, delivers through the one Matcher, so
-// test mode exercises the production path.
-//
-// It may import models. The store and the workflow signaller are small
-// interfaces declared here and provided by cmd.
-package payments
+package checkout
 
 import (
 	"context"
@@ -17,15 +10,21 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-// Source observes incoming payments and delivers each to handle, in order,
+// The payment matcher: the use case every payment source, the sandbox and
+// the live chain watchers alike, delivers through, in the API and in the
+// worker, so test mode exercises the production path. It matches observed
+// incoming payments to orders by memo and hands them to the orders'
+// workflows.
+
+// PaymentSource observes incoming payments and delivers each to handle, in order,
 // until ctx ends. A payment whose handling fails is delivered again later:
 // handlers are idempotent.
-type Source interface {
+type PaymentSource interface {
 	Watch(ctx context.Context, handle models.PaymentHandler) error
 }
 
-// Store is the persistence the matcher needs.
-type Store interface {
+// PaymentStore is the store's part in matching payments.
+type PaymentStore interface {
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)
 	// SaveMatch stores the payment if new and records the verdict:
 	// attached to orderID, or unmatched when orderID is empty.
@@ -54,7 +53,7 @@ type Signaler interface {
 
 // Matcher matches payments to orders by memo.
 type Matcher struct {
-	store  Store
+	store  PaymentStore
 	signal Signaler
 	log    *slog.Logger
 	now    func() time.Time
@@ -77,12 +76,12 @@ func (m *Matcher) told(o models.PaymentOutcome, err error) (models.PaymentOutcom
 	return o, err
 }
 
-// NewMatcher returns a matcher.
-func NewMatcher(store Store, signal Signaler, log *slog.Logger) *Matcher {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// NewMatcher returns the payment matcher: store and signal are required.
+func NewMatcher(store PaymentStore, signal Signaler, log *slog.Logger) (*Matcher, error) {
+	if err := missing("Matcher", map[string]bool{"store": store == nil, "signal": signal == nil}); err != nil {
+		return nil, err
 	}
-	return &Matcher{store: store, signal: signal, log: log, now: time.Now}
+	return &Matcher{store: store, signal: signal, log: orDiscard(log), now: time.Now}, nil
 }
 
 // Handle finds the order the payment's memo names, stores the payment
