@@ -24,7 +24,7 @@ import (
 // correlated subquery into a JSON array of text values (text, so no amount
 // or time passes through a float). On SQLite, which is in process and has
 // no round trip to save, the same query measured 1.4-1.6 times slower than
-// one simple query per table (docs/benchmarks.md), so SQLite reads per
+// one simple query per table (the history of docs/benchmarks.md), so SQLite reads per
 // table. TestClientReadMatchesActivityRead holds both to the same result.
 const (
 	pgStepsJSON = `(SELECT COALESCE(json_agg(json_build_object('name', s.name,
@@ -69,7 +69,7 @@ func (s *Store) readClientOrder(db *gorm.DB, column, value string) (models.Order
 	}
 	// The hottest read of the service (every GET of an order) skips GORM's
 	// query builder and reflective scan, which took a third of the API's
-	// processor time per GET in a profile (docs/benchmarks.md); it still
+	// processor time per GET in a profile (the history of docs/benchmarks.md); it still
 	// runs on db's connection or transaction and reports to its logger.
 	ctx := db.Statement.Context
 	begin := time.Now()

@@ -173,7 +173,7 @@ var errNumberTaken = errors.New("order number taken")
 // decides every case and records the new order's webhook events. It is the
 // only creation path, on both dialects: sending its statements in fewer
 // round trips on Postgres saved 1-2 ms of CPU per POST and no throughput
-// (docs/benchmarks.md), too little for a second place deciding the cases.
+// (the history of docs/benchmarks.md), too little for a second place deciding the cases.
 // It returns errNumberTaken, having rolled back, when the minted number
 // was taken.
 func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (models.Order, bool, error) {

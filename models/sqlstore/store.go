@@ -104,7 +104,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		// a backend start and a cold catalog cache for its first plans
 		// (measured: ten new sessions a second under 16 concurrent GETs,
 		// two thirds of Postgres's time per GET in planning; see
-		// docs/benchmarks.md). Idle ones still close after a while.
+		// the history of docs/benchmarks.md). Idle ones still close after a while.
 		sqlDB.SetMaxOpenConns(PostgresMaxConns)
 		sqlDB.SetMaxIdleConns(PostgresMaxConns)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
@@ -233,7 +233,7 @@ func newID(prefix string) string {
 // gormLogger is GORM's logger here. It does nothing for a query nobody
 // will read about: GORM's own loggers build the full SQL text of every
 // query before deciding whether to log it, which cost a measurable share of
-// every read (docs/benchmarks.md). The store returns every error to its
+// every read (the history of docs/benchmarks.md). The store returns every error to its
 // caller, which logs it once at the boundary, so errors go to debug; a slow
 // query goes to warn, as SQL with placeholders: values hold e-mails and
 // addresses and are never logged.

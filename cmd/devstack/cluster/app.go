@@ -23,7 +23,7 @@ func SharedAppEnv() map[string]string {
 		"MEMOCART_TEMPORAL_TASK_QUEUE": TaskQueue,
 		"MEMOCART_LOG_FORMAT":          "json",
 		// Temporal is on the same network: gzip would cost the CPU of both
-		// ends and save nothing worth it (docs/benchmarks.md).
+		// ends and save nothing worth it (the history of docs/benchmarks.md).
 		"MEMOCART_TEMPORAL_COMPRESSION": "none",
 		// Production shape: test keys may not reach the deployment's own
 		// loopback services through webhooks.

@@ -36,7 +36,8 @@ import (
 // Postgres with. The pgx one caches each connection's prepared statements,
 // where postgres12 (lib/pq) parses every query again in two round trips.
 // With Temporal's search-attribute cache left on (DynamicConfig), it
-// halved the CPU Temporal's Postgres spends per order (docs/benchmarks.md).
+// halved the CPU Temporal's Postgres spends per order (the history of
+// docs/benchmarks.md).
 const TemporalSQLPlugin = "postgres12_pgx"
 
 // TemporalSharedEnv returns the Temporal server settings both topologies
