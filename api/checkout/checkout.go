@@ -6,7 +6,9 @@
 // the workflows of orders committed without one), Refunds (the refunds the
 // service pays out: destinations, claim links, operators' moves, runs to
 // restart), HandRefunds (money an operator sent back by hand,
-// refunds_legacy.go) and TestHelpers (test mode's payment of an order).
+// refunds_legacy.go), TestHelpers (test mode's payment of an order) and
+// the payment Matcher (every payment source delivers through it, in the
+// API and in the worker).
 // Callers decode their input, call a use case and encode its result.
 // The decisions are the pure rule functions of models, which the order
 // workflow and the store call too where they need the same rule.
