@@ -16,13 +16,6 @@ import (
 // incoming payments to orders by memo and hands them to the orders'
 // workflows.
 
-// PaymentSource observes incoming payments and delivers each to handle, in order,
-// until ctx ends. A payment whose handling fails is delivered again later:
-// handlers are idempotent.
-type PaymentSource interface {
-	Watch(ctx context.Context, handle models.PaymentHandler) error
-}
-
 // PaymentStore is the store's part in matching payments.
 type PaymentStore interface {
 	OrderIDByNumber(ctx context.Context, mode models.Mode, number string) (string, error)

@@ -1,5 +1,6 @@
 // Package upstreamtest holds what the providers' test servers
-// (creatorstest, browsetest, zinctest) share: the failures a test injects.
+// (creatorstest, browsetest, zinctest, horizontest) share: the failures a
+// test injects.
 package upstreamtest
 
 import (
