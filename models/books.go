@@ -3,7 +3,6 @@ package models
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -128,7 +127,7 @@ type Discrepancy struct {
 }
 
 // BooksCheck is the last check of the books made for the metrics: when
-// it ran (zero: never) and how many discrepancies Reconcile found per mode.
+// it ran (zero: never) and how many discrepancies the Bookkeeper found per mode.
 type BooksCheck struct {
 	CheckedAt     time.Time
 	Discrepancies map[Mode]int
@@ -219,54 +218,6 @@ func (e eachOf) StrayCredit(p BookPayment) {
 // NewBookkeeper returns a Bookkeeper with nothing in its books.
 func NewBookkeeper() *Bookkeeper {
 	return &Bookkeeper{ledgers: map[ledgerKey]*Ledger{}, dueOfOrder: map[string][]BookPayment{}}
-}
-
-// Reconcile computes the books held whole in b (Bookkeeper): per mode and
-// asset, where the money received went (Ledger, sorted by mode then
-// asset), and every discrepancy found (sorted by kind, then ids).
-func Reconcile(b Books) ([]Ledger, []Discrepancy) {
-	k := NewBookkeeper()
-	stored := map[string]bool{}
-	for _, p := range b.Payments {
-		stored[p.ID] = true
-	}
-	returning := map[string]Refund{}
-	own := map[string][]Refund{}
-	for _, r := range b.Refunds {
-		switch {
-		case r.Reason.ofOrder():
-			own[r.OrderID] = append(own[r.OrderID], r)
-		case stored[strings.TrimPrefix(r.Key, PaymentRefundKey(""))] && strings.HasPrefix(r.Key, PaymentRefundKey("")):
-			returning[r.Key] = r
-		default:
-			k.StrayRefunds("", []Refund{r})
-		}
-	}
-	credited := map[string][]BookPayment{}
-	for _, p := range b.Payments {
-		var r *Refund
-		if x, ok := returning[PaymentRefundKey(p.ID)]; ok {
-			r = &x
-		}
-		k.Payment(p, r)
-		if p.Credited() {
-			credited[p.OrderID] = append(credited[p.OrderID], p)
-		}
-	}
-	for _, o := range b.Orders {
-		k.Order(o, credited[o.ID], own[o.ID])
-		delete(credited, o.ID)
-		delete(own, o.ID)
-	}
-	for _, orderID := range slices.Sorted(maps.Keys(own)) {
-		k.StrayRefunds(orderID, own[orderID])
-	}
-	for _, orderID := range slices.Sorted(maps.Keys(credited)) {
-		for _, p := range credited[orderID] {
-			k.StrayCredit(p)
-		}
-	}
-	return k.Finish()
 }
 
 // Credited reports whether p is its order's money: matched and handed to

@@ -108,7 +108,7 @@ func (l *LiveBooks) refunds(rs []Refund) {
 // CompareChain compares the live books b with the chain c, and returns
 // ledgers with the live ones' on-chain totals filled in (a ledger added
 // for an asset only the chain shows), and the discrepancies found, sorted
-// as Reconcile sorts them. It reads nothing but its arguments.
+// as Bookkeeper.Finish sorts them. It reads nothing but its arguments.
 //
 //   - Received: every payment crediting the receiving account but the
 //     payout account's is a stored payment of the same id, amount and

@@ -49,36 +49,9 @@ func BenchmarkOrderForAccount(b *testing.B) {
 // deep in the list, and a page of a rare status. A page costs the same
 // whatever the account's size: it is a range read of a list index.
 func BenchmarkListOrders(b *testing.B) {
-	n := 200000
-	if v := os.Getenv("MEMOCART_BENCH_LIST_ORDERS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
-			b.Fatalf("MEMOCART_BENCH_LIST_ORDERS=%q: want a number of orders, at least 1000", v)
-		}
-	}
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
-		b.Fatalf("%s is not set: this benchmark needs Postgres", sqlstoretest.EnvPostgresURL)
-	}
+	n := benchOrderCount(b, "MEMOCART_BENCH_LIST_ORDERS", 200000)
 	ctx := context.Background()
-	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
-	st, err := sqlstore.Open(ctx, dsn, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	acct, err := st.EnsureAccount(ctx, "bench", t0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	seedListOrder(b, st, acct.ID, models.ModeTest, "ord_tmpl", t0, models.OrderCreated)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
+	st, raw, acct := benchPostgres(b, models.OrderCreated)
 	start := time.Now()
 	seedOrders(b, raw, "ord_tmpl", n, "t.account_id")
 	seedStepsAndPayments(b, raw)
@@ -108,6 +81,51 @@ func BenchmarkListOrders(b *testing.B) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// benchOrderCount is the orders a benchmark seeds: the environment's
+// variable, at least 1000, else def.
+func benchOrderCount(b *testing.B, env string, def int) int {
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 {
+		b.Fatalf("%s=%q: want a number of orders, at least 1000", env, v)
+	}
+	return n
+}
+
+// benchPostgres is a fresh migrated Postgres store with one account and
+// its template order "ord_tmpl" (a cart, an order at status) for
+// seedOrders to copy, and a raw connection to seed with.
+func benchPostgres(b *testing.B, status models.OrderStatus) (*sqlstore.Store, *sql.DB, models.Account) {
+	b.Helper()
+	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+		b.Fatalf("%s is not set: this benchmark needs Postgres", sqlstoretest.EnvPostgresURL)
+	}
+	ctx := context.Background()
+	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
+	st, err := sqlstore.Open(ctx, dsn, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	acct, err := st.EnsureAccount(ctx, "bench", t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	seedListOrder(b, st, acct.ID, models.ModeTest, "ord_tmpl", t0, status)
+	raw, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = raw.Close() })
+	return st, raw, acct
+}
 
 // BenchmarkOrderForAccountParallel is the same read from 16 goroutines per
 // processor, as the API serves it under load, on Postgres. It reports the
@@ -199,33 +217,9 @@ func benchOrder(b *testing.B, st *sqlstore.Store, acct string, i int) string {
 // the most heap the check held above what it started with (sampled every
 // millisecond): a page of rows at a time, whatever the table sizes.
 func BenchmarkReadBooks(b *testing.B) {
-	n := 100000
-	if v := os.Getenv("MEMOCART_BENCH_BOOKS_ORDERS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1000 {
-			b.Fatalf("MEMOCART_BENCH_BOOKS_ORDERS=%q: want a number of orders, at least 1000", v)
-		}
-	}
+	n := benchOrderCount(b, "MEMOCART_BENCH_BOOKS_ORDERS", 100000)
 	ctx := context.Background()
-	dsn := sqlstoretest.DSN(b, sqlstore.DialectPostgres)
-	st, err := sqlstore.Open(ctx, dsn, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	acct, err := st.EnsureAccount(ctx, "bench", t0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	seedListOrder(b, st, acct.ID, models.ModeTest, "ord_tmpl", t0, models.OrderDelivered)
-	raw, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer raw.Close()
+	st, raw, _ := benchPostgres(b, models.OrderDelivered)
 	seedOrders(b, raw, "ord_tmpl", n, "t.account_id")
 	for _, q := range []string{
 		`UPDATE orders SET payment_status = 'refund_due' WHERE status = 'failed'`,
