@@ -26,6 +26,7 @@ func TestMigration0012PaymentsFollowTheirRefunds(t *testing.T) {
 			ctx := context.Background()
 			st, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, dialect), nil)
 			require.NoError(t, err)
+			st.SetEventRenderer(sqlstoretest.Renderer{})
 			t.Cleanup(func() { _ = st.Close() })
 			require.NoError(t, st.MigrateUpTo(ctx, 11))
 

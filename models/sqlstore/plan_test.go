@@ -28,6 +28,7 @@ func TestOrderLookupIsAnIndexLookup(t *testing.T) {
 	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
 	st, err := sqlstore.Open(ctx, dsn, nil)
 	require.NoError(t, err)
+	st.SetEventRenderer(sqlstoretest.Renderer{})
 	t.Cleanup(func() { _ = st.Close() })
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)

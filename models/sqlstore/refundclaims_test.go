@@ -344,6 +344,7 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 			open := func(key []byte) *sqlstore.Store {
 				st, err := sqlstore.Open(ctx, dsn, nil)
 				require.NoError(t, err)
+				st.SetEventRenderer(sqlstoretest.Renderer{})
 				t.Cleanup(func() { _ = st.Close() })
 				_, err = st.Migrate(ctx)
 				require.NoError(t, err)

@@ -201,6 +201,8 @@ var postgresClasses = map[string]string{
 	"timestamp with time zone": "timestamp", "timestamp without time zone": "timestamp",
 	"boolean": "bool",
 	"bytea":   "bytes",
+	// A transaction id (webhook_events.txid): a 64-bit integer.
+	"xid8": "integer",
 }
 
 // sqliteClasses maps a SQLite column's declared type to a class.

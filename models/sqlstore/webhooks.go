@@ -292,63 +292,55 @@ type eventSpec struct {
 }
 
 // recordEvents writes, inside the transaction tx that records the facts,
-// the events of facts about one order that at least one active endpoint
-// of the order's account and mode subscribes to. An event nobody
-// subscribes to is not stored: endpoints created later do not receive
-// earlier events anyway. Each event's id is derived from its fact, and a
-// second write of the same fact (a retried activity) changes nothing.
+// the events of facts about one order: every fact is kept for the events
+// API, whether or not an endpoint subscribes. An event that no active
+// endpoint of the order's account and mode subscribes to is stored
+// already dispatched (there is nothing to deliver: endpoints created
+// later do not receive earlier events), so it costs no workflow. Each
+// event's id is derived from its fact, and a second write of the same
+// fact (a retried activity) changes nothing. It returns how many events
+// wait for their dispatch.
 func (s *Store) recordEvents(tx *gorm.DB, now time.Time, accountID string, mode models.Mode, orderID string, specs ...eventSpec) (int, error) {
-	wanted, err := subscribedSpecs(tx, accountID, mode, specs)
-	if err != nil || len(wanted) == 0 {
-		return 0, err
-	}
-	return len(wanted), s.writeEvents(tx, now, accountID, mode, orderID, wanted)
-}
-
-// subscribedSpecs keeps the specs that at least one active endpoint of the
-// account and mode subscribes to.
-func subscribedSpecs(tx *gorm.DB, accountID string, mode models.Mode, specs []eventSpec) ([]eventSpec, error) {
 	if len(specs) == 0 {
-		return nil, nil
+		return 0, nil
 	}
 	var subs []string
 	err := tx.Model(&webhookEndpointRow{}).
 		Where("account_id = ? AND mode = ? AND deleted_at IS NULL AND disabled_at IS NULL", accountID, string(mode)).
 		Pluck("enabled_events", &subs).Error
 	if err != nil {
-		return nil, fmt.Errorf("reading webhook subscriptions: %w", err)
+		return 0, fmt.Errorf("reading webhook subscriptions: %w", err)
 	}
-	return wantedSpecs(subs, specs), nil
+	return s.writeEvents(tx, now, accountID, mode, orderID, subs, specs)
 }
 
-// wantedSpecs keeps the specs that at least one of the endpoints'
-// subscriptions (enabled_events) includes.
-func wantedSpecs(subs []string, specs []eventSpec) []eventSpec {
-	var wanted []eventSpec
-	for _, sp := range specs {
-		for _, sub := range subs {
-			ts := strings.Fields(sub)
-			if slices.Contains(ts, string(models.EventAll)) || slices.Contains(ts, string(sp.typ)) {
-				wanted = append(wanted, sp)
-				break
-			}
+// subscribed reports whether one of the endpoints' subscriptions
+// (enabled_events) includes t.
+func subscribed(subs []string, t models.EventType) bool {
+	for _, sub := range subs {
+		ts := strings.Fields(sub)
+		if slices.Contains(ts, string(models.EventAll)) || slices.Contains(ts, string(t)) {
+			return true
 		}
 	}
-	return wanted
+	return false
 }
 
-// writeEvents renders and stores wanted events about one order, each
-// with the order as tx sees it, recorded at now (the caller's clock).
-func (s *Store) writeEvents(tx *gorm.DB, now time.Time, accountID string, mode models.Mode, orderID string, wanted []eventSpec) error {
+// writeEvents renders and stores the events about one order, each with
+// the order as tx sees it, recorded at now (the caller's clock); those no
+// subscription (subs) wants are stored dispatched. It returns how many
+// wait for their dispatch.
+func (s *Store) writeEvents(tx *gorm.DB, now time.Time, accountID string, mode models.Mode, orderID string, subs []string, specs []eventSpec) (int, error) {
 	if s.events == nil {
-		return errors.New("recording webhook events: the store has no event renderer (SetEventRenderer)")
+		return 0, errors.New("recording events: the store has no event renderer (SetEventRenderer)")
 	}
 	o, err := s.readClientOrder(tx, "id", orderID)
 	if err != nil {
-		return fmt.Errorf("reading order %s for its events: %w", orderID, err)
+		return 0, fmt.Errorf("reading order %s for its events: %w", orderID, err)
 	}
 	now = now.UTC()
-	for _, sp := range wanted {
+	pending := 0
+	for _, sp := range specs {
 		ev := models.Event{
 			ID: models.EventID(sp.typ, sp.key), Type: sp.typ, AccountID: accountID, Mode: mode, OrderID: orderID,
 			CreatedAt: sp.at.UTC().Truncate(time.Second), RecordedAt: now,
@@ -358,20 +350,25 @@ func (s *Store) writeEvents(tx *gorm.DB, now time.Time, accountID string, mode m
 		}
 		body, err := s.events.RenderEvent(ev, models.EventSubject{Order: o, Payment: sp.payment, Refund: sp.refund})
 		if err != nil {
-			return fmt.Errorf("rendering event %s: %w", sp.typ, err)
+			return 0, fmt.Errorf("rendering event %s: %w", sp.typ, err)
 		}
 		if rf := sp.refund; rf != nil && rf.Claim != nil && bytes.Contains(body, []byte(rf.Claim.Token)) {
-			return fmt.Errorf("rendering event %s: the body holds refund %s's claim token, not its reference (models.RefundClaimRef)", sp.typ, rf.ID)
+			return 0, fmt.Errorf("rendering event %s: the body holds refund %s's claim token, not its reference (models.RefundClaimRef)", sp.typ, rf.ID)
 		}
 		row := webhookEventRow{
 			ID: ev.ID, AccountID: accountID, Mode: string(mode), Type: string(sp.typ), OrderID: &orderID,
 			PaymentID: ev.PaymentID, CreatedAt: ev.CreatedAt, RecordedAt: now, Payload: string(body),
 		}
+		if subscribed(subs, sp.typ) {
+			pending++
+		} else {
+			row.DispatchedAt = &now
+		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
-			return fmt.Errorf("recording event %s: %w", sp.typ, err)
+			return 0, fmt.Errorf("recording event %s: %w", sp.typ, err)
 		}
 	}
-	return nil
+	return pending, nil
 }
 
 // WebhookEvent returns an event with its body as stored (claim links as
@@ -633,20 +630,17 @@ func transitionEvents(orderID string, received decimal.Decimal, t models.Transit
 // to order o (read with its id, account and mode), with the payment as
 // the transaction sees it.
 func (s *Store) recordPaymentEvent(tx *gorm.DB, now time.Time, o orderRow, paymentID string, typ models.EventType) error {
-	wanted, err := subscribedSpecs(tx, o.AccountID, models.Mode(o.Mode), []eventSpec{{typ: typ, key: paymentID}})
-	if err != nil || len(wanted) == 0 {
-		return err
-	}
 	var p paymentRow
 	if err := tx.Where("id = ?", paymentID).Take(&p).Error; err != nil {
 		return fmt.Errorf("reading payment %s for its event: %w", paymentID, err)
 	}
-	wanted[0].payment = &models.EventPayment{Payment: p.toModel(), Outcome: paymentOutcome(p.Status)}
-	wanted[0].at = p.ReceivedAt
+	sp := eventSpec{typ: typ, key: paymentID, at: p.ReceivedAt,
+		payment: &models.EventPayment{Payment: p.toModel(), Outcome: paymentOutcome(p.Status)}}
 	if typ == models.EventPaymentLate && p.SignaledAt != nil {
-		wanted[0].at = *p.SignaledAt // when it was found late
+		sp.at = *p.SignaledAt // when it was found late
 	}
-	return s.writeEvents(tx, now, o.AccountID, models.Mode(o.Mode), o.ID, wanted)
+	_, err := s.recordEvents(tx, now, o.AccountID, models.Mode(o.Mode), o.ID, sp)
+	return err
 }
 
 // paymentOutcome is what a payment's disposition means to its order.

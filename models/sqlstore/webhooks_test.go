@@ -262,7 +262,15 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		unheard, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_unheard", "", "h"))
 		require.NoError(t, err)
 		assert.Empty(t, eventsOf(t, st, unheard.ID))
-		assert.Zero(t, r.count(), "no body is rendered for nobody")
+		// Every fact is still kept for the events API: those nobody hears
+		// are stored dispatched, with nothing to deliver.
+		for _, o := range []struct{ account, order string }{{b.ID, quiet.ID}, {a.ID, unheard.ID}} {
+			kept := listedEvents(t, st, models.EventListQuery{AccountID: o.account, Mode: models.ModeTest, OrderID: o.order, Limit: 10})
+			assert.Equal(t, models.EventOrderCreated, kept[len(kept)-1].Type, "oldest last")
+			for _, ev := range kept {
+				assert.NotNil(t, ev.DispatchedAt, "%s is not in the outbox", ev.Type)
+			}
+		}
 
 		// Subscribed to some types: those are recorded, once each.
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderCreated, models.EventOrderPaid, models.EventPaymentReceived, models.EventPaymentPartial, models.EventPaymentOverpaid)
@@ -387,10 +395,10 @@ func TestEventsNeedARenderer(t *testing.T) {
 		require.NoError(t, err)
 		seedCart(t, st, a.ID, "crt_r")
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err, "nobody subscribes: no renderer needed")
-		newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderPaid)
+		require.NoError(t, err)
+		st.SetEventRenderer(nil)
 		err = st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0, AmountReceived: decimal.RequireFromString("12.50")}, time.Now())
-		require.Error(t, err, "a fact a subscriber wants is not recorded without its event")
+		require.Error(t, err, "a fact is not recorded without its event, subscribed to or not")
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)
 		assert.Equal(t, models.OrderCreated, got.Status, "the fact and its event commit together, or neither")

@@ -10,6 +10,7 @@ package sqlstoretest
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -53,7 +54,9 @@ func DSN(t testing.TB, dialect string) string {
 	}
 }
 
-// Open returns a migrated store on a fresh database of the dialect.
+// Open returns a migrated store on a fresh database of the dialect,
+// recording event bodies with Renderer (the service's processes use the
+// API's renderer; api tests set it too).
 func Open(t testing.TB, dialect string) *sqlstore.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -61,6 +64,7 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 	if err != nil {
 		t.Fatalf("open %s store: %v", dialect, err)
 	}
+	st.SetEventRenderer(Renderer{})
 	t.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate %s store: %v", dialect, err)
@@ -132,4 +136,26 @@ func MustAccount(t testing.TB, st *sqlstore.Store, name string, mode models.Mode
 		t.Fatal(err)
 	}
 	return secret, k
+}
+
+// Renderer writes event bodies for tests outside the API: the envelope
+// and the ids of what the event is about, with the order's status as the
+// recording transaction saw it.
+type Renderer struct{}
+
+// ClaimURL is the claim page of token on an example host.
+func (Renderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
+
+// RenderEvent writes ev's envelope and subject as JSON.
+func (Renderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
+	data := map[string]any{"order": map[string]any{"id": s.Order.ID, "status": s.Order.Status, "payment_status": s.Order.PaymentStatus}}
+	if p := s.Payment; p != nil {
+		data["payment"] = map[string]any{"id": p.ID, "outcome": p.Outcome}
+	}
+	if rf := s.Refund; rf != nil {
+		data["refund"] = map[string]any{"id": rf.ID, "status": rf.Status}
+	}
+	return json.Marshal(map[string]any{
+		"id": ev.ID, "type": ev.Type, "created_at": ev.CreatedAt.Format(time.RFC3339), "mode": ev.Mode, "data": data,
+	})
 }
