@@ -49,6 +49,7 @@ type Store interface {
 	RefundStore
 	checkout.RefundStore
 	WebhookStore
+	EventStore
 	Ping(ctx context.Context) error
 	IdempotencyStore
 }
@@ -272,6 +273,10 @@ func (s *Server) routes() *gin.Engine {
 	// Test helpers: test keys only, every tier (they are how a Free
 	// integration exercises the payment path).
 	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)
+	// The events API: every tier, so that any client can catch up on what
+	// its webhooks missed (or poll without webhooks).
+	v1.GET("/events", s.listEvents)
+	v1.GET("/events/:id", s.getEvent)
 	// Endpoints beyond the contract need a Pro or Enterprise plan.
 	pro := v1.Group("", requireTier(models.TierPro, models.TierEnterprise))
 	pro.GET("/carts/:id", s.getCart)

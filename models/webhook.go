@@ -223,7 +223,7 @@ func NormalizeEnabledEvents(in []string) ([]EventType, error) {
 	for _, s := range in {
 		t := EventType(s)
 		if t != EventAll && !t.Valid() {
-			return nil, FieldError(CodeInvalidRequest, "enabled_events", "enabled_events: %q is not an event type (%s, or \"*\")", clipText(s, 40), strings.Join(eventTypeNames(), ", "))
+			return nil, FieldError(CodeInvalidRequest, "enabled_events", "enabled_events: %q is not an event type (%s, or \"*\")", clipText(s, 40), strings.Join(EventTypeNames(), ", "))
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -237,7 +237,8 @@ func NormalizeEnabledEvents(in []string) ([]EventType, error) {
 	return out, nil
 }
 
-func eventTypeNames() []string {
+// EventTypeNames lists every event type's name, in documentation order.
+func EventTypeNames() []string {
 	out := make([]string, len(EventTypes))
 	for i, t := range EventTypes {
 		out[i] = string(t)
