@@ -110,6 +110,7 @@ func benchPostgres(b *testing.B, status models.OrderStatus) (*sqlstore.Store, *s
 	if err != nil {
 		b.Fatal(err)
 	}
+	st.SetEventRenderer(sqlstoretest.Renderer{})
 	b.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx); err != nil {
 		b.Fatal(err)
@@ -139,6 +140,7 @@ func BenchmarkOrderForAccountParallel(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	st.SetEventRenderer(sqlstoretest.Renderer{})
 	b.Cleanup(func() { _ = st.Close() })
 	ctx := context.Background()
 	if _, err := st.Migrate(ctx); err != nil {
@@ -293,4 +295,86 @@ func heapPeak(peak *uint64) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// BenchmarkPruneEvents deletes MEMOCART_BENCH_PRUNE_EVENTS events
+// (default 1,000,000; bodies of about 2 kB, one in ten with a delivery
+// attempt), all past their retention, as the api's reconciler does: 1,000
+// a transaction until none is left. batch-ms is the slowest batch (each
+// holds its rows' locks that long); idle-us is a pass with nothing to
+// prune, what every reconcile tick costs once the table is trimmed.
+// reference deletes the same rows in two statements, the least deleting
+// them can cost. Run it with -benchtime=1x: each run seeds its rows.
+func BenchmarkPruneEvents(b *testing.B) {
+	n := benchOrderCount(b, "MEMOCART_BENCH_PRUNE_EVENTS", 1000000)
+	ctx := context.Background()
+	seed := func(b *testing.B) (*sqlstore.Store, *sql.DB) {
+		b.Helper()
+		st, raw, acct := benchPostgres(b, models.OrderDelivered)
+		for _, q := range []string{
+			`INSERT INTO webhook_endpoints (id, account_id, mode, url, enabled_events, secret, created_at)
+				VALUES ('we_bench', '` + acct.ID + `', 'test', 'https://hooks.example.com/', '*', 'plain:x', now())`,
+			fmt.Sprintf(`INSERT INTO webhook_events (id, account_id, mode, type, order_id, created_at, recorded_at, payload, dispatched_at)
+				SELECT 'evt_' || lpad(i::text, 24, '0'), '%s', 'test', 'order.paid', 'ord_tmpl',
+					timestamp '2026-01-01' + i * interval '1 second', timestamp '2026-01-01' + i * interval '1 second',
+					'{"id":"evt_' || i || '","data":' || (SELECT string_agg(md5((i * 64 + j)::text), ',') FROM generate_series(1, 60) j) || '}',
+					timestamp '2026-01-01' + i * interval '1 second'
+				FROM generate_series(1, %d) i`, acct.ID, n),
+			`INSERT INTO webhook_attempts (delivery_id, attempt, event_id, endpoint_id, dispatch, attempted_at, succeeded)
+				SELECT 'dlv_' || id, 1, id, 'we_bench', 'wf', recorded_at, true FROM webhook_events WHERE right(id, 1) = '7'`,
+			`ANALYZE`,
+		} {
+			if _, err := raw.Exec(q); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return st, raw
+	}
+	cutoff := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	b.Run(fmt.Sprintf("prune/events=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			st, raw := seed(b)
+			var want int
+			if err := raw.QueryRow(`SELECT count(*) FROM webhook_events`).Scan(&want); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			var slowest time.Duration
+			deleted := 0
+			for {
+				start := time.Now()
+				k, err := st.PruneEvents(ctx, cutoff, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				slowest = max(slowest, time.Since(start))
+				deleted += k
+				if k < 1000 {
+					break
+				}
+			}
+			if deleted != want {
+				b.Fatalf("pruned %d events, want every one, %d", deleted, want)
+			}
+			b.ReportMetric(float64(slowest.Microseconds())/1000, "batch-ms")
+			start := time.Now()
+			if k, err := st.PruneEvents(ctx, cutoff, 1000); err != nil || k != 0 {
+				b.Fatalf("an idle pass pruned %d (%v)", k, err)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds()), "idle-us")
+		}
+	})
+	b.Run(fmt.Sprintf("reference/events=%d", n), func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			_, raw := seed(b)
+			b.StartTimer()
+			for _, q := range []string{`DELETE FROM webhook_attempts`, `DELETE FROM webhook_events`} {
+				if _, err := raw.Exec(q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 }

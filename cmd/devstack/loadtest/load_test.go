@@ -399,6 +399,7 @@ func TestReferenceReadsTheServicesOrder(t *testing.T) {
 	dbURL := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
 	st, err := sqlstore.Open(ctx, dbURL, nil)
 	require.NoError(t, err)
+	st.SetEventRenderer(sqlstoretest.Renderer{})
 	defer st.Close()
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)

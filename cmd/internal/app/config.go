@@ -50,6 +50,9 @@ type Config struct {
 	SandboxPayTo     string
 	PublicURL        string
 	ReconcileEvery   time.Duration
+	// EventRetention is how long events stay readable through the events
+	// API; older ones are pruned (pruneEvents).
+	EventRetention time.Duration
 
 	StellarNetwork    models.StellarNetwork
 	StellarAccount    string
@@ -343,6 +346,9 @@ var envVars = []envVar{
 	{name: "MEMOCART_RECONCILE_INTERVAL", def: "10s",
 		help: "how often the api re-drives orders whose workflow did not start and payments not yet handed to their workflow",
 		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.ReconcileEvery) }},
+	{name: "MEMOCART_EVENT_RETENTION", def: "720h",
+		help: "how long events stay listed by GET /v1/events (30 days by default); older ones, once delivered, are deleted with their delivery attempts",
+		set:  func(c *Config, v string) error { return parsePositiveDuration(v, &c.EventRetention) }},
 	{name: "MEMOCART_STELLAR_NETWORK", def: "pubnet",
 		help: "Stellar network of live payments: pubnet or testnet",
 		set: func(c *Config, v string) error {

@@ -115,6 +115,7 @@ func TestBooksMetrics(t *testing.T) {
 	dsn := sqlstoretest.DSN(t, sqlstore.DialectSQLite)
 	st, err := sqlstore.Open(t.Context(), dsn, nil)
 	require.NoError(t, err)
+	st.SetEventRenderer(sqlstoretest.Renderer{})
 	t.Cleanup(func() { _ = st.Close() })
 	_, err = st.Migrate(t.Context())
 	require.NoError(t, err)

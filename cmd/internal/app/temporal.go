@@ -341,6 +341,7 @@ var TestHooks struct {
 // APIStack is the API and what it drives: the sandbox payment source with
 // its matcher, and the reconciler.
 type APIStack struct {
+	store   *sqlstore.Store
 	server  *api.Server
 	orders  *checkout.Orders
 	refunds *checkout.Refunds
@@ -418,7 +419,30 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if err != nil {
 		return nil, err
 	}
-	return &APIStack{server: srv, orders: orderUses, refunds: refundUses, matcher: matcher, sandbox: src, outbox: outbox}, nil
+	return &APIStack{store: st, server: srv, orders: orderUses, refunds: refundUses, matcher: matcher, sandbox: src, outbox: outbox}, nil
+}
+
+// Pruning bounds: a batch is one short transaction (docs/benchmarks.md,
+// "Pruning events"); a reconciler tick deletes at most eventPruneBatches
+// of them per replica, 10,000 events every 10 s by default, far above
+// the few events an order records.
+const (
+	eventPruneBatch   = 1000
+	eventPruneBatches = 10
+)
+
+// pruneEvents deletes events recorded before cutoff, a batch at a time,
+// until none is left or a tick's share is done, and returns how many.
+func pruneEvents(ctx context.Context, st *sqlstore.Store, cutoff time.Time) (int, error) {
+	total := 0
+	for range eventPruneBatches {
+		n, err := st.PruneEvents(ctx, cutoff, eventPruneBatch)
+		total += n
+		if err != nil || n < eventPruneBatch {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // useCaseConfig is how the use cases (checkout) take orders, and which
@@ -446,7 +470,8 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 // yet handed to its workflow, and a webhook event recorded but its delivery
 // workflow not started; and a refund not settled whose run an operator
 // terminated or cancelled gets a new one. All are idempotent, so every replica may run this.
-// It also purges a bounded batch of expired Idempotency-Key records.
+// It also purges a bounded batch of expired Idempotency-Key records and
+// of events past their retention.
 func (s *APIStack) reconcile(ctx context.Context, e Env) {
 	// A hand-off younger than grace may still be in flight.
 	grace := 3 * e.Cfg.ReconcileEvery
@@ -477,6 +502,11 @@ func (s *APIStack) reconcile(ctx context.Context, e Env) {
 			e.Log.Warn("purging expired idempotency keys", slog.Any("error", err))
 		} else if n > 0 {
 			e.Log.Debug("purged expired idempotency keys", slog.Int("keys", n))
+		}
+		if n, err := pruneEvents(ctx, s.store, time.Now().Add(-e.Cfg.EventRetention)); err != nil {
+			e.Log.Warn("pruning events", slog.Any("error", err))
+		} else if n > 0 {
+			e.Log.Debug("pruned events past their retention", slog.Int("events", n))
 		}
 		if n, err := s.outbox.Sweep(ctx, grace); err != nil {
 			e.Log.Warn("dispatching webhook events", slog.Any("error", err))
