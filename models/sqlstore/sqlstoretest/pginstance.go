@@ -182,8 +182,8 @@ func (p *PGInstance) PID() int {
 	return p.cmd.Process.Pid
 }
 
-// Open returns a migrated store on the instance's database, closed when
-// the test ends.
+// Open returns a migrated store on the instance's database, recording
+// event bodies with Renderer, closed when the test ends.
 func (p *PGInstance) Open(t testing.TB) *sqlstore.Store {
 	t.Helper()
 	ctx := context.Background()
@@ -191,6 +191,7 @@ func (p *PGInstance) Open(t testing.TB) *sqlstore.Store {
 	if err != nil {
 		t.Fatalf("open store on %s: %v", p.URL(), err)
 	}
+	st.SetEventRenderer(Renderer{})
 	t.Cleanup(func() { _ = st.Close() })
 	if _, err := st.Migrate(ctx); err != nil {
 		t.Fatalf("migrate store on %s: %v", p.URL(), err)
