@@ -177,10 +177,7 @@ func (w WebhookAttempter) Attempt(ctx context.Context, in DeliverWebhookInput, n
 	if err != nil {
 		return err
 	}
-	h := http.Header{}
-	h.Set(models.WebhookSignatureHeader, models.SignWebhook(ep.Secret, now, ev.Payload))
-	h.Set(models.WebhookEventIDHeader, ev.ID)
-	h.Set(models.WebhookEventTypeHeader, string(ev.Type))
+	h := models.WebhookHeader(ep.Secret, now, ev.ID, ev.Type, ev.Payload)
 	start := clock()
 	status, sendErr := w.Sender.Send(ctx, ep.Mode, ep.URL, h, ev.Payload)
 	rec := models.WebhookAttempt{

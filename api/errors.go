@@ -36,6 +36,7 @@ var httpStatus = map[models.Code]int{
 	models.CodeIdempotencyKeyInUse:      http.StatusConflict,
 	models.CodeIdempotencyMismatch:      http.StatusUnprocessableEntity,
 	models.CodeOrderNotCancellable:      http.StatusConflict,
+	models.CodeInvalidOrderState:        http.StatusConflict,
 	models.CodeInvalidRefundState:       http.StatusConflict,
 	models.CodeProductUnavailable:       http.StatusUnprocessableEntity,
 	models.CodeShippingUnavailable:      http.StatusUnprocessableEntity,

@@ -576,6 +576,28 @@ func (s *Server) createTestPayment(c *gin.Context) {
 	}})
 }
 
+// expireTestOrder is POST /v1/test_helpers/orders/{id_or_number}/expire:
+// the order's payment deadline passes now, through its workflow; answers
+// the order as it then stands. Test keys only.
+func (s *Server) expireTestOrder(c *gin.Context) {
+	key := mustKey(c)
+	if key.Mode != models.ModeTest {
+		abort(c, models.NewError(models.CodeTestModeOnly))
+		return
+	}
+	ref, ok := orderRef(c.Param("ref"))
+	if !ok {
+		abort(c, models.ErrOrderNotFound)
+		return
+	}
+	o, err := s.deps.TestHelpers.Expire(c.Request.Context(), checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	s.renderOrder(c, http.StatusOK, o)
+}
+
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or
 // number (12.50) straight from its text: never through a float, never in
 // exponent notation, within models.ParseAmount's bounds.

@@ -118,6 +118,28 @@ func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note stri
 		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer}, time.Now())
 }
 
+// ExpireOrder does the workflow's part of the expire test helper: it
+// writes the order's close as the deadline would, refused as the
+// workflow would once the order is paid (models.DecideExpire).
+func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) error {
+	w.mu.Lock()
+	st, now := w.store, w.now
+	w.mu.Unlock()
+	o, err := st.Order(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if err := models.DecideExpire(o.Status, o.AmountDueReceived()); err != nil {
+		return err
+	}
+	ps := models.PaymentExpired
+	if o.AmountReceived.IsPositive() {
+		ps = models.PaymentRefundDue
+	}
+	return st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled, PaymentStatus: ps, At: now(),
+		AmountReceived: o.AmountReceived, Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}, time.Now())
+}
+
 // setCancel makes CancelOrder fail with err, or hang when hangs.
 func (w *recordingWorkflows) setCancel(err error, hangs bool) {
 	w.mu.Lock()

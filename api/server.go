@@ -273,6 +273,7 @@ func (s *Server) routes() *gin.Engine {
 	// Test helpers: test keys only, every tier (they are how a Free
 	// integration exercises the payment path).
 	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)
+	v1.POST("/test_helpers/orders/:ref/expire", s.expireTestOrder)
 	// The events API: every tier, so that any client can catch up on what
 	// its webhooks missed (or poll without webhooks).
 	v1.GET("/events", s.listEvents)

@@ -525,7 +525,7 @@ func (s testStack) server(t testing.TB) (*api.Server, *checkout.Orders) {
 	if s.testPayments == nil {
 		s.testPayments = &recordingTestPayments{}
 	}
-	s.deps.TestHelpers, err = checkout.NewTestHelpers(s.deps.Store, s.testPayments, s.deps.Now)
+	s.deps.TestHelpers, err = checkout.NewTestHelpers(s.deps.Store, s.testPayments, s.deps.Workflows.(checkout.TestWorkflows), s.deps.Now)
 	require.NoError(t, err)
 	srv, err := api.NewServer(s.cfg, s.deps)
 	require.NoError(t, err)

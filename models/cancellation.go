@@ -80,3 +80,17 @@ func legacyCancellation(statusReason string) CancellationReason {
 	}
 	return CancellationByOperator
 }
+
+// DecideExpire is whether test mode's helper may move an order's payment
+// deadline to now: only while it awaits payment with its amount due not
+// in (an order paid in full is paid in all but name); anything else is
+// CodeInvalidOrderState naming its status.
+func DecideExpire(status OrderStatus, paid bool) error {
+	switch {
+	case status == OrderCreated && !paid:
+		return nil
+	case status == OrderCreated:
+		status = OrderPaid
+	}
+	return Errorf(CodeInvalidOrderState, "The order is %s: only an order awaiting payment can expire", status)
+}

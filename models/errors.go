@@ -50,6 +50,10 @@ const (
 	// CodeOrderNotCancellable: a cancel for an order that is paid or
 	// beyond (or failed): only an order awaiting payment can be cancelled.
 	CodeOrderNotCancellable Code = "order_not_cancellable"
+	// CodeInvalidOrderState: a test helper asked for what the order's
+	// status does not allow (expiring an order that is no longer awaiting
+	// payment).
+	CodeInvalidOrderState Code = "invalid_order_state"
 	// Webhook endpoints: a URL the policy refuses (WebhookURLPolicy), an
 	// endpoint or event that does not exist for the key, more endpoints
 	// than MaxWebhookEndpoints, a resend to a disabled endpoint.
@@ -103,6 +107,7 @@ var defaultMessages = map[Code]string{
 	CodeUnsupportedMediaType:   "Content-Type must be application/json",
 	CodeIdempotencyKeyInUse:    "A request with this Idempotency-Key is still being processed; retry shortly",
 	CodeOrderNotCancellable:    "Only an order awaiting payment can be cancelled",
+	CodeInvalidOrderState:      "The order's status does not allow this",
 
 	CodeInvalidWebhookURL:       "url is not allowed as a webhook endpoint",
 	CodeWebhookEndpointNotFound: "No webhook endpoint with specified ID",

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,17 @@ const (
 // WebhookTolerance is how far a delivery's timestamp may be from the
 // receiver's clock: older deliveries are replays to refuse.
 const WebhookTolerance = 5 * time.Minute
+
+// WebhookHeader is a delivery's headers: body, the event of id and type,
+// signed with secret at now, and the event's id and type repeated. Every
+// delivery is sent with it: the service's, and devstack listen's.
+func WebhookHeader(secret string, now time.Time, id string, typ EventType, body []byte) http.Header {
+	h := http.Header{}
+	h.Set(WebhookSignatureHeader, SignWebhook(secret, now, body))
+	h.Set(WebhookEventIDHeader, id)
+	h.Set(WebhookEventTypeHeader, string(typ))
+	return h
+}
 
 // SignWebhook returns the signature header value of body sent at t.
 func SignWebhook(secret string, t time.Time, body []byte) string {

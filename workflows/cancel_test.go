@@ -29,36 +29,47 @@ func TestOrderCancelAfterPaidIsIgnored(t *testing.T) {
 	assert.Equal(t, concat([]string{"payment:p1", "transition:paid/confirmed"}, fulfilled), writes)
 }
 
-// cancelOutcome is what the test suite reported of one cancel update.
-type cancelOutcome struct {
+// updateOutcome is what became of an update sent to a test workflow
+// (updateAt): err is its rejection's or its failure's.
+type updateOutcome[R any] struct {
 	accepted, rejected, completed bool
 	rejectErr, err                error
-	result                        workflows.CancelResult
+	result                        R
 	completedAt                   time.Time
+}
+
+type cancelOutcome = updateOutcome[workflows.CancelResult]
+
+// updateAt sends the update name with arg to env's workflow after a delay
+// and records what became of it.
+func updateAt[R any](t *testing.T, env *testsuite.TestWorkflowEnvironment, after time.Duration, name, id string, arg any) *updateOutcome[R] {
+	out := &updateOutcome[R]{}
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(name, id, &testsuite.TestUpdateCallback{
+			OnAccept: func() { out.accepted = true },
+			OnReject: func(err error) { out.rejected, out.rejectErr, out.err = true, err, err },
+			OnComplete: func(v any, err error) {
+				out.completed, out.err, out.completedAt = true, err, env.Now()
+				switch r := v.(type) {
+				case R:
+					out.result = r
+				case converter.EncodedValue:
+					if r != nil && err == nil {
+						require.NoError(t, r.Get(&out.result))
+					}
+				case nil:
+				default:
+					t.Errorf("update result of type %T", v)
+				}
+			},
+		}, arg)
+	}, after)
+	return out
 }
 
 // cancelByCustomerAt sends the API's cancel update after a delay.
 func (h *harness) cancelByCustomerAt(after time.Duration, note string) *cancelOutcome {
-	out := &cancelOutcome{}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.UpdateWorkflow(workflows.UpdateCancel, fmt.Sprintf("cancel-%d", len(note)+int(after)), &testsuite.TestUpdateCallback{
-			OnAccept: func() { out.accepted = true },
-			OnReject: func(err error) { out.rejected, out.rejectErr = true, err },
-			OnComplete: func(v any, err error) {
-				out.completed, out.err, out.completedAt = true, err, h.env.Now()
-				switch r := v.(type) {
-				case workflows.CancelResult:
-					out.result = r
-				case converter.EncodedValue:
-					require.NoError(h.t, r.Get(&out.result))
-				case nil:
-				default:
-					h.t.Errorf("update result of type %T", v)
-				}
-			},
-		}, workflows.CancelRequest{Note: note})
-	}, after)
-	return out
+	return updateAt[workflows.CancelResult](h.t, h.env, after, workflows.UpdateCancel, fmt.Sprintf("cancel-%d", len(note)+int(after)), workflows.CancelRequest{Note: note})
 }
 
 // TestOrderCancelByCustomer: the API's cancel update cancels an order

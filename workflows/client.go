@@ -112,6 +112,26 @@ func (c *Client) CancelOrder(ctx context.Context, orderID, note string) error {
 	return updateAnswer(err, models.ErrOrderClosed, models.CodeOrderNotCancellable)
 }
 
+// ExpireOrder asks the order's workflow to end its payment wait now, as
+// the deadline would (UpdateExpirePayment: test mode's helper), and waits
+// until the outcome is written. It returns an error of code
+// models.CodeInvalidOrderState when the order no longer awaits payment,
+// and models.ErrOrderClosed when the workflow has finished or does not
+// exist.
+func (c *Client) ExpireOrder(ctx context.Context, orderID string) error {
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   models.WorkflowID(orderID),
+		UpdateName:   UpdateExpirePayment,
+		Args:         []any{ExpireRequest{}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		var res ExpireResult
+		err = h.Get(ctx, &res)
+	}
+	return updateAnswer(err, models.ErrOrderClosed, models.CodeInvalidOrderState)
+}
+
 // RecordRefund asks the order's workflow, still open because the order
 // owes the money it received, to record that an operator sent r.Amount
 // back (UpdateRecordRefund), and waits until the database says so. It

@@ -57,6 +57,11 @@ const (
 	// that owes nothing, or whose amount received is not the amount the
 	// operator sent back.
 	UpdateRecordRefund = "record-refund"
+	// UpdateExpirePayment carries an ExpireRequest: test mode's helper
+	// moving the payment deadline to now. Its validator refuses an order
+	// no longer awaiting payment (models.CodeInvalidOrderState); it
+	// answers an ExpireResult once the order's new state is written.
+	UpdateExpirePayment = "expire-payment"
 	// OrderFailedError is the type of the application error a failed
 	// order's workflow ends with, so that the Temporal UI shows it Failed
 	// (and counts it) instead of Completed. Its details hold the
@@ -336,6 +341,12 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRecordRefund, o.recordRefund, workflow.UpdateHandlerOptions{
 		Validator:   o.validateRefund,
 		Description: "An operator sent back the money a cancelled or failed order received (RefundRequest → RefundResult); use memocart payments mark-refunded --order",
+	}); err != nil {
+		return nil, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateExpirePayment, o.expireByTestHelper, workflow.UpdateHandlerOptions{
+		Validator:   o.validateExpire,
+		Description: "Test mode: the payment deadline passes now (ExpireRequest → ExpireResult); refused once paid",
 	}); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -261,33 +260,8 @@ func (h *refundHarness) run() (workflows.RefundOutcome, error) {
 	return res, nil
 }
 
-// updateOutcome is what an update sent by updateAt got.
-type updateOutcome struct {
-	rejected, completed bool
-	err                 error
-	refund              models.Refund
-}
-
-func (h *refundHarness) updateAt(after time.Duration, name string, req any) *updateOutcome {
-	out := &updateOutcome{}
-	h.env.RegisterDelayedCallback(func() {
-		h.env.UpdateWorkflow(name, fmt.Sprintf("%s-%s", name, after), &testsuite.TestUpdateCallback{
-			OnAccept: func() {},
-			OnReject: func(err error) { out.rejected, out.err = true, err },
-			OnComplete: func(v any, err error) {
-				out.completed, out.err = true, err
-				switch r := v.(type) {
-				case models.Refund:
-					out.refund = r
-				case converter.EncodedValue:
-					if r != nil && err == nil {
-						require.NoError(h.t, r.Get(&out.refund))
-					}
-				}
-			},
-		}, req)
-	}, after)
-	return out
+func (h *refundHarness) updateAt(after time.Duration, name string, req any) *updateOutcome[models.Refund] {
+	return updateAt[models.Refund](h.t, h.env, after, name, fmt.Sprintf("%s-%s", name, after), req)
 }
 
 func testRefund(mode models.Mode, dest *models.RefundDestination) models.Refund {
@@ -333,7 +307,7 @@ func TestRefundWorkflow(t *testing.T) {
 		assert.Contains(t, early.err.Error(), "only a refund awaiting approval, or failed, can be approved")
 		require.True(t, set.completed, "%+v", set)
 		require.NoError(t, set.err)
-		assert.Equal(t, models.RefundAwaitingApproval, set.refund.Status)
+		assert.Equal(t, models.RefundAwaitingApproval, set.result.Status)
 		assert.Equal(t, models.RefundSent, res.Status)
 		assert.Equal(t, t0.Add(48*time.Hour), h.env.Now().UTC(), "sent as soon as it had a destination")
 		assert.Len(t, h.payer.payments(), 1)

@@ -41,6 +41,8 @@ type order struct {
 	at           time.Time // workflow time the current status was reached: the step's timestamp
 	shipment     models.Shipment
 	cancelReq    *CancelSignal
+	// expireNow: the test helper moved the payment deadline to now.
+	expireNow bool
 
 	payments, cancels workflow.ReceiveChannel
 	updates           workflow.ReceiveChannel // FulfilmentSignal hints

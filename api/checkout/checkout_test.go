@@ -51,6 +51,8 @@ func TestUseCasesRefuseMissingParts(t *testing.T) {
 	assert.ErrorContains(t, err, "HandRefunds needs store, workflows")
 	_, err = checkout.NewCarts(checkout.CartsConfig{}, nil, nil, clock)
 	assert.ErrorContains(t, err, "Carts needs catalogs, store")
+	_, err = checkout.NewTestHelpers(nil, nil, nil, clock)
+	assert.ErrorContains(t, err, "TestHelpers needs orders, payments, workflows")
 }
 
 func cancelOf(o models.Order, note string) checkout.CancelRequest {

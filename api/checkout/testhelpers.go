@@ -3,6 +3,7 @@ package checkout
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 
 	"github.com/shopspring/decimal"
 
@@ -14,22 +15,68 @@ type TestPayments interface {
 	Send(ctx context.Context, p models.Payment) (models.PaymentOutcome, error)
 }
 
-// TestHelpers carries out test mode's helpers: what a payer would do to
-// an order, done through the same paths as production (a payment goes
-// through the sandbox chain and the payment matcher, never into the
-// database behind them).
+// TestWorkflows moves test orders through their workflows.
+type TestWorkflows interface {
+	// ExpireOrder has the order's workflow end its payment wait now, as
+	// the deadline would, and returns once the outcome is written. It
+	// returns an error of code models.CodeInvalidOrderState when the
+	// workflow refuses (the order no longer awaits payment), and
+	// models.ErrOrderClosed when the workflow has finished.
+	ExpireOrder(ctx context.Context, orderID string) error
+}
+
+// TestHelpers carries out test mode's helpers: what a payer, or time,
+// would do to an order, done through the same paths as production (a
+// payment goes through the sandbox chain and the payment matcher, a
+// deadline through the order's workflow, never into the database behind
+// them).
 type TestHelpers struct {
-	orders   OrderReader
-	payments TestPayments
-	now      Clock
+	orders    OrderReader
+	payments  TestPayments
+	workflows TestWorkflows
+	now       Clock
 }
 
 // NewTestHelpers returns the test helpers: every part is required.
-func NewTestHelpers(orders OrderReader, payments TestPayments, now Clock) (*TestHelpers, error) {
-	if err := missing("TestHelpers", map[string]bool{"orders": orders == nil, "payments": payments == nil}); err != nil {
+func NewTestHelpers(orders OrderReader, payments TestPayments, workflows TestWorkflows, now Clock) (*TestHelpers, error) {
+	if err := missing("TestHelpers", map[string]bool{"orders": orders == nil, "payments": payments == nil, "workflows": workflows == nil}); err != nil {
 		return nil, err
 	}
-	return &TestHelpers{orders: orders, payments: payments, now: orNow(now)}, nil
+	return &TestHelpers{orders: orders, payments: payments, workflows: workflows, now: orNow(now)}, nil
+}
+
+// TestOrder names a test key's order.
+type TestOrder struct {
+	AccountID string
+	Mode      models.Mode
+	Ref       string // the order's id or normalised number
+}
+
+// Expire makes a test-mode order's payment deadline pass now, through its
+// workflow, and returns the order as it then stands: cancelled (payment
+// expired, or refund due for what part of it arrived), as at the
+// deadline. An order no longer awaiting payment is refused
+// (models.DecideExpire): on the order as recorded first, then by the
+// workflow, which knows of payments not recorded yet.
+func (s *TestHelpers) Expire(ctx context.Context, r TestOrder) (models.Order, error) {
+	if r.Mode != models.ModeTest {
+		return models.Order{}, models.NewError(models.CodeTestModeOnly)
+	}
+	o, err := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, r.Ref)
+	if err != nil {
+		return models.Order{}, err
+	}
+	if err := models.DecideExpire(o.Status, o.AmountDueReceived()); err != nil {
+		return models.Order{}, err
+	}
+	if err := s.workflows.ExpireOrder(ctx, o.ID); err != nil {
+		if errors.Is(err, models.ErrOrderClosed) {
+			// Closed between the read and the update: answer as it stands.
+			return s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID)
+		}
+		return models.Order{}, err
+	}
+	return s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID)
 }
 
 // TestPayment is a test key's payment of one of its orders.

@@ -317,3 +317,54 @@ func TestE2EWebhookCostPerOrder(t *testing.T) {
 		orders, len(ids), workflowsRun, events, actions, perOrder)
 	assert.LessOrEqual(t, perOrder, 5.0, "issue 24: at most 5 actions per delivered order for one endpoint")
 }
+
+// TestE2EListen runs devstack listen against the dev stack: it forwards
+// the test account's events recorded after it started, each signed with
+// the secret given, its body the event's as GET /v1/events/{id} returns
+// it, and prints one line per delivery.
+func TestE2EListen(t *testing.T) {
+	const secret = "whsec_e2eListenSecret0123456789abcd"
+	rcv := &hookReceiver{t: t, secret: secret, seen: map[string]int{}}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	s := startDev(t, "sqlite", nil)
+	before := s.newOrder(s.key, product)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"listen", "--forward-to", srv.URL + "/hooks", "--api", s.baseURL, "--secret", secret, "--interval", "100ms"},
+			func(k string) string { return s.env[k] }, out, errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done, errOut.String())
+	})
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Signing secret: "+secret) }, 30*time.Second, 20*time.Millisecond, errOut.String())
+
+	o := s.newOrder(s.key, product)
+	code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
+	require.Equal(t, http.StatusCreated, code, body)
+	want := []string{"order.created", "payment.received", "order.paid"}
+	require.Eventually(t, func() bool {
+		got := rcv.accepted()
+		for _, typ := range want {
+			if _, ok := got[typ]; !ok {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 50*time.Millisecond, "stdout:\n%s", out.String())
+
+	assert.Zero(t, rcv.forged, "every delivery verifies with the secret")
+	for typ, d := range rcv.accepted() {
+		data, _ := d.body["data"].(map[string]any)
+		order, _ := data["order"].(map[string]any)
+		assert.Equal(t, str(o, "id"), order["id"], "%s: only events recorded after listen started (not %s's)", typ, str(before, "id"))
+		code, stored := s.do(s.key, "GET", "/v1/events/"+d.id, nil)
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, stored, d.body, "%s: the body as GET /v1/events/{id} returns it", typ)
+		assert.Regexp(t, `\d\d:\d\d:\d\d  `+strings.ReplaceAll(typ, ".", `\.`)+` +`+d.id+`  -> 200 OK`, out.String())
+	}
+}

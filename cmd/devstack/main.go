@@ -12,6 +12,7 @@ func main() { app.Main("devstack", commands()...) }
 func commands() []app.Command {
 	return []app.Command{
 		{Name: "dev", Summary: "run everything in one process for development: embedded stack, API, worker, a printed test key", Run: runDev, LogFormat: "text"},
+		{Name: "listen", Summary: "forward the dev stack's test events to a local URL, signed as webhooks (listen --help)", Run: runListen, LogFormat: "text"},
 		{Name: "loadtest", Summary: "measure the service against pgbench and bare Temporal starts on the same servers (loadtest --help)", Run: runLoadtest, LogFormat: "text"},
 		{Name: "cluster", Summary: "the production topology on this machine without Docker: up, down, status... (cluster --help)", Run: runCluster, LogFormat: "text"},
 		{Name: "cost", Summary: "events, workflow tasks and billable Temporal actions per order path, from histories (cost --help)", Run: runCost, LogFormat: "text"},

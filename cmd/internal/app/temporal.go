@@ -373,7 +373,7 @@ func NewAPIStack(e Env, st *sqlstore.Store, limiter api.RateLimiter, c client.Cl
 	if err != nil {
 		return nil, err
 	}
-	helpers, err := checkout.NewTestHelpers(st, src, nil)
+	helpers, err := checkout.NewTestHelpers(st, src, orders, nil)
 	if err != nil {
 		return nil, err
 	}
