@@ -131,45 +131,6 @@ func New(apiKey string, opts ...Option) *Client {
 	return c
 }
 
-// Error is an answer of the API outside 2xx. Use errors.As to read it.
-type Error struct {
-	// StatusCode is the HTTP status.
-	StatusCode int
-	// Code is the contract's error code (ErrorCode in api/openapi.json),
-	// e.g. "order_not_found"; empty when the answer was not the API's
-	// JSON envelope (a proxy's page, a 431 from Go's HTTP server).
-	Code string
-	// Message is the API's message, or the status text without one.
-	Message string
-	// Field names the request field at fault, nil when none is.
-	Field *string
-	// RequestID is the answer's X-Request-Id: quote it to support.
-	RequestID string
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "memocart: %d", e.StatusCode)
-	if e.Code != "" {
-		b.WriteString(" " + e.Code)
-	}
-	b.WriteString(": " + e.Message)
-	if e.Field != nil {
-		b.WriteString(" (field " + *e.Field + ")")
-	}
-	if e.RequestID != "" {
-		b.WriteString(" [request " + e.RequestID + "]")
-	}
-	return b.String()
-}
-
-// retryable says whether another attempt may get another answer: a 5xx
-// or 429. Other 4xx answers are final (the same request meets them again,
-// and an idempotent replay would give the same one).
-func (e *Error) retryable() bool {
-	return e.StatusCode >= 500 || e.StatusCode == http.StatusTooManyRequests
-}
-
 // newIdempotencyKey draws a key for one POST: 26 characters of base32,
 // 128 random bits.
 func newIdempotencyKey() string {
@@ -264,13 +225,7 @@ func (c *Client) read(resp *http.Response, out any) (*Error, time.Duration, erro
 		return nil, 0, nil
 	}
 	apiErr := &Error{StatusCode: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
-	var env struct {
-		Error struct {
-			Code    string  `json:"code"`
-			Message string  `json:"message"`
-			Field   *string `json:"field"`
-		} `json:"error"`
-	}
+	var env errorEnvelope
 	if json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
 		apiErr.Code, apiErr.Message, apiErr.Field = env.Error.Code, env.Error.Message, env.Error.Field
 	} else {
