@@ -56,6 +56,11 @@ const (
 	DefaultTestPollMax = 2500 * time.Millisecond
 )
 
+// DefaultTimeout bounds each attempt of the default HTTP client, so a
+// connection that hangs is retried rather than waited on for good. The
+// service answers within its own request deadline (10 s by default).
+const DefaultTimeout = 30 * time.Second
+
 // Client calls the Memocart API with one API key. It is safe for
 // concurrent use.
 type Client struct {
@@ -79,9 +84,9 @@ func WithBaseURL(u string) Option {
 	return func(c *Client) { c.baseURL = strings.TrimRight(u, "/") }
 }
 
-// WithHTTPClient sets the HTTP client requests go through
-// (http.DefaultClient otherwise). Its Timeout, if any, bounds each
-// attempt; the context bounds the whole call.
+// WithHTTPClient sets the HTTP client requests go through (one with
+// DefaultTimeout otherwise). Its Timeout, if any, bounds each attempt; the
+// context bounds the whole call.
 func WithHTTPClient(h *http.Client) Option {
 	return func(c *Client) { c.http = h }
 }
@@ -114,7 +119,7 @@ func New(apiKey string, opts ...Option) *Client {
 	c := &Client{
 		apiKey:      apiKey,
 		baseURL:     DefaultBaseURL,
-		http:        http.DefaultClient,
+		http:        &http.Client{Timeout: DefaultTimeout},
 		maxAttempts: DefaultMaxAttempts,
 		maxElapsed:  DefaultMaxElapsed,
 		backoffMin:  defaultBackoffMin,

@@ -19,6 +19,7 @@ func (c *Client) Orders(ctx context.Context, p *ListOrdersParams) iter.Seq2[*Ord
 		q = *p
 	}
 	return paginate(func(after string) ([]Order, bool, error) {
+		q := q
 		q.StartingAfter = after
 		page, err := c.ListOrders(ctx, &q)
 		if err != nil {
@@ -36,6 +37,7 @@ func (c *Client) Refunds(ctx context.Context, p *ListRefundsParams) iter.Seq2[*R
 		q = *p
 	}
 	return paginate(func(after string) ([]Refund, bool, error) {
+		q := q
 		q.StartingAfter = after
 		page, err := c.ListRefunds(ctx, &q)
 		if err != nil {
@@ -54,6 +56,7 @@ func (c *Client) Events(ctx context.Context, p *ListEventsParams) iter.Seq2[*Eve
 	}
 	q.EndingBefore = ""
 	return paginate(func(after string) ([]Event, bool, error) {
+		q := q
 		q.StartingAfter = after
 		page, err := c.ListEvents(ctx, &q)
 		if err != nil {
@@ -64,9 +67,10 @@ func (c *Client) Events(ctx context.Context, p *ListEventsParams) iter.Seq2[*Eve
 }
 
 // paginate walks the pages fetch returns, each after the last id of the
-// one before.
-func paginate[T any](fetch func(after string) ([]T, bool, error), after string, id func(*T) string) iter.Seq2[*T, error] {
+// one before. Each range over the result starts again from first.
+func paginate[T any](fetch func(after string) ([]T, bool, error), first string, id func(*T) string) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
+		after := first
 		for {
 			data, more, err := fetch(after)
 			if err != nil {
@@ -103,6 +107,7 @@ func (c *Client) EventsAfter(ctx context.Context, lastID string, p *ListEventsPa
 	}
 	q.StartingAfter = ""
 	return func(yield func(*Event, error) bool) {
+		q := q
 		if lastID == "" {
 			yield(nil, ErrNoCursor)
 			return

@@ -212,3 +212,27 @@ func query(t *testing.T, raw string) url.Values {
 	}
 	return v
 }
+
+// TestIteratorsStartOverEachRange: an iterator ranged again pages from
+// its start again, not from where the last range ended.
+func TestIteratorsStartOverEachRange(t *testing.T) {
+	f := &fakeList{path: "/v1/orders", ids: seven}
+	c := newFakeList(t, f)
+	orders := c.Orders(context.Background(), &ListOrdersParams{Limit: 3, StartingAfter: "x7"})
+	id := func(o *Order) string { return o.ID }
+	first, err1 := ids(orders, id, 0)
+	again, err2 := ids(orders, id, 0)
+	if err1 != nil || err2 != nil || !slices.Equal(first, again) || len(first) != 6 {
+		t.Errorf("ranged twice: %v (%v), then %v (%v); want x6 to x1 both times", first, err1, again, err2)
+	}
+
+	f = &fakeList{path: "/v1/events", ids: seven}
+	c = newFakeList(t, f)
+	events := c.EventsAfter(context.Background(), "x4", &ListEventsParams{Limit: 2})
+	eid := func(e *Event) string { return e.ID }
+	first, err1 = ids(events, eid, 0)
+	again, err2 = ids(events, eid, 0)
+	if err1 != nil || err2 != nil || !slices.Equal(first, again) || len(first) != 3 {
+		t.Errorf("ranged twice: %v (%v), then %v (%v); want x5 to x7 both times", first, err1, again, err2)
+	}
+}
