@@ -266,11 +266,20 @@ func TestErrorIsTyped(t *testing.T) {
 // once, not after the Retry-After.
 func TestCancelStopsTheWait(t *testing.T) {
 	_, c := newFake(t, []answer{unavailable("30")}, WithRetryBudget(5, time.Hour))
+	stopsAtDeadline(t, func(ctx context.Context) error {
+		_, err := c.GetCart(ctx, "crt_AAAAAAAAAAAAAAAAAAAAAAAA")
+		return err
+	})
+}
+
+// stopsAtDeadline checks that call, given a context ending in 50 ms,
+// returns the context's error at once rather than after its waits.
+func stopsAtDeadline(t *testing.T, call func(context.Context) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := c.GetCart(ctx, "crt_AAAAAAAAAAAAAAAAAAAAAAAA")
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if err := call(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v; want the context's", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {

@@ -14,80 +14,69 @@ import (
 // Orders yields every order that p selects, newest first, from
 // p.StartingAfter on (from the newest without it).
 func (c *Client) Orders(ctx context.Context, p *ListOrdersParams) iter.Seq2[*Order, error] {
-	q := ListOrdersParams{}
-	if p != nil {
-		q = *p
-	}
-	return paginate(func(after string) ([]Order, bool, error) {
+	q := valueOf(p)
+	return paginate(q.StartingAfter, func(after string) (*OrderList, error) {
 		q := q
 		q.StartingAfter = after
-		page, err := c.ListOrders(ctx, &q)
-		if err != nil {
-			return nil, false, err
-		}
-		return page.Data, page.HasMore, nil
-	}, q.StartingAfter, func(o *Order) string { return o.ID })
+		return c.ListOrders(ctx, &q)
+	}, func(o *Order) string { return o.ID })
 }
 
 // Refunds yields every refund that p selects, newest first, from
 // p.StartingAfter on.
 func (c *Client) Refunds(ctx context.Context, p *ListRefundsParams) iter.Seq2[*Refund, error] {
-	q := ListRefundsParams{}
-	if p != nil {
-		q = *p
-	}
-	return paginate(func(after string) ([]Refund, bool, error) {
+	q := valueOf(p)
+	return paginate(q.StartingAfter, func(after string) (*RefundList, error) {
 		q := q
 		q.StartingAfter = after
-		page, err := c.ListRefunds(ctx, &q)
-		if err != nil {
-			return nil, false, err
-		}
-		return page.Data, page.HasMore, nil
-	}, q.StartingAfter, func(r *Refund) string { return r.ID })
+		return c.ListRefunds(ctx, &q)
+	}, func(r *Refund) string { return r.ID })
 }
 
 // Events yields every event that p selects, newest first, from
 // p.StartingAfter on (p.EndingBefore is ignored: see EventsAfter).
 func (c *Client) Events(ctx context.Context, p *ListEventsParams) iter.Seq2[*Event, error] {
-	q := ListEventsParams{}
-	if p != nil {
-		q = *p
-	}
+	q := valueOf(p)
 	q.EndingBefore = ""
-	return paginate(func(after string) ([]Event, bool, error) {
+	return paginate(q.StartingAfter, func(after string) (*EventList, error) {
 		q := q
 		q.StartingAfter = after
-		page, err := c.ListEvents(ctx, &q)
-		if err != nil {
-			return nil, false, err
-		}
-		return page.Data, page.HasMore, nil
-	}, q.StartingAfter, func(e *Event) string { return e.ID })
+		return c.ListEvents(ctx, &q)
+	}, func(e *Event) string { return e.ID })
 }
 
 // paginate walks the pages fetch returns, each after the last id of the
 // one before. Each range over the result starts again from first.
-func paginate[T any](fetch func(after string) ([]T, bool, error), first string, id func(*T) string) iter.Seq2[*T, error] {
+func paginate[T any](first string, fetch func(after string) (*Page[T], error), id func(*T) string) iter.Seq2[*T, error] {
 	return func(yield func(*T, error) bool) {
 		after := first
 		for {
-			data, more, err := fetch(after)
+			page, err := fetch(after)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			for i := range data {
-				if !yield(&data[i], nil) {
+			for i := range page.Data {
+				if !yield(&page.Data[i], nil) {
 					return
 				}
 			}
-			if !more || len(data) == 0 {
+			if !page.HasMore || len(page.Data) == 0 {
 				return
 			}
-			after = id(&data[len(data)-1])
+			after = id(&page.Data[len(page.Data)-1])
 		}
 	}
+}
+
+// valueOf returns *p, or the zero value for nil: the parameters of a list
+// are optional.
+func valueOf[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
+	}
+	return v
 }
 
 // ErrNoCursor is EventsAfter's error without an event id to start after.
@@ -101,10 +90,7 @@ var ErrNoCursor = errors.New("memocart: EventsAfter needs the id of the last eve
 // once every write before it has ended, so catching up never skips one;
 // keep the id of the last event yielded to catch up from it next time.
 func (c *Client) EventsAfter(ctx context.Context, lastID string, p *ListEventsParams) iter.Seq2[*Event, error] {
-	q := ListEventsParams{}
-	if p != nil {
-		q = *p
-	}
+	q := valueOf(p)
 	q.StartingAfter = ""
 	return func(yield func(*Event, error) bool) {
 		q := q

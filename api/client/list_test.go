@@ -130,22 +130,10 @@ func TestIteratorsPage(t *testing.T) {
 			f := &fakeList{path: l.path, ids: seven}
 			c := newFakeList(t, f)
 			got, err := l.list(c, 3, "", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := []string{"x7", "x6", "x5", "x4", "x3", "x2", "x1"}; !slices.Equal(got, want) {
-				t.Errorf("yielded %v, want %v", got, want)
-			}
-			queries := f.recorded()
-			if len(queries) != 3 {
-				t.Fatalf("%d pages asked for (%v), want 3", len(queries), queries)
-			}
-			for i, after := range []string{"", "x5", "x2"} {
-				v := query(t, queries[i])
-				if v.Get("starting_after") != after || v.Get("limit") != "3" || (v.Get("status") == "" && v.Get("type") == "") {
-					t.Errorf("page %d asked with %q; want starting_after=%q, limit 3 and the filter", i+1, queries[i], after)
-				}
-			}
+			checkPaging(t, f, got, err, []string{"x7", "x6", "x5", "x4", "x3", "x2", "x1"}, []string{"", "x5", "x2"},
+				func(v url.Values, after string) bool {
+					return v.Get("starting_after") == after && v.Get("limit") == "3" && (v.Get("status") != "" || v.Get("type") != "")
+				})
 
 			f = &fakeList{path: l.path, ids: seven}
 			c = newFakeList(t, f)
@@ -175,22 +163,10 @@ func TestEventsAfterCatchesUp(t *testing.T) {
 	c := newFakeList(t, f)
 	p := &ListEventsParams{Limit: 2, Order: "32205377465", StartingAfter: "ignored"}
 	got, err := ids(c.EventsAfter(context.Background(), "x2", p), func(e *Event) string { return e.ID }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"x3", "x4", "x5", "x6", "x7"}; !slices.Equal(got, want) {
-		t.Errorf("yielded %v, want %v", got, want)
-	}
-	queries := f.recorded()
-	if len(queries) != 3 {
-		t.Fatalf("%d pages asked for (%v), want 3", len(queries), queries)
-	}
-	for i, before := range []string{"x2", "x4", "x6"} {
-		v := query(t, queries[i])
-		if v.Get("ending_before") != before || v.Get("starting_after") != "" || v.Get("order") != "32205377465" || v.Get("limit") != "2" {
-			t.Errorf("page %d asked with %q; want ending_before=%q, the filter and no starting_after", i+1, queries[i], before)
-		}
-	}
+	checkPaging(t, f, got, err, []string{"x3", "x4", "x5", "x6", "x7"}, []string{"x2", "x4", "x6"},
+		func(v url.Values, before string) bool {
+			return v.Get("ending_before") == before && v.Get("starting_after") == "" && v.Get("order") == "32205377465" && v.Get("limit") == "2"
+		})
 
 	// Caught up already: one page, nothing yielded.
 	f = &fakeList{path: "/v1/events", ids: seven}
@@ -204,13 +180,29 @@ func TestEventsAfterCatchesUp(t *testing.T) {
 	}
 }
 
-func query(t *testing.T, raw string) url.Values {
+// checkPaging checks that an iteration yielded want and asked f for one
+// page per cursor, each page's query passing asked with that cursor.
+func checkPaging(t *testing.T, f *fakeList, got []string, err error, want, cursors []string, asked func(q url.Values, cursor string) bool) {
 	t.Helper()
-	v, err := url.ParseQuery(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v
+	if !slices.Equal(got, want) {
+		t.Errorf("yielded %v, want %v", got, want)
+	}
+	queries := f.recorded()
+	if len(queries) != len(cursors) {
+		t.Fatalf("%d pages asked for (%v), want %d", len(queries), queries, len(cursors))
+	}
+	for i, cursor := range cursors {
+		v, err := url.ParseQuery(queries[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !asked(v, cursor) {
+			t.Errorf("page %d asked with %q; want the cursor %q, the page size and the filters", i+1, queries[i], cursor)
+		}
+	}
 }
 
 // TestIteratorsStartOverEachRange: an iterator ranged again pages from

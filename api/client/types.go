@@ -397,23 +397,20 @@ type EventPayment struct {
 	Outcome         string          `json:"outcome"`
 }
 
-// OrderList is one page of ListOrders, newest first.
-type OrderList struct {
-	Data    []Order `json:"data"`
-	HasMore bool    `json:"has_more"`
+// Page is one page of a list, newest first; HasMore says another follows.
+type Page[T any] struct {
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
 }
 
-// RefundList is one page of ListRefunds, newest first.
-type RefundList struct {
-	Data    []Refund `json:"data"`
-	HasMore bool     `json:"has_more"`
-}
+// OrderList is one page of ListOrders.
+type OrderList = Page[Order]
 
-// EventList is one page of ListEvents, newest first.
-type EventList struct {
-	Data    []Event `json:"data"`
-	HasMore bool    `json:"has_more"`
-}
+// RefundList is one page of ListRefunds.
+type RefundList = Page[Refund]
+
+// EventList is one page of ListEvents.
+type EventList = Page[Event]
 
 // The envelopes the API wraps single resources in; each method returns
 // the resource inside.
