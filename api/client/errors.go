@@ -22,6 +22,8 @@ type Error struct {
 	RequestID string
 }
 
+// Error returns the status, code, message, field and request id on one
+// line.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "memocart: %d", e.StatusCode)
