@@ -3,13 +3,16 @@
 # staticcheck), the unit and store tests (SQLite, Postgres, Redis),
 # and the end-to-end tests against an in-process Temporal server.
 #
-# Two modules: the root is the service (cmd/memocart, the binary that
+# Three modules: the root is the service (cmd/memocart, the binary that
 # ships); cmd/devstack is the developer tooling (the embedded dev stack,
 # load, cluster and chaos drivers, end-to-end tests), which alone depends on
 # the Temporal server. Its binary bin/devstack has every memocart command too.
+# api/client is the Go client library of the API, its own module so that
+# applications import it without the service's dependencies.
 
 GO ?= go
 DEVSTACK := cmd/devstack
+CLIENT := api/client
 
 # Real services the tests use. Override to point elsewhere; the tests fail
 # (never skip) when a configured service is unreachable.
@@ -52,17 +55,22 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) -C $(DEVSTACK) mod tidy -diff
 	$(GO) -C $(DEVSTACK) run $(STATICCHECK) ./...
+	$(GO) -C $(CLIENT) mod tidy -diff
+	$(GO) -C $(CLIENT) run $(STATICCHECK) ./...
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) -C $(DEVSTACK) vet ./...
+	$(GO) -C $(CLIENT) vet ./...
 
 # The service module: unit and store tests; it never compiles the Temporal
-# server.
+# server. Then the client module's tests, which hold it to api/openapi.json
+# and run against fake servers (no service needed).
 test-unit:
 	$(GO) test -race -count=1 ./...
+	$(GO) -C $(CLIENT) test -race -count=1 ./...
 
 # The tools module: the end-to-end tests over the real dev stack (Temporal
 # server, worker, HTTP) and the tools' own tests.
