@@ -205,7 +205,28 @@ func TestRetryBudget(t *testing.T) {
 	}
 }
 
-// TestNoRetryOn4xx: a 4xx other than 429 is final, whatever it carries.
+// TestRetryWhileTheKeyIsInUse: a 409 idempotency_key_in_use (an earlier
+// attempt still being processed) is retried after its Retry-After, under
+// the same key.
+func TestRetryWhileTheKeyIsInUse(t *testing.T) {
+	f, c := newFake(t, []answer{
+		{status: 409, body: `{"error":{"code":"idempotency_key_in_use","message":"In use."}}`, headers: map[string]string{"Retry-After": "0"}},
+		{status: 201, body: cartBody},
+	})
+	if _, err := c.CreateCart(context.Background(), cartParams); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.recorded()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests; want the 409 retried once", len(reqs))
+	}
+	if k0, k1 := reqs[0].idemKey, reqs[1].idemKey; k0 == "" || k0 != k1 {
+		t.Errorf("keys %q and %q: the retry must reuse the key", k0, k1)
+	}
+}
+
+// TestNoRetryOn4xx: a 4xx other than 429 (and a key in use) is final,
+// whatever it carries.
 func TestNoRetryOn4xx(t *testing.T) {
 	for _, status := range []int{400, 401, 403, 404, 405, 409, 415, 422} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {

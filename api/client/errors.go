@@ -40,11 +40,14 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// retryable says whether another attempt may get another answer: a 5xx
-// or 429. Other 4xx answers are final (the same request meets them again,
-// and an idempotent replay would give the same one).
+// retryable says whether another attempt may get another answer: a 5xx,
+// a 429, or a 409 idempotency_key_in_use (the same request, under the
+// same key, is still being processed: typically an earlier attempt that
+// timed out here, whose answer the retry then replays). Other 4xx answers
+// are final (the same request meets them again).
 func (e *Error) retryable() bool {
-	return e.StatusCode >= 500 || e.StatusCode == http.StatusTooManyRequests
+	return e.StatusCode >= 500 || e.StatusCode == http.StatusTooManyRequests ||
+		(e.StatusCode == http.StatusConflict && e.Code == CodeIdempotencyKeyInUse)
 }
 
 // errorEnvelope is the body of every error the API answers.
@@ -78,6 +81,7 @@ const (
 	CodeIdempotencyMismatch      ErrorCode = "idempotency_mismatch"
 	CodeIdempotencyKeyInUse      ErrorCode = "idempotency_key_in_use"
 	CodeOrderNotCancellable      ErrorCode = "order_not_cancellable"
+	CodeInvalidOrderState        ErrorCode = "invalid_order_state"
 	CodeInvalidRefundState       ErrorCode = "invalid_refund_state"
 	CodeUnsupportedMediaType     ErrorCode = "unsupported_media_type"
 	CodeProductUnavailable       ErrorCode = "product_unavailable"

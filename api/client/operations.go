@@ -126,6 +126,18 @@ func (c *Client) CreateTestPayment(ctx context.Context, ref string, p *CreateTes
 	return &out.Payment, nil
 }
 
+// ExpireTestOrder makes a test-mode order's payment deadline pass now
+// (expireTestOrder): the order comes back cancelled as its deadline would
+// cancel it; one no longer awaiting payment is an *Error of code
+// CodeInvalidOrderState.
+func (c *Client) ExpireTestOrder(ctx context.Context, ref string) (*Order, error) {
+	var out orderEnvelope
+	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/expire", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Order, nil
+}
+
 // ListEvents reads one page of the account's events, newest first
 // (listEvents). Events and EventsAfter iterate over every page.
 func (c *Client) ListEvents(ctx context.Context, p *ListEventsParams) (*EventList, error) {
