@@ -44,82 +44,56 @@ func (s *fakeStore) wait(ctx context.Context) error {
 	return s.hold(ctx)
 }
 
-func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) {
+// call is every call's course: hold first, then under the lock err (when
+// failable: the Mark calls ignore it) or f.
+func (s *fakeStore) call(ctx context.Context, failable bool, f func() error) error {
 	if err := s.wait(ctx); err != nil {
-		return models.Order{}, err
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return models.Order{}, s.err
+	if failable && s.err != nil {
+		return s.err
 	}
-	o, ok := s.orders[id]
-	if !ok {
-		return models.Order{}, fmt.Errorf("fake store: %s: %w", id, models.ErrOrderNotFound)
-	}
-	return o, nil
+	return f()
+}
+
+func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) {
+	var o models.Order
+	err := s.call(ctx, true, func() error {
+		var ok bool
+		if o, ok = s.orders[id]; !ok {
+			return fmt.Errorf("fake store: %s: %w", id, models.ErrOrderNotFound)
+		}
+		return nil
+	})
+	return o, err
 }
 
 func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if s.transitionErr != nil {
-		return s.transitionErr
-	}
-	s.transitions = append(s.transitions, t)
-	return nil
+	return s.call(ctx, true, func() error {
+		if s.transitionErr != nil {
+			return s.transitionErr
+		}
+		s.transitions = append(s.transitions, t)
+		return nil
+	})
 }
 
 func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.fulfilments = append(s.fulfilments, f)
-	return nil
+	return s.call(ctx, true, func() error { s.fulfilments = append(s.fulfilments, f); return nil })
 }
 
 func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.payments = append(s.payments, p)
-	return nil
+	return s.call(ctx, true, func() error { s.payments = append(s.payments, p); return nil })
 }
 
 func (s *fakeStore) MarkOrderRefunded(ctx context.Context, _, txHash string, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refunds = append(s.refunds, "refund:"+txHash)
-	return nil
+	return s.call(ctx, false, func() error { s.refunds = append(s.refunds, "refund:"+txHash); return nil })
 }
 
 func (s *fakeStore) MarkRecordedPaymentLate(ctx context.Context, paymentID string, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refunds = append(s.refunds, "late:"+paymentID)
-	return nil
+	return s.call(ctx, false, func() error { s.refunds = append(s.refunds, "late:"+paymentID); return nil })
 }
 
 // fakeFulfiller answers Place with "REF-<order id>" and Check with the
