@@ -496,6 +496,12 @@ func documentedErrors() []errorCase {
 		rateLimited = "https://stellar.org/horizon-errors/rate_limit_exceeded"
 		slowDown    = "Too many requests from this address; see the X-RateLimit headers."
 	)
+	// rateLimitedBody is Horizon's 429 problem with its message under key:
+	// the reference spells it detail, the docs' sample details.
+	rateLimitedBody := func(key string) string {
+		return `{"type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "` + key + `": "` + slowDown + `"}`
+	}
+	rateLimitedError := httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second}
 	return []errorCase{
 		{
 			name: "400 bad_request naming the invalid account_id", line: "marketplaces.md:151-152",
@@ -512,43 +518,29 @@ func documentedErrors() []errorCase {
 		},
 		{
 			name: "429 with detail and Retry-After", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `",
-  "title": "Rate Limit Exceeded",
-  "status": 429,
-  "detail": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("detail")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{
 			name: "429 as the docs' sample spells it: details", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `",
-  "title": "Rate Limit Exceeded",
-  "status": 429,
-  "details": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("details")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{
 			// The reference does not say Horizon sends Retry-After; without
 			// it a 429 is still retried, after the watcher's own backoff.
 			name: "429 without Retry-After", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders(""), body: `{
-  "type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "detail": "` + slowDown + `"
-}`},
+			answer: docAnswer{status: 429, header: rateLimitHeaders(""), body: rateLimitedBody("detail")},
 			parsed: httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown},
 		},
 		{
 			// Horizon counts stream updates against the limit too, so the
 			// stream request can be the one refused.
 			name: "429 answering the stream request", line: "marketplaces.md:151",
-			answer: docAnswer{stream: true, status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "detail": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{stream: true, status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("detail")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{
