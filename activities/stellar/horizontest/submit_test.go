@@ -549,17 +549,21 @@ func TestHorizonClient(t *testing.T) {
 	assert.Equal(t, "10.0000000", native)
 
 	// Built from the account Horizon returned, as a payout would be.
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &acc,
-		IncrementSequenceNum: true,
-		Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
-		BaseFee:              txnbuild.MinBaseFee,
-		Memo:                 txnbuild.MemoText("rfd_3"),
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
-	})
-	require.NoError(t, err)
-	tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
-	require.NoError(t, err)
+	refund := func(acc hprotocol.Account) *txnbuild.Transaction {
+		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+			SourceAccount:        &acc,
+			IncrementSequenceNum: true,
+			Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
+			BaseFee:              txnbuild.MinBaseFee,
+			Memo:                 txnbuild.MemoText("rfd_3"),
+			Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
+		})
+		require.NoError(t, err)
+		tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
+		require.NoError(t, err)
+		return tx
+	}
+	tx := refund(acc)
 
 	_, err = client.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true})
 	herr := horizonclient.GetError(err)
@@ -575,17 +579,7 @@ func TestHorizonClient(t *testing.T) {
 	require.NoError(t, s.SetAccount(horizontest.Account{ID: customer.Address(), XLM: "2", TrustUSDC: true}))
 	acc, err = client.AccountDetail(horizonclient.AccountRequest{AccountID: payout.Address()})
 	require.NoError(t, err)
-	tx, err = txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &acc,
-		IncrementSequenceNum: true,
-		Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
-		BaseFee:              txnbuild.MinBaseFee,
-		Memo:                 txnbuild.MemoText("rfd_3"),
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
-	})
-	require.NoError(t, err)
-	tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
-	require.NoError(t, err)
+	tx = refund(acc)
 	s.TimeoutAfterApply(1)
 	_, err = client.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true})
 	herr = horizonclient.GetError(err)
