@@ -1,7 +1,6 @@
 package amazon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/amazon/creatorstest"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/clocktest"
 )
@@ -31,30 +31,12 @@ func newFakeClock() *fakeClock {
 	return clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
-// logBuffer collects a catalog's log lines; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testCatalog is a catalog wired to srv with every region group
 // configured, quick retries and a fast pace; mutate changes the config.
-func testCatalog(t *testing.T, srv *creatorstest.Server, mutate func(*Config)) (*Catalog, *logBuffer) {
+func testCatalog(t *testing.T, srv *creatorstest.Server, mutate func(*Config)) (*Catalog, *upstreamtest.LogBuffer) {
 	t.Helper()
 	id, secret := srv.Credentials()
-	logs := &logBuffer{}
+	logs := &upstreamtest.LogBuffer{}
 	cfg := Config{
 		APIURL:   srv.URL,
 		TokenURL: srv.TokenURL(),

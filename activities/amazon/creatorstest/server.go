@@ -429,18 +429,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *Request, st
 // wait sleeps for d unless the request or the server ends first, and
 // reports whether it slept the whole time.
 func (s *Server) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-	case <-s.done:
-	}
-	return false
+	return upstreamtest.Wait(r, s.done, d)
 }
 
 // requestHost is the lowercase host name a request was sent to.

@@ -1,7 +1,6 @@
 package payout_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -30,6 +29,7 @@ import (
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/clocktest"
 )
@@ -52,24 +52,6 @@ var (
 // every test.
 const payoutSequence = 5000
 
-// syncBuffer collects logs written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type harness struct {
 	s   *horizontest.Server
 	p   *payout.Payer
@@ -77,7 +59,7 @@ type harness struct {
 	// clock is the one clock the payer and the server share, so a test
 	// passes a transaction's time bounds without sleeping.
 	clock *clocktest.Clock
-	logs  *syncBuffer
+	logs  *upstreamtest.LogBuffer
 }
 
 // newHarness starts a Horizon test server holding a funded payout account
@@ -94,7 +76,7 @@ func newHarness(t *testing.T, edit func(*payout.Config), accounts ...horizontest
 	for _, a := range accounts {
 		require.NoError(t, s.SetAccount(a))
 	}
-	logs := &syncBuffer{}
+	logs := &upstreamtest.LogBuffer{}
 	cfg := payout.Config{
 		HorizonURL:        s.URL,
 		HTTPClient:        &http.Client{},

@@ -1,6 +1,7 @@
 // Package upstreamtest holds what the providers' test servers
 // (creatorstest, browsetest, zinctest, horizontest) share: the failures a
-// test injects.
+// test injects, and the plumbing of serving HTTP. The tests of the
+// clients that talk to them share its log sink.
 package upstreamtest
 
 import (
