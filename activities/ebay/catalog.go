@@ -85,24 +85,18 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.APIURL == "" {
 		cfg.APIURL = DefaultAPIURL
 	}
-	u, err := url.Parse(cfg.APIURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+	if !upstream.IsBaseURL(cfg.APIURL) {
 		return nil, fmt.Errorf("ebay: APIURL %q is not an http(s) base URL", cfg.APIURL)
 	}
 	if (cfg.ClientID == "") != (cfg.ClientSecret == "") {
 		return nil, errors.New("ebay: set both ClientID and ClientSecret, or neither")
 	}
-	switch {
-	case cfg.RequestsPerSecond < 0:
-		return nil, errors.New("ebay: RequestsPerSecond must not be negative")
-	case cfg.RequestsPerSecond == 0:
-		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+	var err error
+	if cfg.RequestsPerSecond, err = upstream.OrDefault("ebay", "RequestsPerSecond", cfg.RequestsPerSecond, DefaultRequestsPerSecond); err != nil {
+		return nil, err
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return nil, errors.New("ebay: Timeout must not be negative")
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
+	if cfg.Timeout, err = upstream.OrDefault("ebay", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}

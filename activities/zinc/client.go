@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/activities/upstream"
 )
 
 // DefaultBaseURL is Zinc's API. Test keys (zn_test_...) reach Zinc's own
@@ -55,18 +57,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+	if !upstream.IsBaseURL(cfg.BaseURL) {
 		return nil, fmt.Errorf("zinc: BaseURL %q is not an http(s) base URL", cfg.BaseURL)
 	}
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, errors.New("zinc: APIKey is required")
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return nil, errors.New("zinc: Timeout must not be negative")
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
+	var err error
+	if cfg.Timeout, err = upstream.OrDefault("zinc", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
