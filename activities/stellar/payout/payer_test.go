@@ -170,17 +170,6 @@ func refund(id, address, asset, amount string) models.PayoutRequest {
 	}
 }
 
-// muxed returns the M… address of account g with id.
-func muxed(t *testing.T, g string, id uint64) string {
-	t.Helper()
-	plain, err := xdr.AddressToMuxedAccount(g)
-	require.NoError(t, err)
-	m, err := xdr.NewMuxedAccount(xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
-		xdr.MuxedAccountMed25519{Id: xdr.Uint64(id), Ed25519: plain.MustEd25519()})
-	require.NoError(t, err)
-	return m.Address()
-}
-
 // submitByHand POSTs an envelope as a client would and returns the status
 // and body.
 func submitByHand(t *testing.T, s *horizontest.Server, envelope string) (int, string) {
@@ -231,7 +220,7 @@ func TestPay(t *testing.T) {
 			h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5", TrustUSDC: tc.trust})
 			address := dest
 			if tc.wantMuxed {
-				address = muxed(t, dest, 7)
+				address = horizontest.MuxedAccountID(dest, 7)
 			}
 			req := refund("rfd_1", address, tc.asset, tc.amount)
 			req.Destination.MemoType, req.Destination.Memo = tc.memoType, tc.memo
@@ -873,9 +862,9 @@ func TestCheckDestination(t *testing.T) {
 		message []string // fragments of the refusal
 	}{
 		{name: "XLM to an account", address: plain, asset: "XLM"},
-		{name: "XLM to a muxed account", address: muxed(t, plain, 3), asset: "XLM"},
+		{name: "XLM to a muxed account", address: horizontest.MuxedAccountID(plain, 3), asset: "XLM"},
 		{name: "USDC to a trustline", address: trusting, asset: "USDC"},
-		{name: "USDC to a muxed trustline", address: muxed(t, trusting, 3), asset: "USDC"},
+		{name: "USDC to a muxed trustline", address: horizontest.MuxedAccountID(trusting, 3), asset: "USDC"},
 		{name: "no such account", address: missing, asset: "XLM",
 			code: string(models.CodeInvalidRefundDestination), message: []string{"does not exist"}},
 		{name: "USDC without a trustline", address: plain, asset: "USDC",
@@ -887,7 +876,7 @@ func TestCheckDestination(t *testing.T) {
 		{name: "USDC to a memo-requiring account without a memo", address: pooled, asset: "USDC",
 			code: string(models.CodeInvalidRefundDestination), field: "refund_destination.memo", message: []string{"requires a memo"}},
 		{name: "to a memo-requiring account with a memo", address: pooled, memo: "1234", asset: "USDC"},
-		{name: "to a muxed form of a memo-requiring account", address: muxed(t, pooled, 1234), asset: "XLM"},
+		{name: "to a muxed form of a memo-requiring account", address: horizontest.MuxedAccountID(pooled, 1234), asset: "XLM"},
 		{name: "to an account whose memo is not required", address: optional, asset: "XLM"},
 	}
 	for _, tc := range cases {
