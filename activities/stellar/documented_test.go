@@ -198,24 +198,20 @@ func (a *alertLog) Alert(_ context.Context, kind, detail string) {
 	a.raised = append(a.raised, [2]string{kind, detail})
 }
 
-func (a *alertLog) Kinds() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var kinds []string
-	for _, r := range a.raised {
-		kinds = append(kinds, r[0])
-	}
-	return kinds
-}
+func (a *alertLog) Kinds() []string { return a.column(0) }
 
-func (a *alertLog) Details() []string {
+func (a *alertLog) Details() []string { return a.column(1) }
+
+// column returns part i (0 the kind, 1 the detail) of every alert raised,
+// in order.
+func (a *alertLog) column(i int) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var details []string
+	var out []string
 	for _, r := range a.raised {
-		details = append(details, r[1])
+		out = append(out, r[i])
 	}
-	return details
+	return out
 }
 
 // docConfig has short backoffs, and a stream idle limit longer than any
