@@ -125,20 +125,24 @@ func body(ids ...string) map[string]any {
 	return map[string]any{"itemIds": ids, "itemIdType": "ASIN", "partnerTag": "memocart-20", "resources": allResources}
 }
 
+// tokenCase is one token request and what the endpoint answers it: the
+// status and the OAuth error ("" for none).
+type tokenCase struct {
+	name        string
+	contentType string
+	body        []byte
+	header      http.Header
+	status      int
+	oauthError  string
+}
+
 func TestTokenEndpoint(t *testing.T) {
 	s := start(t)
 	id, secret := s.Credentials()
 	good := lwaBody(id, secret, Scope)
 	goodJSON, _ := json.Marshal(good)
 	oldForm := url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}}.Encode()
-	tests := []struct {
-		name        string
-		contentType string
-		body        []byte
-		header      http.Header
-		status      int
-		oauthError  string
-	}{
+	tests := []tokenCase{
 		{"granted", "application/json", goodJSON, nil, 200, ""},
 		{"granted with a charset", "application/json; charset=utf-8", goodJSON, nil, 200, ""},
 		{"wrong secret", "application/json", mustJSON(lwaBody(id, "nope", Scope)), nil, 401, "invalid_client"},
@@ -190,14 +194,7 @@ func TestCognitoTokenEndpoint(t *testing.T) {
 		return []byte(v.Encode())
 	}
 	const formType = "application/x-www-form-urlencoded"
-	tests := []struct {
-		name        string
-		contentType string
-		body        []byte
-		header      http.Header
-		status      int
-		oauthError  string
-	}{
+	tests := []tokenCase{
 		{"HTTP Basic", formType, form(), basic(id, secret), 200, ""},
 		{"credentials in the form", formType, form("client_id", id, "client_secret", secret), nil, 200, ""},
 		{"both ways", formType, form("client_id", id, "client_secret", secret), basic(id, secret), 400, "invalid_request"},
