@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memocart/memocart/models"
 )
 
 // maxItemIDs is how many ids one getItems call may name.
@@ -361,7 +363,7 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	)
 	s.mu.Lock()
 	for _, id := range req.ItemIDs {
-		if !isASIN(id) {
+		if !models.IsASIN(id) {
 			errs = append(errs, errorJSON{Code: "InvalidParameterValue",
 				Message: fmt.Sprintf("The ItemId %s provided in the request is invalid.", id)})
 			continue

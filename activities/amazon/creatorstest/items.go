@@ -246,17 +246,3 @@ func displayAmount(amount, currency string) string {
 	}
 	return currency + " " + amount
 }
-
-// isASIN reports whether s is ten uppercase letters or digits.
-func isASIN(s string) bool {
-	if len(s) != 10 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}

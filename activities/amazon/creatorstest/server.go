@@ -100,7 +100,8 @@
 //   - tokens expire after 3600 seconds of real time; there is no clock
 //     to set.
 //
-// It may import the standard library only.
+// It may import the standard library, models (the shape of an ASIN) and
+// upstreamtest.
 package creatorstest
 
 import (

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
 )
 
 func start(t *testing.T, opts ...Option) *Server {
@@ -638,14 +640,14 @@ func TestWithListener(t *testing.T) {
 func TestShortLinkASIN(t *testing.T) {
 	for _, code := range []string{"abcd", "ABCD", "3xYzAbC", CodeEvil} {
 		a := ShortLinkASIN(code)
-		assert.True(t, isASIN(a), a)
+		assert.True(t, models.IsASIN(a), a)
 		assert.False(t, strings.HasPrefix(a, "B0CAT"), a)
 		assert.Equal(t, a, ShortLinkASIN(code), "stable")
 	}
 	assert.NotEqual(t, ShortLinkASIN("abcd"), ShortLinkASIN("ABCD"), "codes are case-sensitive")
 	for _, asin := range []string{OutOfStockASIN, PreorderASIN, NoOffersASIN, NoPriceASIN, NotFoundASIN,
 		BuyBoxSecondASIN, ScarceASIN, SlowASIN, EvilASIN, IPLiteralASIN} {
-		assert.True(t, isASIN(asin), asin)
+		assert.True(t, models.IsASIN(asin), asin)
 		assert.True(t, strings.HasPrefix(asin, "B0CAT"), asin)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"strings"
+
+	"github.com/memocart/memocart/models"
 )
 
 // Reserved short-link codes. See the package comment for what each
@@ -143,17 +145,17 @@ func (s *Server) serveStorefront(w http.ResponseWriter, r *http.Request, host st
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
-	case len(segs) >= 2 && segs[0] == "dp" && isASIN(segs[1]):
+	case len(segs) >= 2 && segs[0] == "dp" && models.IsASIN(segs[1]):
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		s.answer(w, r, rec, http.StatusOK, nil)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write([]byte("<!doctype html><title>" + Title(segs[1]) + "</title><h1>" + Title(segs[1]) +
 				"</h1><p>A product page of the creatorstest server (" + host + ").</p>"))
 		}
-	case len(segs) == 3 && segs[0] == "gp" && segs[1] == "product" && isASIN(segs[2]):
+	case len(segs) == 3 && segs[0] == "gp" && segs[1] == "product" && models.IsASIN(segs[2]):
 		w.Header().Set("Location", "/dp/"+segs[2])
 		s.answer(w, r, rec, http.StatusMovedPermanently, nil)
-	case len(segs) == 4 && segs[0] == "exec" && segs[1] == "obidos" && segs[2] == "ASIN" && isASIN(segs[3]):
+	case len(segs) == 4 && segs[0] == "exec" && segs[1] == "obidos" && segs[2] == "ASIN" && models.IsASIN(segs[3]):
 		w.Header().Set("Location", "/dp/"+segs[3])
 		s.answer(w, r, rec, http.StatusMovedPermanently, nil)
 	default:

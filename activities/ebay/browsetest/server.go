@@ -52,7 +52,8 @@
 //   - the daily quota resets at midnight UTC of the server's clock; the
 //     bodies of unknown routes are made up.
 //
-// It may import the standard library only.
+// It may import the standard library, models (the shape of an item id)
+// and upstreamtest.
 package browsetest
 
 import (
@@ -74,6 +75,7 @@ import (
 	"time"
 
 	"github.com/memocart/memocart/activities/upstream/upstreamtest"
+	"github.com/memocart/memocart/models"
 )
 
 // Reserved item ids. See the package comment for what each answers.
@@ -568,7 +570,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it, found := s.item(id)
-	if !isItemID(id) || !found {
+	if !models.IsEbayItemID(id) || !found {
 		status = http.StatusNotFound
 		writeErrors(w, status, errNotFound(id))
 		return
@@ -634,18 +636,6 @@ func contextCountry(header string) string {
 		}
 	}
 	return ""
-}
-
-func isItemID(s string) bool {
-	if len(s) < 9 || len(s) > 15 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // item returns what the server serves for id: an override, a reserved
@@ -904,7 +894,7 @@ func formatTime(t time.Time) string {
 // that show test listings have something to display.
 func serveImage(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/images/"), ".svg")
-	if !isItemID(name) {
+	if !models.IsEbayItemID(name) {
 		http.NotFound(w, r)
 		return
 	}
