@@ -246,6 +246,17 @@ func TestRevokedTokenRefreshedOnce(t *testing.T) {
 	assert.Equal(t, http.StatusOK, calls[2].Status)
 }
 
+// productWhileFailing asks for a product while every getItems call
+// answers status.
+func productWhileFailing(t *testing.T, status int) (*creatorstest.Server, *upstreamtest.LogBuffer, error) {
+	t.Helper()
+	srv := newServer(t)
+	c, logs := testCatalog(t, srv, nil)
+	srv.FailNext(status, 10)
+	_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+	return srv, logs, err
+}
+
 func TestCredentialsRejected(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -258,10 +269,7 @@ func TestCredentialsRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t)
-			c, logs := testCatalog(t, srv, nil)
-			srv.FailNext(tt.status, 10)
-			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			srv, logs, err := productWhileFailing(t, tt.status)
 			me := requireCode(t, err, models.CodeMarketplaceUnavailable)
 			assert.Equal(t, "Amazon product data is unavailable right now; retry later", me.Message)
 			assert.Len(t, apiCalls(srv), tt.apiCalls)
@@ -287,10 +295,7 @@ func TestAccountRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t)
-			c, logs := testCatalog(t, srv, nil)
-			srv.FailNext(tt.status, 10)
-			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			srv, logs, err := productWhileFailing(t, tt.status)
 			me := requireCode(t, err, models.CodeLiveUnavailable)
 			assert.NotContains(t, me.Message, "retry later")
 			assert.False(t, errors.Is(err, models.ErrMarketplaceUnavailable))
