@@ -77,6 +77,13 @@ func post(t *testing.T, s *Server, u, contentType string, body []byte, header ht
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return send(t, s, req)
+}
+
+// send sends req through the server's client and returns the answer's
+// status and body.
+func send(t *testing.T, s *Server, req *http.Request) (int, []byte) {
+	t.Helper()
 	resp, err := s.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -111,12 +118,7 @@ func getItems(t *testing.T, s *Server, tok, marketplace string, body any) (int, 
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	resp, err := s.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, out
+	return send(t, s, req)
 }
 
 var allResources = []string{"itemInfo.title", "images.primary.large", "offersV2.listings.price",
