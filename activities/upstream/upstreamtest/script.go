@@ -51,16 +51,10 @@ func (s *Script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, a.Body)
 }
 
-// Calls returns how many requests other than token requests it answered.
-func (s *Script) Calls() int {
+// Counts returns how many requests other than token requests it answered
+// (calls) and how many token requests it granted (tokens).
+func (s *Script) Counts() (calls, tokens int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls
-}
-
-// Tokens returns how many token requests it granted.
-func (s *Script) Tokens() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tokens
+	return s.calls, s.tokens
 }
