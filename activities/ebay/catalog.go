@@ -82,16 +82,13 @@ type Catalog struct {
 
 // New returns a catalog for cfg, or an error if cfg is inconsistent.
 func New(cfg Config) (*Catalog, error) {
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
-	}
-	if !upstream.IsBaseURL(cfg.APIURL) {
-		return nil, fmt.Errorf("ebay: APIURL %q is not an http(s) base URL", cfg.APIURL)
+	var err error
+	if cfg.APIURL, err = upstream.BaseURL("ebay", "APIURL", cfg.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
 	if (cfg.ClientID == "") != (cfg.ClientSecret == "") {
 		return nil, errors.New("ebay: set both ClientID and ClientSecret, or neither")
 	}
-	var err error
 	if cfg.RequestsPerSecond, err = upstream.OrDefault("ebay", "RequestsPerSecond", cfg.RequestsPerSecond, DefaultRequestsPerSecond); err != nil {
 		return nil, err
 	}

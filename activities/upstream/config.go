@@ -5,11 +5,19 @@ import (
 	"net/url"
 )
 
-// IsBaseURL reports whether raw is an http(s) base URL a client can append
-// paths to: a scheme, a host, no query.
-func IsBaseURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" && u.RawQuery == ""
+// BaseURL is a client's base URL setting v, or def when v is empty. One
+// that is not an http(s) base URL a client can append paths to (a scheme,
+// a host, no query) is an error naming the client (pkg) and the setting
+// (field).
+func BaseURL(pkg, field, v, def string) (string, error) {
+	if v == "" {
+		v = def
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
+		return v, fmt.Errorf("%s: %s %q is not an http(s) base URL", pkg, field, v)
+	}
+	return v, nil
 }
 
 // OrDefault is a client's setting v, or def when v is zero (unset). A

@@ -1,14 +1,20 @@
 package upstream
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 )
 
-func TestIsBaseURL(t *testing.T) {
-	for raw, want := range map[string]bool{
+// TestBaseURL: empty is unset and takes the default; anything but an
+// http(s) URL with a host and no query is refused in the client's words.
+func TestBaseURL(t *testing.T) {
+	got, err := BaseURL("zinc", "BaseURL", "", "https://api.example.com")
+	assert.NoError(t, err)
+	assert.Equal(t, "https://api.example.com", got)
+	for raw, ok := range map[string]bool{
 		"https://api.example.com":      true,
 		"http://127.0.0.1:8080/v1/":    true,
 		"ftp://api.example.com":        false,
@@ -17,7 +23,13 @@ func TestIsBaseURL(t *testing.T) {
 		"https://api.example.com/?a=b": false,
 		"https://api.example.com/%zz":  false,
 	} {
-		assert.Equal(t, want, IsBaseURL(raw), raw)
+		got, err := BaseURL("ebay", "APIURL", raw, "https://default.example.com")
+		if ok {
+			assert.NoError(t, err, raw)
+			assert.Equal(t, raw, got)
+		} else {
+			assert.EqualError(t, err, fmt.Sprintf("ebay: APIURL %q is not an http(s) base URL", raw))
+		}
 	}
 }
 

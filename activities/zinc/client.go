@@ -54,16 +54,13 @@ type Client struct {
 
 // NewClient returns a client for cfg, or an error if cfg is incomplete.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if !upstream.IsBaseURL(cfg.BaseURL) {
-		return nil, fmt.Errorf("zinc: BaseURL %q is not an http(s) base URL", cfg.BaseURL)
+	var err error
+	if cfg.BaseURL, err = upstream.BaseURL("zinc", "BaseURL", cfg.BaseURL, DefaultBaseURL); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, errors.New("zinc: APIKey is required")
 	}
-	var err error
 	if cfg.Timeout, err = upstream.OrDefault("zinc", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
 		return nil, err
 	}
