@@ -210,10 +210,17 @@ func TestTokenObtainedOnceAndReused(t *testing.T) {
 	assert.Len(t, apiCalls(srv), 3)
 }
 
-func TestTokenRenewedBeforeExpiry(t *testing.T) {
+// clockedCatalog is a catalog of a new server on a clock the test moves.
+func clockedCatalog(t *testing.T) (*creatorstest.Server, *Catalog, *fakeClock) {
+	t.Helper()
 	srv := newServer(t)
 	clock := newFakeClock()
 	c, _ := testCatalog(t, srv, func(cfg *Config) { cfg.Now = clock.Now })
+	return srv, c, clock
+}
+
+func TestTokenRenewedBeforeExpiry(t *testing.T) {
+	srv, c, clock := clockedCatalog(t)
 	ref := amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55")
 
 	_, err := c.Product(context.Background(), ref)
@@ -380,9 +387,7 @@ func TestTokenEndpointFailures(t *testing.T) {
 }
 
 func TestThrottledThenServed(t *testing.T) {
-	srv := newServer(t)
-	clock := newFakeClock()
-	c, _ := testCatalog(t, srv, func(cfg *Config) { cfg.Now = clock.Now })
+	srv, c, clock := clockedCatalog(t)
 	c.sleep = clock.Sleep
 	srv.RateLimitNext(1, 2*time.Second)
 
