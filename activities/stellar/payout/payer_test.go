@@ -1171,3 +1171,23 @@ func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
 	require.ErrorIs(t, err, models.ErrPayoutFeeTooLow)
 	assert.Len(t, paidTo(h.s, dest), 1)
 }
+
+// unsigningSigner returns transactions as given, unsigned: a signer that
+// failed without saying so.
+type unsigningSigner struct{ payout.Signer }
+
+func (unsigningSigner) Sign(tx *txnbuild.Transaction, _ string) (*txnbuild.Transaction, error) {
+	return tx, nil
+}
+
+// TestPayRefusesAnUnsignedTransaction: what the signer returns must be the
+// transaction built, signed; anything else is neither recorded nor sent.
+func TestPayRefusesAnUnsignedTransaction(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, func(c *payout.Config) { c.Signer = unsigningSigner{c.Signer} }, horizontest.Account{ID: dest, XLM: "5"})
+	rec := &recorder{}
+	_, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.ErrorContains(t, err, "the signer did not return the transaction signed and unchanged")
+	assert.Zero(t, rec.count())
+	assert.Zero(t, h.s.Submissions())
+}
