@@ -101,7 +101,7 @@
 //     to set.
 //
 // It may import the standard library, models (the shape of an ASIN) and
-// upstreamtest.
+// upstreamtest (injected faults, invented products).
 package creatorstest
 
 import (

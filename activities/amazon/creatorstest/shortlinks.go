@@ -1,10 +1,10 @@
 package creatorstest
 
 import (
-	"crypto/sha256"
 	"net/http"
 	"strings"
 
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
 
@@ -35,27 +35,14 @@ const (
 )
 
 // shortLinkHosts maps each short-link host to the storefront its codes
-// lead to. The real services redirect to whichever storefront the sharer
-// used; the region's main one keeps the answer a function of the link.
-var shortLinkHosts = map[string]string{
-	"amzn.to":   "www.amazon.com",
-	"a.co":      "www.amazon.com",
-	"amzn.eu":   "www.amazon.de",
-	"amzn.asia": "www.amazon.co.jp",
-}
-
-// asinAlphabet is what ShortLinkASIN draws from.
-const asinAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+// lead to.
+var shortLinkHosts = upstreamtest.ShortLinkStorefronts()
 
 // ShortLinkASIN returns the ASIN an ordinary short-link code leads to:
 // "B0" and eight characters derived from a hash of the code, which is
 // case-sensitive. It never starts with B0CAT, so it is never reserved.
 func ShortLinkASIN(code string) string {
-	sum := sha256.Sum256([]byte("creatorstest shortlink:" + code))
-	out := []byte("B0")
-	for _, b := range sum[:8] {
-		out = append(out, asinAlphabet[int(b)%len(asinAlphabet)])
-	}
+	out := []byte(upstreamtest.InventedASIN("creatorstest shortlink:" + code))
 	if strings.HasPrefix(string(out), "B0CAT") {
 		out[4] = '0'
 	}
