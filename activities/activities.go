@@ -143,22 +143,16 @@ type OrderRefunds interface {
 // transaction; they are dispatched once it has committed.
 func (a *Orders) RecordTransition(ctx context.Context, in RecordTransitionInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.store.RecordTransition(ctx, in.OrderID, in.Transition, a.clock()); err != nil {
-		return temporalError(err)
-	}
-	dispatchEvents(ctx, a.events, in.OrderID)
-	return nil
+	err := a.store.RecordTransition(ctx, in.OrderID, in.Transition, a.clock())
+	return dispatchRecorded(ctx, a.events, in.OrderID, err)
 }
 
 // RecordPayment stores a payment the workflow has seen for the order, and
 // dispatches the events that recorded.
 func (a *Payments) RecordPayment(ctx context.Context, in RecordPaymentInput) error {
 	defer a.heartbeat(ctx)()
-	if err := a.store.RecordPayment(ctx, in.OrderID, in.Payment, a.clock()); err != nil {
-		return temporalError(err)
-	}
-	dispatchEvents(ctx, a.events, in.OrderID)
-	return nil
+	err := a.store.RecordPayment(ctx, in.OrderID, in.Payment, a.clock())
+	return dispatchRecorded(ctx, a.events, in.OrderID, err)
 }
 
 // RecordRefund records that the order's received money was sent back in

@@ -44,82 +44,56 @@ func (s *fakeStore) wait(ctx context.Context) error {
 	return s.hold(ctx)
 }
 
-func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) {
+// call is every call's course: hold first, then under the lock err (when
+// failable: the Mark calls ignore it) or f.
+func (s *fakeStore) call(ctx context.Context, failable bool, f func() error) error {
 	if err := s.wait(ctx); err != nil {
-		return models.Order{}, err
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return models.Order{}, s.err
+	if failable && s.err != nil {
+		return s.err
 	}
-	o, ok := s.orders[id]
-	if !ok {
-		return models.Order{}, fmt.Errorf("fake store: %s: %w", id, models.ErrOrderNotFound)
-	}
-	return o, nil
+	return f()
+}
+
+func (s *fakeStore) Order(ctx context.Context, id string) (models.Order, error) {
+	var o models.Order
+	err := s.call(ctx, true, func() error {
+		var ok bool
+		if o, ok = s.orders[id]; !ok {
+			return fmt.Errorf("fake store: %s: %w", id, models.ErrOrderNotFound)
+		}
+		return nil
+	})
+	return o, err
 }
 
 func (s *fakeStore) RecordTransition(ctx context.Context, _ string, t models.Transition, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if s.transitionErr != nil {
-		return s.transitionErr
-	}
-	s.transitions = append(s.transitions, t)
-	return nil
+	return s.call(ctx, true, func() error {
+		if s.transitionErr != nil {
+			return s.transitionErr
+		}
+		s.transitions = append(s.transitions, t)
+		return nil
+	})
 }
 
 func (s *fakeStore) RecordFulfilment(ctx context.Context, _ string, f models.Fulfilment, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.fulfilments = append(s.fulfilments, f)
-	return nil
+	return s.call(ctx, true, func() error { s.fulfilments = append(s.fulfilments, f); return nil })
 }
 
 func (s *fakeStore) RecordPayment(ctx context.Context, _ string, p models.Payment, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	s.payments = append(s.payments, p)
-	return nil
+	return s.call(ctx, true, func() error { s.payments = append(s.payments, p); return nil })
 }
 
 func (s *fakeStore) MarkOrderRefunded(ctx context.Context, _, txHash string, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refunds = append(s.refunds, "refund:"+txHash)
-	return nil
+	return s.call(ctx, false, func() error { s.refunds = append(s.refunds, "refund:"+txHash); return nil })
 }
 
 func (s *fakeStore) MarkRecordedPaymentLate(ctx context.Context, paymentID string, _ time.Time) error {
-	if err := s.wait(ctx); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refunds = append(s.refunds, "late:"+paymentID)
-	return nil
+	return s.call(ctx, false, func() error { s.refunds = append(s.refunds, "late:"+paymentID); return nil })
 }
 
 // fakeFulfiller answers Place with "REF-<order id>" and Check with the
@@ -639,58 +613,25 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 		slowStore bool // every store call lasts 3 beats
 		fulfiller func(b *beatCounter) *fakeFulfiller
 		slowSend  bool // the webhook endpoint answers after 3 beats
-		run       func(env *testsuite.TestActivityEnvironment) error
+		// activity runs with args.
+		activity any
+		args     []any
 	}{
-		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
-			return err
-		}},
-		{name: "PlaceOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.PlaceOrder, PlaceOrderInput{OrderID: "ord_1", Attempt: 1})
-			return err
-		}},
-		{name: "CheckOrder, slow provider", fulfiller: slowProvider, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
-			return err
-		}},
-		{name: "CheckOrder, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.CheckOrder, CheckOrderInput{OrderID: "ord_1", Ref: "REF"})
-			return err
-		}},
-		{name: "RecordTransition", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordTransition, RecordTransitionInput{OrderID: "ord_1", Transition: models.Transition{Status: models.OrderPaid, At: at}})
-			return err
-		}},
-		{name: "RecordPayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordPayment, RecordPaymentInput{OrderID: "ord_1", Payment: payment})
-			return err
-		}},
-		{name: "RecordRefund", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordRefund, RecordRefundInput{OrderNumber: "12345678906", TxHash: "tx1", At: at})
-			return err
-		}},
-		{name: "RecordLatePayment", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.RecordLatePayment, RecordLatePaymentInput{OrderID: "ord_1", Payment: payment, At: at})
-			return err
-		}},
+		{name: "PlaceOrder, slow provider", fulfiller: slowProvider, activity: a.PlaceOrder, args: []any{PlaceOrderInput{OrderID: "ord_1", Attempt: 1}}},
+		{name: "PlaceOrder, slow store", slowStore: true, activity: a.PlaceOrder, args: []any{PlaceOrderInput{OrderID: "ord_1", Attempt: 1}}},
+		{name: "CheckOrder, slow provider", fulfiller: slowProvider, activity: a.CheckOrder, args: []any{CheckOrderInput{OrderID: "ord_1", Ref: "REF"}}},
+		{name: "CheckOrder, slow store", slowStore: true, activity: a.CheckOrder, args: []any{CheckOrderInput{OrderID: "ord_1", Ref: "REF"}}},
+		{name: "RecordTransition", slowStore: true, activity: a.RecordTransition,
+			args: []any{RecordTransitionInput{OrderID: "ord_1", Transition: models.Transition{Status: models.OrderPaid, At: at}}}},
+		{name: "RecordPayment", slowStore: true, activity: a.RecordPayment, args: []any{RecordPaymentInput{OrderID: "ord_1", Payment: payment}}},
+		{name: "RecordRefund", slowStore: true, activity: a.RecordRefund, args: []any{RecordRefundInput{OrderNumber: "12345678906", TxHash: "tx1", At: at}}},
+		{name: "RecordLatePayment", slowStore: true, activity: a.RecordLatePayment, args: []any{RecordLatePaymentInput{OrderID: "ord_1", Payment: payment, At: at}}},
 		// The webhook delivery workflow runs these two with the order's
 		// store options.
-		{name: "WebhookTargets", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.WebhookTargets, "evt_1")
-			return err
-		}},
-		{name: "DeliverWebhook, slow endpoint", slowSend: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.DeliverWebhook, DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"})
-			return err
-		}},
-		{name: "DeliverWebhook, slow store", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.DeliverWebhook, DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"})
-			return err
-		}},
-		{name: "DisableWebhookEndpoint", slowStore: true, run: func(env *testsuite.TestActivityEnvironment) error {
-			_, err := env.ExecuteActivity(a.DisableWebhookEndpoint, "ep_1", at, "failing")
-			return err
-		}},
+		{name: "WebhookTargets", slowStore: true, activity: a.WebhookTargets, args: []any{"evt_1"}},
+		{name: "DeliverWebhook, slow endpoint", slowSend: true, activity: a.DeliverWebhook, args: []any{DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"}}},
+		{name: "DeliverWebhook, slow store", slowStore: true, activity: a.DeliverWebhook, args: []any{DeliverWebhookInput{EventID: "evt_1", EndpointID: "ep_1"}}},
+		{name: "DisableWebhookEndpoint", slowStore: true, activity: a.DisableWebhookEndpoint, args: []any{"ep_1", at, "failing"}},
 		{
 			// Place and the checks are instant; the second check starts
 			// only once the activity has beaten during the 150 ms wait
@@ -714,10 +655,7 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 					},
 				}
 			},
-			run: func(env *testsuite.TestActivityEnvironment) error {
-				_, err := env.ExecuteActivity(a.SourceOrder, "ord_1")
-				return err
-			},
+			activity: a.SourceOrder, args: []any{"ord_1"},
 		},
 	}
 	for _, tt := range tests {
@@ -745,7 +683,8 @@ func TestActivitiesHeartbeatWhileTheyRun(t *testing.T) {
 				heartbeatEvery:  10 * time.Millisecond,
 				recordHeartbeat: beats.record,
 			}.build()
-			require.NoError(t, tt.run(newEnv(t, acts)))
+			_, err := newEnv(t, acts).ExecuteActivity(tt.activity, tt.args...)
+			require.NoError(t, err)
 			after := beats.n.Load()
 			time.Sleep(50 * time.Millisecond)
 			assert.Equal(t, after, beats.n.Load(), "no heartbeats once the activity returned")

@@ -234,6 +234,17 @@ type noDispatch struct{}
 
 func (noDispatch) DispatchOrderEvents(context.Context, string) error { return nil }
 
+// dispatchRecorded ends a write of the order's facts: its error (err) is
+// the workflow's; once it has committed, the events it recorded are
+// dispatched.
+func dispatchRecorded(ctx context.Context, events EventDispatcher, orderID string, err error) error {
+	if err != nil {
+		return temporalError(err)
+	}
+	dispatchEvents(ctx, events, orderID)
+	return nil
+}
+
 // dispatchEvents hands the order's new events to their delivery once the
 // write that recorded them has committed. A failure is logged and
 // left to the outbox sweep: it must not hold up the order.

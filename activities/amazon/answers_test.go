@@ -2,35 +2,26 @@ package amazon
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
 
-// answer is one getItems answer a scripted server gives.
-type answer struct {
-	status int
-	header http.Header
-	body   string
+// reply is one answer the scripted upstream gives.
+func reply(status int, header http.Header, body string) upstreamtest.Answer {
+	return upstreamtest.Answer{Status: status, Header: header, Body: body}
 }
 
-// scripted is a Creators API that grants every token request and answers
-// getItems calls with its script in turn, then with servedBody.
-type scripted struct {
-	mu     sync.Mutex
-	script []answer
-	calls  int
-	tokens int
-}
+// scriptedToken is the token answer of the scripted upstream.
+const scriptedToken = `{"access_token":"Atc|scripted","scope":"creatorsapi::default","token_type":"bearer","expires_in":3600}`
 
 // servedBody is an in-stock offer of B07YCM5K55 at 19.99 USD.
 const servedBody = `{"itemsResult":{"items":[{"asin":"B07YCM5K55",
@@ -38,28 +29,6 @@ const servedBody = `{"itemsResult":{"items":[{"asin":"B07YCM5K55",
 	"itemInfo":{"title":{"displayValue":"A desk lamp","label":"Title","locale":"en_US"}},
 	"offersV2":{"listings":[{"availability":{"type":"IN_STOCK"},"isBuyBoxWinner":true,
 	"merchantInfo":{"name":"Amazon.com"},"price":{"money":{"amount":19.99,"currency":"USD","displayAmount":"$19.99"}}}]}}]}}`
-
-func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.URL.Path == "/auth/o2/token" {
-		s.tokens++
-		_, _ = io.WriteString(w, `{"access_token":"Atc|scripted","scope":"creatorsapi::default","token_type":"bearer","expires_in":3600}`)
-		return
-	}
-	s.calls++
-	a := answer{status: http.StatusOK, body: servedBody}
-	if len(s.script) > 0 {
-		a, s.script = s.script[0], s.script[1:]
-	}
-	for k, v := range a.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(a.status)
-	_, _ = io.WriteString(w, a.body)
-}
 
 // The documented bodies of the Creators API (shared/reference/
 // marketplaces.md, "Amazon product data"), each answered to the catalog
@@ -85,7 +54,7 @@ func TestProductDocumentedAnswers(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		script []answer
+		script []upstreamtest.Answer
 		code   models.Code // "" for the product
 		calls  int
 		tokens int
@@ -93,41 +62,42 @@ func TestProductDocumentedAnswers(t *testing.T) {
 		// there is none to check.
 		firstWait func(t *testing.T, d time.Duration)
 	}{
-		{name: "400 ValidationException: this deployment's setup", script: []answer{{400, nil, validation}},
+		{name: "400 ValidationException: this deployment's setup", script: []upstreamtest.Answer{reply(400, nil, validation)},
 			code: models.CodeLiveUnavailable, calls: 1, tokens: 1},
-		{name: "401 UnauthorizedException once: a fresh token", script: []answer{{401, nil, expired}},
+		{name: "401 UnauthorizedException once: a fresh token", script: []upstreamtest.Answer{reply(401, nil, expired)},
 			calls: 2, tokens: 2},
-		{name: "401 UnauthorizedException with the fresh token too", script: []answer{{401, nil, expired}, {401, nil, expired}},
+		{name: "401 UnauthorizedException with the fresh token too", script: []upstreamtest.Answer{reply(401, nil, expired), reply(401, nil, expired)},
 			code: models.CodeMarketplaceUnavailable, calls: 2, tokens: 2},
-		{name: "403 AccessDeniedException: this deployment's setup", script: []answer{{403, nil, denied}},
+		{name: "403 AccessDeniedException: this deployment's setup", script: []upstreamtest.Answer{reply(403, nil, denied)},
 			code: models.CodeLiveUnavailable, calls: 1, tokens: 1},
-		{name: "404 ResourceNotFoundException: the product, not an outage", script: []answer{{404, nil, notFound}},
+		{name: "404 ResourceNotFoundException: the product, not an outage", script: []upstreamtest.Answer{reply(404, nil, notFound)},
 			code: models.CodeProductUnavailable, calls: 1, tokens: 1},
-		{name: "429 ThrottleException on every attempt", script: []answer{{429, nil, throttled}, {429, nil, throttled}, {429, nil, throttled}},
+		{name: "429 ThrottleException on every attempt", script: []upstreamtest.Answer{reply(429, nil, throttled), reply(429, nil, throttled), reply(429, nil, throttled)},
 			code: models.CodeMarketplaceUnavailable, calls: maxAttempts, tokens: 1},
-		{name: "429 with retryAfterSeconds", script: []answer{{429, nil, throttledFor("2")}},
+		{name: "429 with retryAfterSeconds", script: []upstreamtest.Answer{reply(429, nil, throttledFor("2"))},
 			calls: 2, tokens: 1, firstWait: func(t *testing.T, d time.Duration) { assert.Equal(t, 2*time.Second, d) }},
-		{name: "429 with a Retry-After header in seconds", script: []answer{{429, retryAfter("3"), throttled}},
+		{name: "429 with a Retry-After header in seconds", script: []upstreamtest.Answer{reply(429, retryAfter("3"), throttled)},
 			calls: 2, tokens: 1, firstWait: func(t *testing.T, d time.Duration) { assert.Equal(t, 3*time.Second, d) }},
 		{name: "429 with a Retry-After header as an HTTP date",
-			script: []answer{{429, retryAfter(time.Now().Add(4 * time.Second).UTC().Format(http.TimeFormat)), throttled}},
+			script: []upstreamtest.Answer{reply(429, retryAfter(time.Now().Add(4*time.Second).UTC().Format(http.TimeFormat)), throttled)},
 			calls:  2, tokens: 1, firstWait: func(t *testing.T, d time.Duration) {
 				// The date has whole seconds, and some time passes before it is read.
 				assert.Greater(t, d, 2*time.Second)
 				assert.LessOrEqual(t, d, 4*time.Second)
 			}},
-		{name: "429 with both hints: the longer one", script: []answer{{429, retryAfter("3"), throttledFor("1")}},
+		{name: "429 with both hints: the longer one", script: []upstreamtest.Answer{reply(429, retryAfter("3"), throttledFor("1"))},
 			calls: 2, tokens: 1, firstWait: func(t *testing.T, d time.Duration) { assert.Equal(t, 3*time.Second, d) }},
-		{name: "429 with a Retry-After longer than the catalog waits", script: []answer{{429, retryAfter("60"), throttled}},
+		{name: "429 with a Retry-After longer than the catalog waits", script: []upstreamtest.Answer{reply(429, retryAfter("60"), throttled)},
 			code: models.CodeMarketplaceUnavailable, calls: 1, tokens: 1},
-		{name: "200 with errors[] ItemNotAccessible and other items", script: []answer{{200, nil, partial}},
+		{name: "200 with errors[] ItemNotAccessible and other items", script: []upstreamtest.Answer{reply(200, nil, partial)},
 			code: models.CodeProductUnavailable, calls: 1, tokens: 1},
-		{name: "200 with offersV2 null", script: []answer{{200, nil, offersNull}},
+		{name: "200 with offersV2 null", script: []upstreamtest.Answer{reply(200, nil, offersNull)},
 			code: models.CodeProductUnavailable, calls: 1, tokens: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			api := &scripted{script: tt.script}
+			api := &upstreamtest.Script{TokenPath: "/auth/o2/token", Token: scriptedToken,
+				ContentType: "application/json; charset=utf-8", Answers: tt.script, Served: servedBody}
 			srv := httptest.NewServer(api)
 			t.Cleanup(srv.Close)
 			clock := newFakeClock()
@@ -152,8 +122,9 @@ func TestProductDocumentedAnswers(t *testing.T) {
 			} else {
 				requireCode(t, err, tt.code)
 			}
-			assert.Equal(t, tt.calls, api.calls, "getItems calls")
-			assert.Equal(t, tt.tokens, api.tokens, "token requests")
+			calls, tokens := api.Counts()
+			assert.Equal(t, tt.calls, calls, "getItems calls")
+			assert.Equal(t, tt.tokens, tokens, "token requests")
 			if tt.firstWait != nil {
 				slept := clock.Slept()
 				require.NotEmpty(t, slept)

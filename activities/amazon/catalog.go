@@ -134,17 +134,12 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.TokenURL != "" && !isBaseURL(cfg.TokenURL) {
 		return nil, fmt.Errorf("amazon: TokenURL %q is not an http(s) URL", cfg.TokenURL)
 	}
-	switch {
-	case cfg.RequestsPerSecond < 0:
-		return nil, errors.New("amazon: RequestsPerSecond must not be negative")
-	case cfg.RequestsPerSecond == 0:
-		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+	var err error
+	if cfg.RequestsPerSecond, err = upstream.OrDefault("amazon", "RequestsPerSecond", cfg.RequestsPerSecond, DefaultRequestsPerSecond); err != nil {
+		return nil, err
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return nil, errors.New("amazon: Timeout must not be negative")
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
+	if cfg.Timeout, err = upstream.OrDefault("amazon", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}

@@ -1,7 +1,6 @@
 package amazon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/amazon/creatorstest"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/clocktest"
 )
@@ -31,30 +31,12 @@ func newFakeClock() *fakeClock {
 	return clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 }
 
-// logBuffer collects a catalog's log lines; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testCatalog is a catalog wired to srv with every region group
 // configured, quick retries and a fast pace; mutate changes the config.
-func testCatalog(t *testing.T, srv *creatorstest.Server, mutate func(*Config)) (*Catalog, *logBuffer) {
+func testCatalog(t *testing.T, srv *creatorstest.Server, mutate func(*Config)) (*Catalog, *upstreamtest.LogBuffer) {
 	t.Helper()
 	id, secret := srv.Credentials()
-	logs := &logBuffer{}
+	logs := &upstreamtest.LogBuffer{}
 	cfg := Config{
 		APIURL:   srv.URL,
 		TokenURL: srv.TokenURL(),
@@ -228,10 +210,17 @@ func TestTokenObtainedOnceAndReused(t *testing.T) {
 	assert.Len(t, apiCalls(srv), 3)
 }
 
-func TestTokenRenewedBeforeExpiry(t *testing.T) {
+// clockedCatalog is a catalog of a new server on a clock the test moves.
+func clockedCatalog(t *testing.T) (*creatorstest.Server, *Catalog, *fakeClock) {
+	t.Helper()
 	srv := newServer(t)
 	clock := newFakeClock()
 	c, _ := testCatalog(t, srv, func(cfg *Config) { cfg.Now = clock.Now })
+	return srv, c, clock
+}
+
+func TestTokenRenewedBeforeExpiry(t *testing.T) {
+	srv, c, clock := clockedCatalog(t)
 	ref := amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55")
 
 	_, err := c.Product(context.Background(), ref)
@@ -264,6 +253,17 @@ func TestRevokedTokenRefreshedOnce(t *testing.T) {
 	assert.Equal(t, http.StatusOK, calls[2].Status)
 }
 
+// productWhileFailing asks for a product while every getItems call
+// answers status.
+func productWhileFailing(t *testing.T, status int) (*creatorstest.Server, *upstreamtest.LogBuffer, error) {
+	t.Helper()
+	srv := newServer(t)
+	c, logs := testCatalog(t, srv, nil)
+	srv.FailNext(status, 10)
+	_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+	return srv, logs, err
+}
+
 func TestCredentialsRejected(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -276,10 +276,7 @@ func TestCredentialsRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t)
-			c, logs := testCatalog(t, srv, nil)
-			srv.FailNext(tt.status, 10)
-			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			srv, logs, err := productWhileFailing(t, tt.status)
 			me := requireCode(t, err, models.CodeMarketplaceUnavailable)
 			assert.Equal(t, "Amazon product data is unavailable right now; retry later", me.Message)
 			assert.Len(t, apiCalls(srv), tt.apiCalls)
@@ -305,10 +302,7 @@ func TestAccountRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t)
-			c, logs := testCatalog(t, srv, nil)
-			srv.FailNext(tt.status, 10)
-			_, err := c.Product(context.Background(), amazonRef(t, "https://www.amazon.com/dp/B07YCM5K55"))
+			srv, logs, err := productWhileFailing(t, tt.status)
 			me := requireCode(t, err, models.CodeLiveUnavailable)
 			assert.NotContains(t, me.Message, "retry later")
 			assert.False(t, errors.Is(err, models.ErrMarketplaceUnavailable))
@@ -393,9 +387,7 @@ func TestTokenEndpointFailures(t *testing.T) {
 }
 
 func TestThrottledThenServed(t *testing.T) {
-	srv := newServer(t)
-	clock := newFakeClock()
-	c, _ := testCatalog(t, srv, func(cfg *Config) { cfg.Now = clock.Now })
+	srv, c, clock := clockedCatalog(t)
 	c.sleep = clock.Sleep
 	srv.RateLimitNext(1, 2*time.Second)
 

@@ -156,9 +156,7 @@ func TestShortLinksRefused(t *testing.T) {
 }
 
 func TestShortLinkCache(t *testing.T) {
-	srv := newServer(t)
-	clock := newFakeClock()
-	c, _ := testCatalog(t, srv, func(cfg *Config) { cfg.Now = clock.Now })
+	srv, c, clock := clockedCatalog(t)
 	ref := amazonRef(t, "https://amzn.to/cAcHe01")
 
 	first, err := c.Product(context.Background(), ref)

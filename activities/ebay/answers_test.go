@@ -1,59 +1,32 @@
 package ebay
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
 
-// answer is one getItemByLegacyId answer a scripted server gives.
-type answer struct {
-	status int
-	body   string
+// reply is one answer the scripted upstream gives.
+func reply(status int, header http.Header, body string) upstreamtest.Answer {
+	return upstreamtest.Answer{Status: status, Header: header, Body: body}
 }
 
-// scripted is a Browse API that grants every token request and answers
-// item calls with its script in turn, then with servedItem.
-type scripted struct {
-	mu     sync.Mutex
-	script []answer
-	calls  int
-	tokens int
-}
+// scriptedToken is the token answer of the scripted upstream.
+const scriptedToken = `{"access_token":"v^1.1#i^1#scripted","expires_in":7200,"token_type":"Application Access Token"}`
 
 // servedItem is a fixed-price listing in stock at 84.50 USD.
 const servedItem = `{"itemId":"v1|305112233445|0","legacyItemId":"305112233445","title":"A brass desk lamp",
 	"price":{"value":"84.50","currency":"USD"},"buyingOptions":["FIXED_PRICE"],
 	"itemWebUrl":"https://www.ebay.com/itm/305112233445",
 	"estimatedAvailabilities":[{"deliveryOptions":["SHIP_TO_HOME"],"estimatedAvailabilityStatus":"IN_STOCK","estimatedAvailableQuantity":3}]}`
-
-func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	w.Header().Set("Content-Type", "application/json")
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.URL.Path == "/identity/v1/oauth2/token" {
-		s.tokens++
-		_, _ = io.WriteString(w, `{"access_token":"v^1.1#i^1#scripted","expires_in":7200,"token_type":"Application Access Token"}`)
-		return
-	}
-	s.calls++
-	a := answer{http.StatusOK, servedItem}
-	if len(s.script) > 0 {
-		a, s.script = s.script[0], s.script[1:]
-	}
-	w.WriteHeader(a.status)
-	_, _ = io.WriteString(w, a.body)
-}
 
 // The Browse API's documented answers (shared/reference/marketplaces.md,
 // "eBay product data"), each answered to the catalog as eBay would, and
@@ -76,28 +49,29 @@ func TestProductDocumentedAnswers(t *testing.T) {
 	)
 	tests := []struct {
 		name   string
-		script []answer
+		script []upstreamtest.Answer
 		code   models.Code // "" for the product
 		msg    string
 		calls  int
 		tokens int
 	}{
 		// Third-party code disagrees on the not-found id: the status decides.
-		{"404 errorId 11001", []answer{{404, errs("11001", "API_BROWSE", "")}}, models.CodeProductUnavailable, msgNotFound, 1, 1},
-		{"404 errorId 11003", []answer{{404, errs("11003", "API_BROWSE", "")}}, models.CodeProductUnavailable, msgNotFound, 1, 1},
-		{"404 errorId 11010", []answer{{404, errs("11010", "API_BROWSE", "")}}, models.CodeProductUnavailable, msgNotFound, 1, 1},
-		{"errorId 11006 with itemGroupHref", []answer{{400, itemGroup}}, models.CodeProductUnavailable, msgNeedsVariation, 1, 1},
-		{"401 errorId 1001 once: a fresh token", []answer{{401, invalidToken}}, "", "", 2, 2},
-		{"401 errorId 1001 with the fresh token too", []answer{{401, invalidToken}, {401, invalidToken}},
+		{"404 errorId 11001", []upstreamtest.Answer{reply(404, nil, errs("11001", "API_BROWSE", ""))}, models.CodeProductUnavailable, msgNotFound, 1, 1},
+		{"404 errorId 11003", []upstreamtest.Answer{reply(404, nil, errs("11003", "API_BROWSE", ""))}, models.CodeProductUnavailable, msgNotFound, 1, 1},
+		{"404 errorId 11010", []upstreamtest.Answer{reply(404, nil, errs("11010", "API_BROWSE", ""))}, models.CodeProductUnavailable, msgNotFound, 1, 1},
+		{"errorId 11006 with itemGroupHref", []upstreamtest.Answer{reply(400, nil, itemGroup)}, models.CodeProductUnavailable, msgNeedsVariation, 1, 1},
+		{"401 errorId 1001 once: a fresh token", []upstreamtest.Answer{reply(401, nil, invalidToken)}, "", "", 2, 2},
+		{"401 errorId 1001 with the fresh token too", []upstreamtest.Answer{reply(401, nil, invalidToken), reply(401, nil, invalidToken)},
 			models.CodeMarketplaceUnavailable, msgUnavailable, 2, 2},
-		{"429 errorId 2001 once", []answer{{429, tooMany}}, "", "", 2, 1},
-		{"429 errorId 2001 on every attempt", []answer{{429, tooMany}, {429, tooMany}, {429, tooMany}},
+		{"429 errorId 2001 once", []upstreamtest.Answer{reply(429, nil, tooMany)}, "", "", 2, 1},
+		{"429 errorId 2001 on every attempt", []upstreamtest.Answer{reply(429, nil, tooMany), reply(429, nil, tooMany), reply(429, nil, tooMany)},
 			models.CodeMarketplaceUnavailable, msgUnavailable, maxAttempts, 1},
-		{"200 ended and sold", []answer{{200, ended}}, models.CodeProductUnavailable, msgEnded, 1, 1},
+		{"200 ended and sold", []upstreamtest.Answer{reply(200, nil, ended)}, models.CodeProductUnavailable, msgEnded, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			api := &scripted{script: tt.script}
+			api := &upstreamtest.Script{TokenPath: "/identity/v1/oauth2/token", Token: scriptedToken,
+				ContentType: "application/json", Answers: tt.script, Served: servedItem}
 			srv := httptest.NewServer(api)
 			t.Cleanup(srv.Close)
 			c, err := New(Config{
@@ -116,8 +90,9 @@ func TestProductDocumentedAnswers(t *testing.T) {
 			} else {
 				requireCode(t, err, tt.code, tt.msg)
 			}
-			assert.Equal(t, tt.calls, api.calls, "item calls")
-			assert.Equal(t, tt.tokens, api.tokens, "token requests")
+			calls, tokens := api.Counts()
+			assert.Equal(t, tt.calls, calls, "item calls")
+			assert.Equal(t, tt.tokens, tokens, "token requests")
 		})
 	}
 }

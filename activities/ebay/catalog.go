@@ -82,27 +82,18 @@ type Catalog struct {
 
 // New returns a catalog for cfg, or an error if cfg is inconsistent.
 func New(cfg Config) (*Catalog, error) {
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
-	}
-	u, err := url.Parse(cfg.APIURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
-		return nil, fmt.Errorf("ebay: APIURL %q is not an http(s) base URL", cfg.APIURL)
+	var err error
+	if cfg.APIURL, err = upstream.BaseURL("ebay", "APIURL", cfg.APIURL, DefaultAPIURL); err != nil {
+		return nil, err
 	}
 	if (cfg.ClientID == "") != (cfg.ClientSecret == "") {
 		return nil, errors.New("ebay: set both ClientID and ClientSecret, or neither")
 	}
-	switch {
-	case cfg.RequestsPerSecond < 0:
-		return nil, errors.New("ebay: RequestsPerSecond must not be negative")
-	case cfg.RequestsPerSecond == 0:
-		cfg.RequestsPerSecond = DefaultRequestsPerSecond
+	if cfg.RequestsPerSecond, err = upstream.OrDefault("ebay", "RequestsPerSecond", cfg.RequestsPerSecond, DefaultRequestsPerSecond); err != nil {
+		return nil, err
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return nil, errors.New("ebay: Timeout must not be negative")
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
+	if cfg.Timeout, err = upstream.OrDefault("ebay", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}

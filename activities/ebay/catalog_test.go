@@ -1,7 +1,6 @@
 package ebay
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,31 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/ebay/browsetest"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type harness struct {
 	srv  *browsetest.Server
 	cat  *Catalog
-	logs *syncBuffer
+	logs *upstreamtest.LogBuffer
 }
 
 // newHarness starts a test server and a catalog pointed at it, fast
@@ -49,7 +31,7 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	srv := browsetest.New()
 	t.Cleanup(srv.Close)
 	id, secret := srv.Credentials()
-	logs := &syncBuffer{}
+	logs := &upstreamtest.LogBuffer{}
 	cfg := Config{
 		APIURL:            srv.URL,
 		ClientID:          id,

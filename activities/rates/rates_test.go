@@ -13,25 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
+	"github.com/memocart/memocart/models/clocktest"
 )
-
-// manualClock is a clock tests move by hand.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // countingProvider counts calls and answers with fn, given the call's
 // 1-based number.
@@ -45,7 +28,7 @@ func (p *countingProvider) Rate(ctx context.Context, base, quote string) (models
 }
 
 // priceByCall answers call n with price n, so tests can tell fetches apart.
-func priceByCall(clock *manualClock) *countingProvider {
+func priceByCall(clock *clocktest.Clock) *countingProvider {
 	return &countingProvider{fn: func(_ context.Context, n int32, base, quote string) (models.Rate, error) {
 		return models.Rate{Base: base, Quote: quote, Price: decimal.NewFromInt32(n), Source: "test", At: clock.Now()}, nil
 	}}
@@ -72,7 +55,7 @@ func TestCachedTTL(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := &manualClock{t: testNow}
+			clock := clocktest.New(testNow)
 			p := priceByCall(clock)
 			c := NewCached(p, ttl, clock.Now)
 
@@ -90,7 +73,7 @@ func TestCachedTTL(t *testing.T) {
 }
 
 func TestCachedFailureAfterExpiryIsNotMaskedByStaleRate(t *testing.T) {
-	clock := &manualClock{t: testNow}
+	clock := clocktest.New(testNow)
 	upstreamDown := errors.New("upstream down")
 	var fail atomic.Bool
 	p := &countingProvider{fn: func(_ context.Context, n int32, base, quote string) (models.Rate, error) {
@@ -145,7 +128,7 @@ func TestCachedRejectsNonPositivePrice(t *testing.T) {
 }
 
 func TestCachedKeysByPair(t *testing.T) {
-	clock := &manualClock{t: testNow}
+	clock := clocktest.New(testNow)
 	p := priceByCall(clock)
 	c := NewCached(p, time.Minute, clock.Now)
 	ctx := context.Background()
@@ -166,7 +149,7 @@ func TestCachedKeysByPair(t *testing.T) {
 }
 
 func TestCachedZeroTTLAlwaysFetches(t *testing.T) {
-	clock := &manualClock{t: testNow}
+	clock := clocktest.New(testNow)
 	p := priceByCall(clock)
 	c := NewCached(p, 0, clock.Now)
 	for i := range 3 {

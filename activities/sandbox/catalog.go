@@ -8,6 +8,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
 
@@ -36,19 +37,6 @@ const (
 // imageBase is where sandbox product images are served; the host belongs
 // to Memocart, so test-mode responses never point at a marketplace.
 const imageBase = "https://sandbox.memocart.dev/img/"
-
-var (
-	adjectives = []string{
-		"Wireless", "Compact", "Ergonomic", "Stainless", "Portable", "Rechargeable",
-		"Waterproof", "Foldable", "Smart", "Vintage", "Ultralight", "Heavy-Duty",
-		"Bamboo", "Ceramic", "Magnetic", "Solar",
-	}
-	nouns = []string{
-		"Headphones", "Coffee Grinder", "Desk Lamp", "Backpack", "Water Bottle", "Keyboard",
-		"Camera Lens", "Phone Stand", "Cutting Board", "Speaker", "Travel Mug", "Yoga Mat",
-		"Power Bank", "Wall Clock", "Sunglasses", "Chess Set",
-	}
-)
 
 // Catalog is the test-mode product catalog. It answers for any well-formed
 // product reference with an invented, stable product: the same product
@@ -93,11 +81,10 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	return models.Product{
 		Marketplace: ref.Marketplace,
 		ID:          id,
-		Title: fmt.Sprintf("Sandbox %s %s %s",
-			adjectives[int(sum[8])%len(adjectives)], nouns[int(sum[9])%len(nouns)], id),
-		ImageURL:   imageBase + string(ref.Marketplace) + "/" + id + ".jpg",
-		ProductURL: productURL,
-		Currency:   "USD",
+		Title:       "Sandbox " + upstreamtest.InventedName(sum[8], sum[9]) + " " + id,
+		ImageURL:    imageBase + string(ref.Marketplace) + "/" + id + ".jpg",
+		ProductURL:  productURL,
+		Currency:    "USD",
 		// Built from integer cents: a float never touches the price.
 		Price:        decimal.New(cents, -2),
 		Availability: models.InStock,
@@ -133,32 +120,15 @@ func resolve(ref models.ProductRef) (id, host string, err error) {
 }
 
 // shortLinkStorefront is the storefront each short-link host resolves to in
-// the sandbox. The real services redirect to whichever storefront the
-// sharer used; picking the region's main one keeps resolution a pure
-// function of the link.
-var shortLinkStorefront = map[string]string{
-	"amzn.to":   "www.amazon.com",
-	"a.co":      "www.amazon.com",
-	"amzn.eu":   "www.amazon.de",
-	"amzn.asia": "www.amazon.co.jp",
-}
-
-// asinAlphabet is what ShortLinkASIN draws from: the characters ASINs use.
-const asinAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+// the sandbox.
+var shortLinkStorefront = upstreamtest.ShortLinkStorefronts()
 
 // ShortLinkASIN returns the ASIN the sandbox resolves a short-link code to:
 // "B0" followed by eight characters derived from a hash of the code, the
 // shape of modern ASINs. The code is case-sensitive, as on the real
 // short-link services. Exported so tests elsewhere can predict it.
 func ShortLinkASIN(code string) string {
-	sum := sha256.Sum256([]byte("shortlink:" + code))
-	out := []byte("B0")
-	for _, b := range sum[:8] {
-		// The slight modulo bias is irrelevant here: the ids need to be
-		// stable and varied, not uniform.
-		out = append(out, asinAlphabet[int(b)%len(asinAlphabet)])
-	}
-	return string(out)
+	return upstreamtest.InventedASIN("shortlink:" + code)
 }
 
 func unavailable(m models.Marketplace, id string) error {

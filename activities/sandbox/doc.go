@@ -10,7 +10,8 @@
 // UnavailableASIN, UnavailableEbayItem and FailSourcingASIN), and a few
 // refund memos the payout's (Payer).
 //
-// It may import models, shopspring/decimal, the standard library, and
+// It may import models, shopspring/decimal, the standard library,
 // activities/stellar/payout for the payout's request and result, which the
-// sandbox payer shares with the live one.
+// sandbox payer shares with the live one, and activities/upstream/upstreamtest
+// for what the simulators invent products from.
 package sandbox

@@ -198,24 +198,20 @@ func (a *alertLog) Alert(_ context.Context, kind, detail string) {
 	a.raised = append(a.raised, [2]string{kind, detail})
 }
 
-func (a *alertLog) Kinds() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var kinds []string
-	for _, r := range a.raised {
-		kinds = append(kinds, r[0])
-	}
-	return kinds
-}
+func (a *alertLog) Kinds() []string { return a.column(0) }
 
-func (a *alertLog) Details() []string {
+func (a *alertLog) Details() []string { return a.column(1) }
+
+// column returns part i (0 the kind, 1 the detail) of every alert raised,
+// in order.
+func (a *alertLog) column(i int) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var details []string
+	var out []string
 	for _, r := range a.raised {
-		details = append(details, r[1])
+		out = append(out, r[i])
 	}
-	return details
+	return out
 }
 
 // docConfig has short backoffs, and a stream idle limit longer than any
@@ -496,6 +492,12 @@ func documentedErrors() []errorCase {
 		rateLimited = "https://stellar.org/horizon-errors/rate_limit_exceeded"
 		slowDown    = "Too many requests from this address; see the X-RateLimit headers."
 	)
+	// rateLimitedBody is Horizon's 429 problem with its message under key:
+	// the reference spells it detail, the docs' sample details.
+	rateLimitedBody := func(key string) string {
+		return `{"type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "` + key + `": "` + slowDown + `"}`
+	}
+	rateLimitedError := httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second}
 	return []errorCase{
 		{
 			name: "400 bad_request naming the invalid account_id", line: "marketplaces.md:151-152",
@@ -512,43 +514,29 @@ func documentedErrors() []errorCase {
 		},
 		{
 			name: "429 with detail and Retry-After", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `",
-  "title": "Rate Limit Exceeded",
-  "status": 429,
-  "detail": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("detail")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{
 			name: "429 as the docs' sample spells it: details", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `",
-  "title": "Rate Limit Exceeded",
-  "status": 429,
-  "details": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("details")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{
 			// The reference does not say Horizon sends Retry-After; without
 			// it a 429 is still retried, after the watcher's own backoff.
 			name: "429 without Retry-After", line: "marketplaces.md:151",
-			answer: docAnswer{status: 429, header: rateLimitHeaders(""), body: `{
-  "type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "detail": "` + slowDown + `"
-}`},
+			answer: docAnswer{status: 429, header: rateLimitHeaders(""), body: rateLimitedBody("detail")},
 			parsed: httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown},
 		},
 		{
 			// Horizon counts stream updates against the limit too, so the
 			// stream request can be the one refused.
 			name: "429 answering the stream request", line: "marketplaces.md:151",
-			answer: docAnswer{stream: true, status: 429, header: rateLimitHeaders("1"), body: `{
-  "type": "` + rateLimited + `", "title": "Rate Limit Exceeded", "status": 429, "detail": "` + slowDown + `"
-}`},
-			parsed:  httpError{Status: 429, Type: rateLimited, Title: "Rate Limit Exceeded", Detail: slowDown, RetryAfter: time.Second},
+			answer:  docAnswer{stream: true, status: 429, header: rateLimitHeaders("1"), body: rateLimitedBody("detail")},
+			parsed:  rateLimitedError,
 			minWait: time.Second,
 		},
 		{

@@ -1,7 +1,6 @@
 package stellar
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/activities/stellar/horizontest"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 )
 
@@ -172,24 +172,6 @@ func (a *alertRecorder) Kinds() []string {
 	return slices.Clone(a.kinds)
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func paymentID(token string) string { return "stellar:testnet:" + token }
 
 func paymentIDs(tokens []string) []string {
@@ -234,11 +216,11 @@ type harness struct {
 	store  *memStore
 	rec    *recorder
 	alerts *alertRecorder
-	logs   *syncBuffer
+	logs   *upstreamtest.LogBuffer
 }
 
 func newHarness(t *testing.T, cursor string) *harness {
-	return &harness{srv: newHorizon(t), store: newStore(cursor), rec: &recorder{}, alerts: &alertRecorder{}, logs: &syncBuffer{}}
+	return &harness{srv: newHorizon(t), store: newStore(cursor), rec: &recorder{}, alerts: &alertRecorder{}, logs: &upstreamtest.LogBuffer{}}
 }
 
 // start runs a watcher until the test ends, or until the returned cancel;

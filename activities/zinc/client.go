@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/activities/upstream"
 )
 
 // DefaultBaseURL is Zinc's API. Test keys (zn_test_...) reach Zinc's own
@@ -52,21 +54,15 @@ type Client struct {
 
 // NewClient returns a client for cfg, or an error if cfg is incomplete.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" {
-		return nil, fmt.Errorf("zinc: BaseURL %q is not an http(s) base URL", cfg.BaseURL)
+	var err error
+	if cfg.BaseURL, err = upstream.BaseURL("zinc", "BaseURL", cfg.BaseURL, DefaultBaseURL); err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, errors.New("zinc: APIKey is required")
 	}
-	switch {
-	case cfg.Timeout < 0:
-		return nil, errors.New("zinc: Timeout must not be negative")
-	case cfg.Timeout == 0:
-		cfg.Timeout = DefaultTimeout
+	if cfg.Timeout, err = upstream.OrDefault("zinc", "Timeout", cfg.Timeout, DefaultTimeout); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}

@@ -54,5 +54,6 @@
 //     orders without a phone or mixing marketplaces are refused before
 //     asking.
 //
-// It may import models, shopspring/decimal and the standard library.
+// It may import models, activities/upstream (the clients' shared checks of
+// their settings), shopspring/decimal and the standard library.
 package zinc

@@ -553,9 +553,7 @@ func (r *receiver) types() map[string]int {
 const hookSecret = "zn_whsec_zinctest000000000000000"
 
 func TestWebhooksAreSignedAndVerified(t *testing.T) {
-	s := newStack(t).ready(t)
-	r, url := newReceiver(t, hookSecret)
-	s.srv.SetWebhook(url, hookSecret)
+	s, r := withWebhooks(t)
 	o := liveOrder("ord_webhook00000000000000001", normalURL)
 
 	p, err := s.ful.Place(t.Context(), o, 1)
@@ -575,6 +573,16 @@ func TestWebhooksAreSignedAndVerified(t *testing.T) {
 	}
 }
 
+// withWebhooks is a ready stack whose server delivers its events, signed
+// with hookSecret, to a new receiver.
+func withWebhooks(t *testing.T) (*stack, *receiver) {
+	t.Helper()
+	s := newStack(t).ready(t)
+	r, url := newReceiver(t, hookSecret)
+	s.srv.SetWebhook(url, hookSecret)
+	return s, r
+}
+
 func TestWebhooksSignedWithAnotherSecretAreRejected(t *testing.T) {
 	s := newStack(t).ready(t)
 	r, url := newReceiver(t, hookSecret)
@@ -588,9 +596,7 @@ func TestWebhooksSignedWithAnotherSecretAreRejected(t *testing.T) {
 
 func TestWebhooksDuplicatedDroppedDelayed(t *testing.T) {
 	t.Run("duplicated", func(t *testing.T) {
-		s := newStack(t).ready(t)
-		r, url := newReceiver(t, hookSecret)
-		s.srv.SetWebhook(url, hookSecret)
+		s, r := withWebhooks(t)
 		s.srv.DuplicateWebhooks(true)
 		_, err := s.ful.Place(t.Context(), liveOrder("ord_webhook00000000000000003", normalURL), 1)
 		require.NoError(t, err)
@@ -600,9 +606,7 @@ func TestWebhooksDuplicatedDroppedDelayed(t *testing.T) {
 		assert.Equal(t, 2, s.srv.WebhooksSent())
 	})
 	t.Run("dropped", func(t *testing.T) {
-		s := newStack(t).ready(t)
-		r, url := newReceiver(t, hookSecret)
-		s.srv.SetWebhook(url, hookSecret)
+		s, r := withWebhooks(t)
 		s.srv.DropWebhooks(true)
 		_, err := s.ful.Place(t.Context(), liveOrder("ord_webhook00000000000000004", normalURL), 1)
 		require.NoError(t, err)
@@ -612,9 +616,7 @@ func TestWebhooksDuplicatedDroppedDelayed(t *testing.T) {
 		assert.Empty(t, r.types())
 	})
 	t.Run("delayed", func(t *testing.T) {
-		s := newStack(t).ready(t)
-		r, url := newReceiver(t, hookSecret)
-		s.srv.SetWebhook(url, hookSecret)
+		s, r := withWebhooks(t)
 		s.srv.DelayWebhooks(150 * time.Millisecond)
 		start := time.Now()
 		_, err := s.ful.Place(t.Context(), liveOrder("ord_webhook00000000000000005", normalURL), 1)

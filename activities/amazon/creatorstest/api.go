@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memocart/memocart/models"
 )
 
 // maxItemIDs is how many ids one getItems call may name.
@@ -54,13 +56,9 @@ type tokenAnswer struct {
 // scope}, as Amazon's Creators SDK sends it. A form body, HTTP Basic or
 // an unknown field is refused: none is documented for these credentials.
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
-	rec := s.record(r)
-	oauthError := s.oauthError(w, r, rec)
-	if !s.tokenPreamble(r, oauthError) {
-		return
-	}
-	if !isMediaType(r.Header.Get("Content-Type"), "application/json") {
-		oauthError(http.StatusBadRequest, "invalid_request", "The token request must be a JSON body (Content-Type: application/json).")
+	rec, oauthError, ok := s.tokenPreamble(w, r, "application/json",
+		"The token request must be a JSON body (Content-Type: application/json).")
+	if !ok {
 		return
 	}
 	if r.Header.Get("Authorization") != "" {
@@ -99,13 +97,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 // creatorsapi/default, the credentials as HTTP Basic or in the form (one
 // way only). Cognito answers its errors with 400.
 func (s *Server) serveCognitoToken(w http.ResponseWriter, r *http.Request) {
-	rec := s.record(r)
-	oauthError := s.oauthError(w, r, rec)
-	if !s.tokenPreamble(r, oauthError) {
-		return
-	}
-	if !isMediaType(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
-		oauthError(http.StatusBadRequest, "invalid_request", "The token request must be a form (application/x-www-form-urlencoded).")
+	rec, oauthError, ok := s.tokenPreamble(w, r, "application/x-www-form-urlencoded",
+		"The token request must be a form (application/x-www-form-urlencoded).")
+	if !ok {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
@@ -153,12 +147,16 @@ func (s *Server) oauthError(w http.ResponseWriter, r *http.Request, rec *Request
 	}
 }
 
-// tokenPreamble refuses what both token endpoints refuse first: another
-// method, and injected failures. It reports whether to go on.
-func (s *Server) tokenPreamble(r *http.Request, oauthError func(int, string, string)) bool {
+// tokenPreamble records a token request and refuses what both token
+// endpoints refuse first, in order: another method, injected failures,
+// and a body that is not mediaType (answered wrongType). It returns the
+// request's record, its OAuth error writer, and whether to go on.
+func (s *Server) tokenPreamble(w http.ResponseWriter, r *http.Request, mediaType, wrongType string) (*Request, func(int, string, string), bool) {
+	rec := s.record(r)
+	oauthError := s.oauthError(w, r, rec)
 	if r.Method != http.MethodPost {
 		oauthError(http.StatusMethodNotAllowed, "invalid_request", "The token endpoint accepts POST only.")
-		return false
+		return rec, oauthError, false
 	}
 	s.mu.Lock()
 	failStatus := 0
@@ -169,9 +167,13 @@ func (s *Server) tokenPreamble(r *http.Request, oauthError func(int, string, str
 	s.mu.Unlock()
 	if failStatus != 0 {
 		oauthError(failStatus, "server_error", "Injected failure.")
-		return false
+		return rec, oauthError, false
 	}
-	return true
+	if !isMediaType(r.Header.Get("Content-Type"), mediaType) {
+		oauthError(http.StatusBadRequest, "invalid_request", wrongType)
+		return rec, oauthError, false
+	}
+	return rec, oauthError, true
 }
 
 // issueToken grants a new access token.
@@ -361,7 +363,7 @@ func (s *Server) serveGetItems(w http.ResponseWriter, r *http.Request) {
 	)
 	s.mu.Lock()
 	for _, id := range req.ItemIDs {
-		if !isASIN(id) {
+		if !models.IsASIN(id) {
 			errs = append(errs, errorJSON{Code: "InvalidParameterValue",
 				Message: fmt.Sprintf("The ItemId %s provided in the request is invalid.", id)})
 			continue

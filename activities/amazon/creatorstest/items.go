@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 )
 
 // Reserved ASINs. See the package comment for what each answers.
@@ -98,19 +100,6 @@ const (
 	maxPriceCents = 50000
 )
 
-var (
-	adjectives = []string{
-		"Wireless", "Compact", "Ergonomic", "Stainless", "Portable", "Rechargeable",
-		"Waterproof", "Foldable", "Smart", "Vintage", "Ultralight", "Heavy-Duty",
-		"Bamboo", "Ceramic", "Magnetic", "Solar",
-	}
-	nouns = []string{
-		"Headphones", "Coffee Grinder", "Desk Lamp", "Backpack", "Water Bottle", "Keyboard",
-		"Camera Lens", "Phone Stand", "Cutting Board", "Speaker", "Travel Mug", "Yoga Mat",
-		"Power Bank", "Wall Clock", "Sunglasses", "Chess Set",
-	}
-)
-
 // imageBase is under a reserved TLD: test data never points at Amazon.
 const imageBase = "https://images.creatorstest.invalid/I/"
 
@@ -137,8 +126,7 @@ func Price(asin, marketplace string) (amount, currency string) {
 // Title returns the title the server gives an ordinary ASIN.
 func Title(asin string) string {
 	sum := sha256.Sum256([]byte("creatorstest:" + asin))
-	return fmt.Sprintf("Creators Test %s %s %s",
-		adjectives[int(sum[8])%len(adjectives)], nouns[int(sum[9])%len(nouns)], asin)
+	return "Creators Test " + upstreamtest.InventedName(sum[8], sum[9]) + " " + asin
 }
 
 // ImageURL returns the primary large image the server gives an ordinary
@@ -245,18 +233,4 @@ func displayAmount(amount, currency string) string {
 		return "￥" + amount
 	}
 	return currency + " " + amount
-}
-
-// isASIN reports whether s is ten uppercase letters or digits.
-func isASIN(s string) bool {
-	if len(s) != 10 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -100,7 +100,8 @@
 //   - tokens expire after 3600 seconds of real time; there is no clock
 //     to set.
 //
-// It may import the standard library only.
+// It may import the standard library, models (the shape of an ASIN) and
+// upstreamtest (injected faults, invented products).
 package creatorstest
 
 import (
@@ -429,18 +430,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *Request, st
 // wait sleeps for d unless the request or the server ends first, and
 // reports whether it slept the whole time.
 func (s *Server) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-	case <-s.done:
-	}
-	return false
+	return upstreamtest.Wait(r, s.done, d)
 }
 
 // requestHost is the lowercase host name a request was sent to.

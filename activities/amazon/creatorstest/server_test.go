@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
 )
 
 func start(t *testing.T, opts ...Option) *Server {
@@ -75,6 +77,13 @@ func post(t *testing.T, s *Server, u, contentType string, body []byte, header ht
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return send(t, s, req)
+}
+
+// send sends req through the server's client and returns the answer's
+// status and body.
+func send(t *testing.T, s *Server, req *http.Request) (int, []byte) {
+	t.Helper()
 	resp, err := s.Client().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -109,12 +118,7 @@ func getItems(t *testing.T, s *Server, tok, marketplace string, body any) (int, 
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	resp, err := s.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, out
+	return send(t, s, req)
 }
 
 var allResources = []string{"itemInfo.title", "images.primary.large", "offersV2.listings.price",
@@ -125,20 +129,24 @@ func body(ids ...string) map[string]any {
 	return map[string]any{"itemIds": ids, "itemIdType": "ASIN", "partnerTag": "memocart-20", "resources": allResources}
 }
 
+// tokenCase is one token request and what the endpoint answers it: the
+// status and the OAuth error ("" for none).
+type tokenCase struct {
+	name        string
+	contentType string
+	body        []byte
+	header      http.Header
+	status      int
+	oauthError  string
+}
+
 func TestTokenEndpoint(t *testing.T) {
 	s := start(t)
 	id, secret := s.Credentials()
 	good := lwaBody(id, secret, Scope)
 	goodJSON, _ := json.Marshal(good)
 	oldForm := url.Values{"grant_type": {"client_credentials"}, "scope": {Scope}}.Encode()
-	tests := []struct {
-		name        string
-		contentType string
-		body        []byte
-		header      http.Header
-		status      int
-		oauthError  string
-	}{
+	tests := []tokenCase{
 		{"granted", "application/json", goodJSON, nil, 200, ""},
 		{"granted with a charset", "application/json; charset=utf-8", goodJSON, nil, 200, ""},
 		{"wrong secret", "application/json", mustJSON(lwaBody(id, "nope", Scope)), nil, 401, "invalid_client"},
@@ -190,14 +198,7 @@ func TestCognitoTokenEndpoint(t *testing.T) {
 		return []byte(v.Encode())
 	}
 	const formType = "application/x-www-form-urlencoded"
-	tests := []struct {
-		name        string
-		contentType string
-		body        []byte
-		header      http.Header
-		status      int
-		oauthError  string
-	}{
+	tests := []tokenCase{
 		{"HTTP Basic", formType, form(), basic(id, secret), 200, ""},
 		{"credentials in the form", formType, form("client_id", id, "client_secret", secret), nil, 200, ""},
 		{"both ways", formType, form("client_id", id, "client_secret", secret), basic(id, secret), 400, "invalid_request"},
@@ -641,14 +642,14 @@ func TestWithListener(t *testing.T) {
 func TestShortLinkASIN(t *testing.T) {
 	for _, code := range []string{"abcd", "ABCD", "3xYzAbC", CodeEvil} {
 		a := ShortLinkASIN(code)
-		assert.True(t, isASIN(a), a)
+		assert.True(t, models.IsASIN(a), a)
 		assert.False(t, strings.HasPrefix(a, "B0CAT"), a)
 		assert.Equal(t, a, ShortLinkASIN(code), "stable")
 	}
 	assert.NotEqual(t, ShortLinkASIN("abcd"), ShortLinkASIN("ABCD"), "codes are case-sensitive")
 	for _, asin := range []string{OutOfStockASIN, PreorderASIN, NoOffersASIN, NoPriceASIN, NotFoundASIN,
 		BuyBoxSecondASIN, ScarceASIN, SlowASIN, EvilASIN, IPLiteralASIN} {
-		assert.True(t, isASIN(asin), asin)
+		assert.True(t, models.IsASIN(asin), asin)
 		assert.True(t, strings.HasPrefix(asin, "B0CAT"), asin)
 	}
 }

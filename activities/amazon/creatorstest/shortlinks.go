@@ -1,9 +1,11 @@
 package creatorstest
 
 import (
-	"crypto/sha256"
 	"net/http"
 	"strings"
+
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
+	"github.com/memocart/memocart/models"
 )
 
 // Reserved short-link codes. See the package comment for what each
@@ -33,27 +35,14 @@ const (
 )
 
 // shortLinkHosts maps each short-link host to the storefront its codes
-// lead to. The real services redirect to whichever storefront the sharer
-// used; the region's main one keeps the answer a function of the link.
-var shortLinkHosts = map[string]string{
-	"amzn.to":   "www.amazon.com",
-	"a.co":      "www.amazon.com",
-	"amzn.eu":   "www.amazon.de",
-	"amzn.asia": "www.amazon.co.jp",
-}
-
-// asinAlphabet is what ShortLinkASIN draws from.
-const asinAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+// lead to.
+var shortLinkHosts = upstreamtest.ShortLinkStorefronts()
 
 // ShortLinkASIN returns the ASIN an ordinary short-link code leads to:
 // "B0" and eight characters derived from a hash of the code, which is
 // case-sensitive. It never starts with B0CAT, so it is never reserved.
 func ShortLinkASIN(code string) string {
-	sum := sha256.Sum256([]byte("creatorstest shortlink:" + code))
-	out := []byte("B0")
-	for _, b := range sum[:8] {
-		out = append(out, asinAlphabet[int(b)%len(asinAlphabet)])
-	}
+	out := []byte(upstreamtest.InventedASIN("creatorstest shortlink:" + code))
 	if strings.HasPrefix(string(out), "B0CAT") {
 		out[4] = '0'
 	}
@@ -143,17 +132,17 @@ func (s *Server) serveStorefront(w http.ResponseWriter, r *http.Request, host st
 	}
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
-	case len(segs) >= 2 && segs[0] == "dp" && isASIN(segs[1]):
+	case len(segs) >= 2 && segs[0] == "dp" && models.IsASIN(segs[1]):
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		s.answer(w, r, rec, http.StatusOK, nil)
 		if r.Method == http.MethodGet {
 			_, _ = w.Write([]byte("<!doctype html><title>" + Title(segs[1]) + "</title><h1>" + Title(segs[1]) +
 				"</h1><p>A product page of the creatorstest server (" + host + ").</p>"))
 		}
-	case len(segs) == 3 && segs[0] == "gp" && segs[1] == "product" && isASIN(segs[2]):
+	case len(segs) == 3 && segs[0] == "gp" && segs[1] == "product" && models.IsASIN(segs[2]):
 		w.Header().Set("Location", "/dp/"+segs[2])
 		s.answer(w, r, rec, http.StatusMovedPermanently, nil)
-	case len(segs) == 4 && segs[0] == "exec" && segs[1] == "obidos" && segs[2] == "ASIN" && isASIN(segs[3]):
+	case len(segs) == 4 && segs[0] == "exec" && segs[1] == "obidos" && segs[2] == "ASIN" && models.IsASIN(segs[3]):
 		w.Header().Set("Location", "/dp/"+segs[3])
 		s.answer(w, r, rec, http.StatusMovedPermanently, nil)
 	default:

@@ -52,7 +52,8 @@
 //   - the daily quota resets at midnight UTC of the server's clock; the
 //     bodies of unknown routes are made up.
 //
-// It may import the standard library only.
+// It may import the standard library, models (the shape of an item id)
+// and upstreamtest.
 package browsetest
 
 import (
@@ -60,7 +61,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"mime"
@@ -75,6 +75,7 @@ import (
 	"time"
 
 	"github.com/memocart/memocart/activities/upstream/upstreamtest"
+	"github.com/memocart/memocart/models"
 )
 
 // Reserved item ids. See the package comment for what each answers.
@@ -259,14 +260,7 @@ func New(opts ...Option) *Server {
 		writeErrors(w, http.StatusNotFound, apiError{ErrorID: 2002, Domain: "ACCESS", Category: "REQUEST",
 			Message: "Resource not found.", LongMessage: "The requested resource does not exist on this server."})
 	})
-	if o.listener != nil {
-		s.srv = httptest.NewUnstartedServer(mux)
-		_ = s.srv.Listener.Close()
-		s.srv.Listener = o.listener
-		s.srv.Start()
-	} else {
-		s.srv = httptest.NewServer(mux)
-	}
+	s.srv = upstreamtest.Serve(mux, o.listener)
 	s.URL = s.srv.URL
 	return s
 }
@@ -377,18 +371,8 @@ type parameter struct {
 	Value string `json:"value"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("browsetest: rendering JSON: %v", err))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
-}
-
 func writeErrors(w http.ResponseWriter, status int, errs ...apiError) {
-	writeJSON(w, status, map[string][]apiError{"errors": errs})
+	upstreamtest.WriteJSON(w, status, map[string][]apiError{"errors": errs})
 }
 
 var (
@@ -411,19 +395,7 @@ func errNotFound(id string) apiError {
 
 // wait sleeps for d unless the request or the server ends first.
 func (s *Server) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	case <-s.done:
-		return false
-	}
+	return upstreamtest.Wait(r, s.done, d)
 }
 
 // serveToken is the client-credentials grant of eBay's OAuth endpoint:
@@ -435,7 +407,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, oauthError{"invalid_request", "request method is not supported"})
+		upstreamtest.WriteJSON(w, http.StatusMethodNotAllowed, oauthError{"invalid_request", "request method is not supported"})
 		return
 	}
 	id, secret, ok := r.BasicAuth()
@@ -446,28 +418,28 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok || id != s.clientID || secret != s.clientSecret {
 		w.Header().Set("WWW-Authenticate", `Basic realm="eBay"`)
-		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", "client authentication failed"})
+		upstreamtest.WriteJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", "client authentication failed"})
 		return
 	}
 	// The grant is a form body (RFC 6749 4.4.2), as eBay documents it;
 	// ParseForm alone would skip a body of any other type and answer a
 	// misleading unsupported_grant_type.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request",
+		upstreamtest.WriteJSON(w, http.StatusBadRequest, oauthError{"invalid_request",
 			"request is missing a required parameter or malformed: the body must be application/x-www-form-urlencoded"})
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "request is missing a required parameter or malformed"})
+		upstreamtest.WriteJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "request is missing a required parameter or malformed"})
 		return
 	}
 	if r.PostForm.Get("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, oauthError{"unsupported_grant_type",
+		upstreamtest.WriteJSON(w, http.StatusBadRequest, oauthError{"unsupported_grant_type",
 			"grant type in request is not supported by the authorization server"})
 		return
 	}
 	if scopes := strings.Fields(r.PostForm.Get("scope")); len(scopes) == 0 || !allEqual(scopes, Scope) {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_scope",
+		upstreamtest.WriteJSON(w, http.StatusBadRequest, oauthError{"invalid_scope",
 			"The requested scope is invalid, unknown, malformed, or exceeds the scope granted to the client"})
 		return
 	}
@@ -476,7 +448,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	s.tokens[token] = s.nowLocked().Add(tokenLifetime)
 	s.issued++
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{
+	upstreamtest.WriteJSON(w, http.StatusOK, map[string]any{
 		"access_token": token,
 		"expires_in":   int(tokenLifetime / time.Second),
 		"token_type":   "Application Access Token",
@@ -598,7 +570,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it, found := s.item(id)
-	if !isItemID(id) || !found {
+	if !models.IsEbayItemID(id) || !found {
 		status = http.StatusNotFound
 		writeErrors(w, status, errNotFound(id))
 		return
@@ -612,7 +584,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 		writeErrors(w, status, *errBody)
 		return
 	}
-	writeJSON(w, status, body)
+	upstreamtest.WriteJSON(w, status, body)
 }
 
 func injectedError(status int) apiError {
@@ -664,18 +636,6 @@ func contextCountry(header string) string {
 		}
 	}
 	return ""
-}
-
-func isItemID(s string) bool {
-	if len(s) < 9 || len(s) > 15 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // item returns what the server serves for id: an override, a reserved
@@ -934,7 +894,7 @@ func formatTime(t time.Time) string {
 // that show test listings have something to display.
 func serveImage(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/images/"), ".svg")
-	if !isItemID(name) {
+	if !models.IsEbayItemID(name) {
 		http.NotFound(w, r)
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -262,16 +261,9 @@ type controlAccountRequest struct {
 }
 
 func (s *Server) controlAccount(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed", "POST an account")
-		return
-	}
 	var req controlAccountRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request",
-			`send {"id":"G...","xlm":"<decimal>","usdc":"<decimal>","trust_usdc":true|false}`)
+	if !readControl(w, r, &req, "POST an account",
+		`send {"id":"G...","xlm":"<decimal>","usdc":"<decimal>","trust_usdc":true|false}`) {
 		return
 	}
 	a := Account{ID: req.ID, XLM: req.XLM, USDC: req.USDC, TrustUSDC: req.TrustUSDC}

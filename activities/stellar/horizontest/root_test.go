@@ -10,7 +10,6 @@ import (
 	hprotocol "github.com/stellar/go-stellar-sdk/protocols/horizon"
 	"github.com/stellar/go-stellar-sdk/protocols/horizon/operations"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
-	"github.com/stellar/go-stellar-sdk/xdr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,8 +54,8 @@ func TestLedgerPaymentsAndMuxedDestinations(t *testing.T) {
 		horizontest.Account{ID: payout.Address(), XLM: "10", USDC: "100", Sequence: 7},
 		horizontest.Account{ID: customer.Address(), XLM: "5", Sequence: 20},
 	)
-	muxedCustomer := muxed(t, customer.Address(), 1234567890123456789)
-	muxedPayout := muxed(t, payout.Address(), 42)
+	muxedCustomer := horizontest.MuxedAccountID(customer.Address(), 1234567890123456789)
+	muxedPayout := horizontest.MuxedAccountID(payout.Address(), 42)
 
 	// To a muxed account, which is credited to its G account.
 	b64, okHash := build(t, txSpec{seq: 7, ops: []txnbuild.Operation{pay(muxedCustomer, txnbuild.NativeAsset{}, "1.5")},
@@ -110,15 +109,4 @@ func TestLedgerPaymentsAndMuxedDestinations(t *testing.T) {
 	assert.Equal(t, uint64(42), op.ToMuxedID)
 	_, hasMuxed := recs[1]["to_muxed"]
 	assert.False(t, hasMuxed, "absent for a plain G destination")
-}
-
-// muxed returns the M... address of account g with id.
-func muxed(t *testing.T, g string, id uint64) string {
-	t.Helper()
-	plain, err := xdr.AddressToMuxedAccount(g)
-	require.NoError(t, err)
-	m, err := xdr.NewMuxedAccount(xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
-		xdr.MuxedAccountMed25519{Id: xdr.Uint64(id), Ed25519: plain.MustEd25519()})
-	require.NoError(t, err)
-	return m.Address()
 }

@@ -303,17 +303,32 @@ type controlPaymentRequest struct {
 	From     string `json:"from"`
 }
 
-func (s *Server) controlPayment(w http.ResponseWriter, r *http.Request) {
+// readControl reads the JSON body of a POST to a control path into v,
+// refusing unknown fields and bodies over 64 KiB. When it cannot, it
+// answers a problem (detail post for another method, usage for a bad
+// body) and returns false.
+func readControl(w http.ResponseWriter, r *http.Request, v any, post, usage string) bool {
 	if r.Method != http.MethodPost {
-		writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed", "POST a payment")
-		return
+		writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed", post)
+		return false
 	}
-	var req controlPaymentRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || req.Amount == "" {
-		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request",
-			`send {"amount":"<decimal>","asset":"USDC"|"XLM","memo":"<order number>"}`)
+	if err := dec.Decode(v); err != nil {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", usage)
+		return false
+	}
+	return true
+}
+
+func (s *Server) controlPayment(w http.ResponseWriter, r *http.Request) {
+	const usage = `send {"amount":"<decimal>","asset":"USDC"|"XLM","memo":"<order number>"}`
+	var req controlPaymentRequest
+	if !readControl(w, r, &req, "POST a payment", usage) {
+		return
+	}
+	if req.Amount == "" {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "Bad Request", usage)
 		return
 	}
 	amount, ok := horizonAmount(req.Amount)

@@ -189,11 +189,19 @@ func payments(t *testing.T, s *horizontest.Server) []map[string]any {
 	return p.Embedded.Records
 }
 
-func TestSubmitUSDCPaymentAppliesOnce(t *testing.T) {
-	s := newLedger(t,
+// refundLedger holds a payout account with 10 XLM and 100 USDC at
+// sequence 7, and a customer with 2 XLM and a USDC trustline: a USDC
+// refund at sequence 7 applies.
+func refundLedger(t *testing.T) *horizontest.Server {
+	t.Helper()
+	return newLedger(t,
 		horizontest.Account{ID: payout.Address(), XLM: "10", USDC: "100", Sequence: 7},
 		horizontest.Account{ID: customer.Address(), XLM: "2", TrustUSDC: true},
 	)
+}
+
+func TestSubmitUSDCPaymentAppliesOnce(t *testing.T) {
+	s := refundLedger(t)
 	b64, hash := build(t, txSpec{seq: 7, ops: []txnbuild.Operation{pay(customer.Address(), usdc(), "12.3456789")},
 		memo: txnbuild.MemoText("refund rfd_1")})
 
@@ -466,10 +474,7 @@ func minus(t *testing.T, a string, stroops int64) string {
 }
 
 func TestTimeoutAfterApply(t *testing.T) {
-	s := newLedger(t,
-		horizontest.Account{ID: payout.Address(), XLM: "10", USDC: "100", Sequence: 7},
-		horizontest.Account{ID: customer.Address(), XLM: "2", TrustUSDC: true},
-	)
+	s := refundLedger(t)
 	b64, hash := build(t, txSpec{seq: 7, ops: []txnbuild.Operation{pay(customer.Address(), usdc(), "25")},
 		memo: txnbuild.MemoText("rfd_2")})
 	s.TimeoutAfterApply(1)
@@ -549,17 +554,21 @@ func TestHorizonClient(t *testing.T) {
 	assert.Equal(t, "10.0000000", native)
 
 	// Built from the account Horizon returned, as a payout would be.
-	tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &acc,
-		IncrementSequenceNum: true,
-		Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
-		BaseFee:              txnbuild.MinBaseFee,
-		Memo:                 txnbuild.MemoText("rfd_3"),
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
-	})
-	require.NoError(t, err)
-	tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
-	require.NoError(t, err)
+	refund := func(acc hprotocol.Account) *txnbuild.Transaction {
+		tx, err := txnbuild.NewTransaction(txnbuild.TransactionParams{
+			SourceAccount:        &acc,
+			IncrementSequenceNum: true,
+			Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
+			BaseFee:              txnbuild.MinBaseFee,
+			Memo:                 txnbuild.MemoText("rfd_3"),
+			Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
+		})
+		require.NoError(t, err)
+		tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
+		require.NoError(t, err)
+		return tx
+	}
+	tx := refund(acc)
 
 	_, err = client.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true})
 	herr := horizonclient.GetError(err)
@@ -575,17 +584,7 @@ func TestHorizonClient(t *testing.T) {
 	require.NoError(t, s.SetAccount(horizontest.Account{ID: customer.Address(), XLM: "2", TrustUSDC: true}))
 	acc, err = client.AccountDetail(horizonclient.AccountRequest{AccountID: payout.Address()})
 	require.NoError(t, err)
-	tx, err = txnbuild.NewTransaction(txnbuild.TransactionParams{
-		SourceAccount:        &acc,
-		IncrementSequenceNum: true,
-		Operations:           []txnbuild.Operation{pay(customer.Address(), usdc(), "1")},
-		BaseFee:              txnbuild.MinBaseFee,
-		Memo:                 txnbuild.MemoText("rfd_3"),
-		Preconditions:        txnbuild.Preconditions{TimeBounds: txnbuild.NewTimeout(300)},
-	})
-	require.NoError(t, err)
-	tx, err = tx.Sign(network.TestNetworkPassphrase, payout)
-	require.NoError(t, err)
+	tx = refund(acc)
 	s.TimeoutAfterApply(1)
 	_, err = client.SubmitTransactionWithOptions(tx, horizonclient.SubmitTxOpts{SkipMemoRequiredCheck: true})
 	herr = horizonclient.GetError(err)

@@ -550,23 +550,41 @@ func (p *Payer) build(ctx context.Context, op *txnbuild.Payment, m txnbuild.Memo
 	if err != nil {
 		return signedTx{}, fmt.Errorf("payout: building the transaction: %w", err)
 	}
-	want, err := tx.HashHex(p.passphrase)
+	hash, envelope, err := signChecked(p.passphrase, "the transaction", tx, p.signer.Sign)
 	if err != nil {
-		return signedTx{}, fmt.Errorf("payout: hashing the transaction: %w", err)
-	}
-	signed, err := p.signer.Sign(tx, p.passphrase)
-	if err != nil {
-		return signedTx{}, fmt.Errorf("payout: signing the transaction: %w", err)
-	}
-	hash, err := signed.HashHex(p.passphrase)
-	if err != nil || hash != want || len(signed.Signatures()) == 0 {
-		return signedTx{}, errors.New("payout: the signer did not return the transaction signed and unchanged")
-	}
-	envelope, err := signed.Base64()
-	if err != nil {
-		return signedTx{}, fmt.Errorf("payout: encoding the transaction: %w", err)
+		return signedTx{}, err
 	}
 	return signedTx{hash: hash, envelope: envelope, source: p.source, seq: seq + 1, maxTime: maxTime}, nil
+}
+
+// signable is a transaction or a fee bump.
+type signable interface {
+	HashHex(passphrase string) (string, error)
+	Signatures() []xdr.DecoratedSignature
+	Base64() (string, error)
+}
+
+// signChecked signs tx (named what in errors) with sign and returns its
+// hash and envelope. The signer must return it signed and unchanged: the
+// hash is what the payout records before it submits, so a signer that
+// altered the transaction would send money the record does not know.
+func signChecked[T signable](passphrase, what string, tx T, sign func(T, string) (T, error)) (hash, envelope string, err error) {
+	want, err := tx.HashHex(passphrase)
+	if err != nil {
+		return "", "", fmt.Errorf("payout: hashing %s: %w", what, err)
+	}
+	signed, err := sign(tx, passphrase)
+	if err != nil {
+		return "", "", fmt.Errorf("payout: signing %s: %w", what, err)
+	}
+	hash, err = signed.HashHex(passphrase)
+	if err != nil || hash != want || len(signed.Signatures()) == 0 {
+		return "", "", fmt.Errorf("payout: the signer did not return %s signed and unchanged", what)
+	}
+	if envelope, err = signed.Base64(); err != nil {
+		return "", "", fmt.Errorf("payout: encoding %s: %w", what, err)
+	}
+	return hash, envelope, nil
 }
 
 // send submits tx, and submits it again inside a fee bump when the
@@ -618,21 +636,9 @@ func (p *Payer) bumpAt(ctx context.Context, tx signedTx, inner *txnbuild.Transac
 	if err != nil {
 		return outcome{}, fmt.Errorf("payout: building a fee bump of transaction %s: %w", tx.hash, err)
 	}
-	want, err := fb.HashHex(p.passphrase)
+	hash, envelope, err := signChecked(p.passphrase, "the fee bump", fb, p.signer.SignFeeBump)
 	if err != nil {
-		return outcome{}, fmt.Errorf("payout: hashing a fee bump: %w", err)
-	}
-	signed, err := p.signer.SignFeeBump(fb, p.passphrase)
-	if err != nil {
-		return outcome{}, fmt.Errorf("payout: signing a fee bump: %w", err)
-	}
-	hash, err := signed.HashHex(p.passphrase)
-	if err != nil || hash != want || len(signed.Signatures()) == 0 {
-		return outcome{}, errors.New("payout: the signer did not return the fee bump signed and unchanged")
-	}
-	envelope, err := signed.Base64()
-	if err != nil {
-		return outcome{}, fmt.Errorf("payout: encoding a fee bump: %w", err)
+		return outcome{}, err
 	}
 	log.Warn("payout transaction refused for its fee, submitting it in a fee bump", "hash", tx.hash, "fee_bump", hash, "fee_per_operation", rate)
 	return p.submit(ctx, envelope, tx.hash, hash, log)

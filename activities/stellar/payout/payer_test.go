@@ -1,7 +1,6 @@
 package payout_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -30,6 +29,7 @@ import (
 	"github.com/memocart/memocart/activities"
 	"github.com/memocart/memocart/activities/stellar/horizontest"
 	"github.com/memocart/memocart/activities/stellar/payout"
+	"github.com/memocart/memocart/activities/upstream/upstreamtest"
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/clocktest"
 )
@@ -52,24 +52,6 @@ var (
 // every test.
 const payoutSequence = 5000
 
-// syncBuffer collects logs written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type harness struct {
 	s   *horizontest.Server
 	p   *payout.Payer
@@ -77,7 +59,7 @@ type harness struct {
 	// clock is the one clock the payer and the server share, so a test
 	// passes a transaction's time bounds without sleeping.
 	clock *clocktest.Clock
-	logs  *syncBuffer
+	logs  *upstreamtest.LogBuffer
 }
 
 // newHarness starts a Horizon test server holding a funded payout account
@@ -94,7 +76,7 @@ func newHarness(t *testing.T, edit func(*payout.Config), accounts ...horizontest
 	for _, a := range accounts {
 		require.NoError(t, s.SetAccount(a))
 	}
-	logs := &syncBuffer{}
+	logs := &upstreamtest.LogBuffer{}
 	cfg := payout.Config{
 		HorizonURL:        s.URL,
 		HTTPClient:        &http.Client{},
@@ -188,17 +170,6 @@ func refund(id, address, asset, amount string) models.PayoutRequest {
 	}
 }
 
-// muxed returns the M… address of account g with id.
-func muxed(t *testing.T, g string, id uint64) string {
-	t.Helper()
-	plain, err := xdr.AddressToMuxedAccount(g)
-	require.NoError(t, err)
-	m, err := xdr.NewMuxedAccount(xdr.CryptoKeyTypeKeyTypeMuxedEd25519,
-		xdr.MuxedAccountMed25519{Id: xdr.Uint64(id), Ed25519: plain.MustEd25519()})
-	require.NoError(t, err)
-	return m.Address()
-}
-
 // submitByHand POSTs an envelope as a client would and returns the status
 // and body.
 func submitByHand(t *testing.T, s *horizontest.Server, envelope string) (int, string) {
@@ -249,7 +220,7 @@ func TestPay(t *testing.T) {
 			h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5", TrustUSDC: tc.trust})
 			address := dest
 			if tc.wantMuxed {
-				address = muxed(t, dest, 7)
+				address = horizontest.MuxedAccountID(dest, 7)
 			}
 			req := refund("rfd_1", address, tc.asset, tc.amount)
 			req.Destination.MemoType, req.Destination.Memo = tc.memoType, tc.memo
@@ -891,9 +862,9 @@ func TestCheckDestination(t *testing.T) {
 		message []string // fragments of the refusal
 	}{
 		{name: "XLM to an account", address: plain, asset: "XLM"},
-		{name: "XLM to a muxed account", address: muxed(t, plain, 3), asset: "XLM"},
+		{name: "XLM to a muxed account", address: horizontest.MuxedAccountID(plain, 3), asset: "XLM"},
 		{name: "USDC to a trustline", address: trusting, asset: "USDC"},
-		{name: "USDC to a muxed trustline", address: muxed(t, trusting, 3), asset: "USDC"},
+		{name: "USDC to a muxed trustline", address: horizontest.MuxedAccountID(trusting, 3), asset: "USDC"},
 		{name: "no such account", address: missing, asset: "XLM",
 			code: string(models.CodeInvalidRefundDestination), message: []string{"does not exist"}},
 		{name: "USDC without a trustline", address: plain, asset: "USDC",
@@ -905,7 +876,7 @@ func TestCheckDestination(t *testing.T) {
 		{name: "USDC to a memo-requiring account without a memo", address: pooled, asset: "USDC",
 			code: string(models.CodeInvalidRefundDestination), field: "refund_destination.memo", message: []string{"requires a memo"}},
 		{name: "to a memo-requiring account with a memo", address: pooled, memo: "1234", asset: "USDC"},
-		{name: "to a muxed form of a memo-requiring account", address: muxed(t, pooled, 1234), asset: "XLM"},
+		{name: "to a muxed form of a memo-requiring account", address: horizontest.MuxedAccountID(pooled, 1234), asset: "XLM"},
 		{name: "to an account whose memo is not required", address: optional, asset: "XLM"},
 	}
 	for _, tc := range cases {
@@ -1199,4 +1170,24 @@ func TestPayBumpsToMaxFeeWhenTheStatisticsTrail(t *testing.T) {
 	_, err = h.p.Pay(t.Context(), refund("rfd_2", dest, "XLM", "2"), rec.record)
 	require.ErrorIs(t, err, models.ErrPayoutFeeTooLow)
 	assert.Len(t, paidTo(h.s, dest), 1)
+}
+
+// unsigningSigner returns transactions as given, unsigned: a signer that
+// failed without saying so.
+type unsigningSigner struct{ payout.Signer }
+
+func (unsigningSigner) Sign(tx *txnbuild.Transaction, _ string) (*txnbuild.Transaction, error) {
+	return tx, nil
+}
+
+// TestPayRefusesAnUnsignedTransaction: what the signer returns must be the
+// transaction built, signed; anything else is neither recorded nor sent.
+func TestPayRefusesAnUnsignedTransaction(t *testing.T) {
+	dest := key("destination").Address()
+	h := newHarness(t, func(c *payout.Config) { c.Signer = unsigningSigner{c.Signer} }, horizontest.Account{ID: dest, XLM: "5"})
+	rec := &recorder{}
+	_, err := h.p.Pay(t.Context(), refund("rfd_1", dest, "XLM", "2"), rec.record)
+	require.ErrorContains(t, err, "the signer did not return the transaction signed and unchanged")
+	assert.Zero(t, rec.count())
+	assert.Zero(t, h.s.Submissions())
 }

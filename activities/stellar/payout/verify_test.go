@@ -87,7 +87,7 @@ func TestVerifyPayment(t *testing.T) {
 
 	paid := payByHand(t, h, wallet, txnbuild.MemoText("deposit 42"), usdc(dest, "12.5"))
 	paidXLM := payByHand(t, h, wallet, nil, &txnbuild.Payment{Destination: dest, Amount: "3", Asset: txnbuild.NativeAsset{}})
-	paidMuxed := payByHand(t, h, wallet, nil, usdc(muxed(t, dest, 7), "12.5"))
+	paidMuxed := payByHand(t, h, wallet, nil, usdc(horizontest.MuxedAccountID(dest, 7), "12.5"))
 	paidOther := payByHand(t, h, wallet, txnbuild.MemoText("deposit 42"), usdc(other, "12.5"))
 	paidTwo := payByHand(t, h, wallet, txnbuild.MemoID(99), usdc(other, "1"), usdc(dest, "12.5"))
 	paidHash := payByHand(t, h, wallet, txnbuild.MemoHash(hashBytes), usdc(dest, "12.5"))
@@ -118,7 +118,7 @@ func TestVerifyPayment(t *testing.T) {
 		{"the refund's payment", paid, usdcTo(text), ""},
 		{"hash in upper case", strings.ToUpper(paid), usdcTo(text), ""},
 		{"XLM", paidXLM, models.RefundPayment{To: models.RefundDestination{Address: dest}, Asset: "XLM", Amount: decimal.RequireFromString("3")}, ""},
-		{"to the muxed destination", paidMuxed, usdcTo(models.RefundDestination{Address: muxed(t, dest, 7)}), ""},
+		{"to the muxed destination", paidMuxed, usdcTo(models.RefundDestination{Address: horizontest.MuxedAccountID(dest, 7)}), ""},
 		{"a muxed form of a plain destination", paidMuxed, usdcTo(models.RefundDestination{Address: dest}), ""},
 		{"one payment of two", paidTwo, usdcTo(models.RefundDestination{Address: dest, MemoType: "id", Memo: "99"}), ""},
 		{"hash memo", paidHash, usdcTo(models.RefundDestination{Address: dest, MemoType: "hash", Memo: hashMemo}), ""},
@@ -126,7 +126,7 @@ func TestVerifyPayment(t *testing.T) {
 		{"no destination yet", paidOther, usdcTo(models.RefundDestination{}), ""},
 
 		{"another destination", paidOther, usdcTo(text), "does not pay the refund"},
-		{"another muxed id", paidMuxed, usdcTo(models.RefundDestination{Address: muxed(t, dest, 8)}), "does not pay the refund"},
+		{"another muxed id", paidMuxed, usdcTo(models.RefundDestination{Address: horizontest.MuxedAccountID(dest, 8)}), "does not pay the refund"},
 		{"another amount", paid, models.RefundPayment{To: text, Asset: "USDC", Amount: decimal.RequireFromString("12.4")}, "does not pay the refund"},
 		{"another asset", paid, models.RefundPayment{To: text, Asset: "XLM", Amount: decimal.RequireFromString("12.5")}, "does not pay the refund"},
 		{"another issuer's USDC", fake, usdcTo(models.RefundDestination{Address: dest}), "does not pay the refund"},

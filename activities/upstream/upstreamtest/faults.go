@@ -1,6 +1,8 @@
 // Package upstreamtest holds what the providers' test servers
 // (creatorstest, browsetest, zinctest, horizontest) share: the failures a
-// test injects.
+// test injects, and the plumbing of serving HTTP. They and the sandbox
+// catalog invent products from its words and ids. The tests of the
+// clients that talk to them share its log sink and scripted upstream.
 package upstreamtest
 
 import (

@@ -426,15 +426,7 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "Resource not found", nil)
 	})
-	h := s.middleware(mux)
-	if o.listener != nil {
-		s.srv = httptest.NewUnstartedServer(h)
-		_ = s.srv.Listener.Close()
-		s.srv.Listener = o.listener
-		s.srv.Start()
-	} else {
-		s.srv = httptest.NewServer(h)
-	}
+	s.srv = upstreamtest.Serve(s.middleware(mux), o.listener)
 	s.URL = s.srv.URL
 	s.hooks.Add(1)
 	go s.ticker()
@@ -612,14 +604,8 @@ const maxRequestBody = 1 << 20
 // failures and checks the key, in that order.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if latency := s.Latency(); latency > 0 {
-			t := time.NewTimer(latency)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
-				return
-			}
+		if !upstreamtest.Wait(r, nil, s.Latency()) {
+			return
 		}
 		if r.Method == http.MethodPost && r.URL.Path == "/orders" {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
@@ -700,17 +686,7 @@ type errorFields struct {
 
 // writeError writes Zinc's error body; details nil is sent as null.
 func writeError(w http.ResponseWriter, status int, code, message string, details any) {
-	writeJSON(w, status, errorBody{Error: errorFields{Code: code, Message: message, Details: details}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("zinctest: rendering JSON: %v", err))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	upstreamtest.WriteJSON(w, status, errorBody{Error: errorFields{Code: code, Message: message, Details: details}})
 }
 
 // createRequest is the body of POST /orders as the server reads it.
@@ -911,7 +887,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 	case dropAfter:
 		panic(http.ErrAbortHandler)
 	default:
-		writeJSON(w, http.StatusCreated, body)
+		upstreamtest.WriteJSON(w, http.StatusCreated, body)
 	}
 }
 
@@ -987,7 +963,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "Order not found", nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, body)
+	upstreamtest.WriteJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) serveCancel(w http.ResponseWriter, r *http.Request) {
@@ -1074,7 +1050,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 		out.Orders = append(out.Orders, s.renderLocked(match[i], now))
 	}
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, out)
+	upstreamtest.WriteJSON(w, http.StatusOK, out)
 }
 
 // metadataString is a metadata value as the exact-match filter compares it.
