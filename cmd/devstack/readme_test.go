@@ -55,6 +55,12 @@ func needWalkTools(t *testing.T) {
 // outside a code block, in order.
 func docBlocks(t *testing.T, path, heading string) []string {
 	t.Helper()
+	return docBlocksOf(t, path, heading, "sh")
+}
+
+// docBlocksOf is docBlocks for code blocks of language lang.
+func docBlocksOf(t *testing.T, path, heading, lang string) []string {
+	t.Helper()
 	doc, err := os.ReadFile(path)
 	require.NoError(t, err)
 	start := strings.Index(string(doc), heading)
@@ -65,7 +71,7 @@ func docBlocks(t *testing.T, path, heading string) []string {
 	var block *strings.Builder
 	for _, line := range lines[1:] {
 		switch {
-		case block == nil && line == "```sh":
+		case block == nil && line == "```"+lang:
 			block = &strings.Builder{}
 		case block != nil && line == "```":
 			blocks = append(blocks, block.String())
