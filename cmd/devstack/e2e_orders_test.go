@@ -52,13 +52,7 @@ func TestE2ECancelThroughTheAPI(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "refund due, the payment late")
 
 	// Partly paid, then cancelled: the money is due back.
-	partial := s.newOrder(s.key, product)
-	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(partial, "number")+"/payments", map[string]any{"amount": "1"})
-	require.Equal(t, http.StatusCreated, code, body)
-	require.Eventually(t, func() bool {
-		_, b := s.do(s.key, "GET", "/v1/orders/"+str(partial, "number"), nil)
-		return str(obj(b, "order"), "payment_status") == "partial"
-	}, 20*time.Second, 50*time.Millisecond)
+	partial := s.partlyPaidOrder(s.key)
 	code, body = s.do(s.key, "POST", "/v1/orders/"+str(partial, "id")+"/cancel", nil)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "refund_due", str(obj(body, "order"), "payment_status"))

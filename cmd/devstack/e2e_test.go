@@ -264,6 +264,20 @@ func (s *stack) waitStatus(key, ref, want string) (map[string]any, []string) {
 	}
 }
 
+// partlyPaidOrder creates an order and pays 1 of it with the test helper,
+// and returns it once it reads partial.
+func (s *stack) partlyPaidOrder(key string) map[string]any {
+	s.t.Helper()
+	o := s.newOrder(key, product)
+	code, body := s.do(key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", map[string]any{"amount": "1"})
+	require.Equal(s.t, http.StatusCreated, code, body)
+	require.Eventually(s.t, func() bool {
+		_, b := s.do(key, "GET", "/v1/orders/"+str(o, "number"), nil)
+		return str(obj(b, "order"), "payment_status") == "partial"
+	}, 20*time.Second, 50*time.Millisecond)
+	return o
+}
+
 func dialects() []string {
 	return sqlstoretest.Dialects()
 }

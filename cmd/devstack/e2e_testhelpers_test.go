@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,13 +36,7 @@ func TestE2ETestHelpers(t *testing.T) {
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"), "expired already")
 
-	partial := s.newOrder(s.key, product)
-	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(partial, "number")+"/payments", map[string]any{"amount": "1"})
-	require.Equal(t, http.StatusCreated, code, body)
-	require.Eventually(t, func() bool {
-		_, b := s.do(s.key, "GET", "/v1/orders/"+str(partial, "number"), nil)
-		return str(obj(b, "order"), "payment_status") == "partial"
-	}, 20*time.Second, 50*time.Millisecond)
+	partial := s.partlyPaidOrder(s.key)
 	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(partial, "id")+"/expire", nil)
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "refund_due", str(obj(body, "order"), "payment_status"), "what arrived is due back")
