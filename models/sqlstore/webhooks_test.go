@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,18 +20,12 @@ import (
 
 // fakeRenderer writes what it was given, so a test sees the order (and
 // the refund) as the recording transaction saw it.
-type fakeRenderer struct {
-	mu    sync.Mutex
-	calls int
-}
+type fakeRenderer struct{}
 
 // ClaimURL is the claim page of token on an example host.
 func (r *fakeRenderer) ClaimURL(token string) string { return "https://pay.example/claim/" + token }
 
 func (r *fakeRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]byte, error) {
-	r.mu.Lock()
-	r.calls++
-	r.mu.Unlock()
 	o := s.Order
 	m := map[string]any{
 		"id": ev.ID, "type": ev.Type, "created_at": ev.CreatedAt.Format(time.RFC3339), "order_id": o.ID,
@@ -46,12 +39,6 @@ func (r *fakeRenderer) RenderEvent(ev models.Event, s models.EventSubject) ([]by
 		m["transaction_hash"], m["failure_reason"] = rf.TransactionHash, rf.FailureReason
 	}
 	return json.Marshal(m)
-}
-
-func (r *fakeRenderer) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls
 }
 
 func newEndpoint(t *testing.T, st *sqlstore.Store, accountID string, mode models.Mode, events ...models.EventType) models.WebhookEndpoint {
