@@ -28,8 +28,7 @@ type bookedOrders struct {
 func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 	t.Helper()
 	ctx := context.Background()
-	a, err := st.EnsureAccount(ctx, "a", t0)
-	require.NoError(t, err)
+	a := newAccount(t, st, "a")
 	move := func(id string, moves ...func(models.Refund) (models.Refund, error)) {
 		t.Helper()
 		for _, m := range moves {
@@ -214,8 +213,7 @@ func TestBooksCheckClaimedOncePerPeriod(t *testing.T) {
 func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		failed := failedOrder(t, st, a.ID, "crt_chain", nil)
 		rs, err := st.CreateOwedRefunds(ctx, failed.ID, t0)
 		require.NoError(t, err)

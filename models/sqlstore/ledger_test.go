@@ -20,8 +20,7 @@ import (
 func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 
 		// An overpaid order: its excess refund waits for a destination.
 		o := newOrder(t, st, a.ID, "crt_over", nil)
@@ -97,8 +96,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 func TestLegacyRefundWaitKeepsTheOrdersMoneyWithTheOperator(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-after", o.Number, "USDC", "2"), o.ID, time.Now()))
@@ -127,8 +125,7 @@ func TestLegacyRefundWaitKeepsTheOrdersMoneyWithTheOperator(t *testing.T) {
 func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := newOrder(t, st, a.ID, "crt_attach", nil)
 
 		stray := livePayment("p-stray", "nothing", "USDC", "12.50")
@@ -195,8 +192,7 @@ func TestDailyMaxIsPerMode(t *testing.T) {
 func TestATransactionSettlesOneRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		first := failedOrder(t, st, a.ID, "crt_first", &toSender)
 		second := failedOrder(t, st, a.ID, "crt_second", &toSender)
 		legacy := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
@@ -212,7 +208,7 @@ func TestATransactionSettlesOneRefund(t *testing.T) {
 		markSent := func(hash string) func(models.Refund) (models.Refund, error) {
 			return func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, hash, t0) }
 		}
-		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
+		_, err := st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
 		require.NoError(t, err)
 		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
 		require.NoError(t, err, "the same refund marked again with its own hash: a retried write")

@@ -29,8 +29,7 @@ func TestMigration0012PaymentsFollowTheirRefunds(t *testing.T) {
 			t.Cleanup(func() { _ = st.Close() })
 			require.NoError(t, st.MigrateUpTo(ctx, 11))
 
-			a, err := st.EnsureAccount(ctx, "a", t0)
-			require.NoError(t, err)
+			a := newAccount(t, st, "a")
 			o := failedOrder(t, st, a.ID, "crt_m12", nil)
 			require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "2"), o.ID, time.Now()))
 			require.NoError(t, st.SaveMatch(ctx, livePayment("p-stray", "nothing", "USDC", "3"), "", time.Now()))

@@ -101,10 +101,8 @@ func walk(t *testing.T, st *sqlstore.Store, q models.OrderListQuery) []string {
 func TestListOrders(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		var all []listFixture
 		statuses := []models.OrderStatus{models.OrderCreated, models.OrderPaid, models.OrderCancelled}
 		for i := range 23 {
@@ -192,10 +190,8 @@ func TestOrderListIsAnIndexRangeRead(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
-	big, err := st.EnsureAccount(ctx, "big", t0)
-	require.NoError(t, err)
-	small, err := st.EnsureAccount(ctx, "small", t0)
-	require.NoError(t, err)
+	big := newAccount(t, st, "big")
+	small := newAccount(t, st, "small")
 	seedListOrder(t, st, big.ID, models.ModeTest, "ord_tmpl", t0, models.OrderCreated)
 
 	raw, err := sql.Open("pgx", dsn)

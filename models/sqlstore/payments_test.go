@@ -55,11 +55,8 @@ func TestStellarPaymentsAndCursorAreSavedTogether(t *testing.T) {
 func TestWrongAssetRefundsAndAttach(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 
 		// A wrong-asset payment recorded by the workflow is due back.
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
@@ -107,11 +104,8 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_l")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_l", nil)
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID, time.Now()))
@@ -153,8 +147,7 @@ func TestAlerts(t *testing.T) {
 func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		seedCart(t, st, a.ID, "crt_m1")
 		seedCart(t, st, a.ID, "crt_m2")
 		o1, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m1", "", "h"))
@@ -191,11 +184,8 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 		p := livePayment("p-r", o.Number, "USDC", "12.50")
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
@@ -221,11 +211,8 @@ func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
 func TestMarkRecordedPaymentLate(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_l")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_l", nil)
 		p := livePayment("p-after-refund", o.Number, "USDC", "3.00")
 		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
 
@@ -260,13 +247,10 @@ func paymentStatus(t *testing.T, st *sqlstore.Store, id string) string {
 func TestPaymentRedeliveryIsClaimedOnceAndWaits(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 		p := models.Payment{ID: "sandbox:r1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5"), Memo: o.Number, ReceivedAt: t0}
-		_, err = st.SavePayment(ctx, p, time.Now())
+		_, err := st.SavePayment(ctx, p, time.Now())
 		require.NoError(t, err)
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 

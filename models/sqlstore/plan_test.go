@@ -31,11 +31,8 @@ func TestOrderLookupIsAnIndexLookup(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	_, err = st.Migrate(ctx)
 	require.NoError(t, err)
-	acct, err := st.EnsureAccount(ctx, "big", t0)
-	require.NoError(t, err)
-	seedCart(t, st, acct.ID, "crt_tmpl")
-	o, _, err := st.CreateOrder(ctx, orderRequest(acct.ID, "crt_tmpl", "", "h"))
-	require.NoError(t, err)
+	acct := newAccount(t, st, "big")
+	o := newOrder(t, st, acct.ID, "crt_tmpl", nil)
 
 	// 10,000 copies of the order (and of its cart) straight in SQL.
 	raw, err := sql.Open("pgx", dsn)

@@ -58,8 +58,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
 		at := func(m int) time.Time { return t0.Add(2*time.Hour + time.Duration(m)*time.Minute) }
 		move := func(id string, m int, mv func(models.Refund, time.Time) (models.Refund, error)) models.Refund {
@@ -226,8 +225,7 @@ func TestRefundMoveAndItsEventCommitTogether(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		o := failedOrder(t, st, a.ID, "crt_tx", &toAccount)
 		rs, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))

@@ -37,8 +37,7 @@ func claimOf(t *testing.T, r models.Refund, issued time.Time) string {
 func TestRefundClaimLifecycle(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_claim", nil)
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, created)
@@ -187,8 +186,7 @@ func TestRefundClaimLifecycle(t *testing.T) {
 func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 
 		withDest := failedOrder(t, st, a.ID, "crt_dest", &toAccount)
@@ -244,8 +242,7 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 func TestTakeRefundClaimConcurrently(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_race", nil)
 		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
@@ -305,8 +302,7 @@ func TestRefundEventsCarryTheClaim(t *testing.T) {
 		ctx := context.Background()
 		rr := &claimRenderer{tokens: map[models.EventType][]string{}}
 		st.SetEventRenderer(rr)
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ev", nil)
@@ -353,8 +349,7 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 				return st
 			}
 			keyed, plain := open(bytes.Repeat([]byte{7}, 32)), open(nil)
-			a, err := keyed.EnsureAccount(ctx, "a", t0)
-			require.NoError(t, err)
+			a := newAccount(t, keyed, "a")
 			now := t0.Add(time.Hour)
 			newRefund := func(st *sqlstore.Store, cart string) models.Refund {
 				t.Helper()
@@ -419,8 +414,7 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_use", nil)
 		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
@@ -521,8 +515,7 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(refRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ref", nil)
@@ -580,8 +573,7 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 		assert.Nil(t, delivered(failed, now.Add(models.RefundClaimTTL)), "expired")
 
 		// Another account's event naming this claim renders nothing.
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		b := newAccount(t, st, "b")
 		other := newEndpoint(t, st, b.ID, models.ModeTest, models.EventAll)
 		ob := failedOrder(t, st, b.ID, "crt_ref_b", &toAccount)
 		_, err = st.CreateOwedRefunds(ctx, ob.ID, now)

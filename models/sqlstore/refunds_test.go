@@ -97,8 +97,7 @@ func decimalString(d *decimal.Decimal) string {
 func TestCreateOwedRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(2 * time.Hour)
 
 		for _, tc := range []struct {
@@ -209,7 +208,7 @@ func TestCreateOwedRefunds(t *testing.T) {
 			})
 		}
 
-		_, err = st.CreateOwedRefunds(ctx, "ord_missing", now)
+		_, err := st.CreateOwedRefunds(ctx, "ord_missing", now)
 		assert.ErrorIs(t, err, models.ErrOrderNotFound)
 	})
 }
@@ -220,8 +219,7 @@ func TestCreateOwedRefunds(t *testing.T) {
 func TestCreateOwedRefundsAppliesTheOrdersDestination(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 
 		o := failedOrder(t, st, a.ID, "crt_dest", &toAccount)
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))
@@ -246,8 +244,7 @@ func TestCreateOwedRefundsAppliesTheOrdersDestination(t *testing.T) {
 func TestCreateOwedRefundsConcurrently(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := newOrder(t, st, a.ID, "crt_race", nil)
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "12.50"), time.Now()))
@@ -288,8 +285,7 @@ func TestCreateOwedRefundsConcurrently(t *testing.T) {
 func TestUpdateRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := failedOrder(t, st, a.ID, "crt_u", nil)
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))
 		require.NoError(t, err)
@@ -371,8 +367,7 @@ func TestUpdateRefund(t *testing.T) {
 func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 
 		// A failed order that was also paid in a wrong asset: two refunds.
@@ -426,8 +421,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 func TestConcurrentSettlementsSettleTheOrder(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		for round := range 5 {
 			o := failedOrder(t, st, a.ID, fmt.Sprintf("crt_%d", round), &toSender)
@@ -494,10 +488,8 @@ func refundIDs(rs []models.Refund) []string {
 func TestListRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		oa1, oa2 := newOrder(t, st, a.ID, "crt_a1", nil), newOrder(t, st, a.ID, "crt_a2", nil)
 		ob := newOrder(t, st, b.ID, "crt_b", nil)
 
@@ -728,8 +720,7 @@ func TestApproveRefundWithinDailyMaxConcurrently(t *testing.T) {
 func TestRefundWorkflowsToStart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		r1, r2 := refundAt(t, st, a.ID, models.ModeTest, "", 1), refundAt(t, st, a.ID, models.ModeTest, "", 2)
 		refundAt(t, st, a.ID, models.ModeTest, "", 3) // after the cutoff
 		cutoff := t0.Add(2*time.Minute + 30*time.Second)
@@ -762,10 +753,8 @@ func TestRefundWorkflowsToStart(t *testing.T) {
 func TestOrderRefundDestinationRoundTrips(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		with := newOrder(t, st, a.ID, "crt_with", &toAccount)
 		without := newOrder(t, st, a.ID, "crt_without", nil)
 		require.NotNil(t, with.RefundDestination, "CreateOrder returns it")
