@@ -215,9 +215,7 @@ func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
 		failed := failedOrder(t, st, a.ID, "crt_chain", nil)
-		rs, err := st.CreateOwedRefunds(ctx, failed.ID, t0)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
+		owed := owedRefund(t, st, failed.ID, t0)
 		dest := models.RefundDestination{Address: models.StellarAccountID([32]byte{8}), MemoType: "id", Memo: "7"}
 		for _, m := range []func(models.Refund) (models.Refund, error){
 			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, dest) },
@@ -227,7 +225,7 @@ func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
 			},
 			func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) },
 		} {
-			_, err := st.UpdateRefund(ctx, rs[0].ID, t0, m)
+			_, err := st.UpdateRefund(ctx, owed.ID, t0, m)
 			require.NoError(t, err)
 		}
 

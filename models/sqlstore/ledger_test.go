@@ -27,10 +27,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-over", o.Number, "USDC", "13.50"), time.Now()))
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
 			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, t0)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		excess := rs[0]
+		excess := owedRefund(t, st, o.ID, t0)
 
 		due, err := st.RefundsDue(ctx)
 		require.NoError(t, err)

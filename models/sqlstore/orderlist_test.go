@@ -15,7 +15,6 @@ import (
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
-	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 // listFixture is an order made for the list tests.
@@ -180,16 +179,8 @@ func TestListOrders(t *testing.T) {
 // read of the list indexes in their order: no sort, no scan of the
 // account's orders.
 func TestOrderListIsAnIndexRangeRead(t *testing.T) {
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
-		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
-	}
 	ctx := context.Background()
-	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
-	st, err := sqlstore.Open(ctx, dsn, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
+	st, dsn := openPostgres(t)
 	big := newAccount(t, st, "big")
 	small := newAccount(t, st, "small")
 	seedListOrder(t, st, big.ID, models.ModeTest, "ord_tmpl", t0, models.OrderCreated)

@@ -40,10 +40,7 @@ func TestRefundClaimLifecycle(t *testing.T) {
 		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_claim", nil)
-		refunds, err := st.CreateOwedRefunds(ctx, o.ID, created)
-		require.NoError(t, err)
-		require.Len(t, refunds, 1)
-		r := refunds[0]
+		r := owedRefund(t, st, o.ID, created)
 		require.Equal(t, models.RefundAwaitingDestination, r.Status)
 		token := claimOf(t, r, created)
 
@@ -245,9 +242,7 @@ func TestTakeRefundClaimConcurrently(t *testing.T) {
 		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_race", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		token := claimOf(t, rs[0], now)
+		token := claimOf(t, owedRefund(t, st, o.ID, now), now)
 
 		const n = 8
 		taken := make([]bool, n)
@@ -306,10 +301,8 @@ func TestRefundEventsCarryTheClaim(t *testing.T) {
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ev", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		first := claimOf(t, rs[0], now)
-		id := rs[0].ID
+		r := owedRefund(t, st, o.ID, now)
+		first, id := claimOf(t, r, now), r.ID
 		for _, mv := range []func(models.Refund) (models.Refund, error){
 			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, toAccount) },
 			func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) },
@@ -337,27 +330,13 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := sqlstoretest.DSN(t, d)
-			open := func(key []byte) *sqlstore.Store {
-				st, err := sqlstore.Open(ctx, dsn, nil)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				_, err = st.Migrate(ctx)
-				require.NoError(t, err)
-				if key != nil {
-					require.NoError(t, st.SetSecretKey(key))
-				}
-				return st
-			}
-			keyed, plain := open(bytes.Repeat([]byte{7}, 32)), open(nil)
+			keyed, plain := openMigrated(t, dsn, bytes.Repeat([]byte{7}, 32)), openMigrated(t, dsn, nil)
 			a := newAccount(t, keyed, "a")
 			now := t0.Add(time.Hour)
 			newRefund := func(st *sqlstore.Store, cart string) models.Refund {
 				t.Helper()
 				o := failedOrder(t, st, a.ID, cart, nil)
-				rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-				require.NoError(t, err)
-				require.Len(t, rs, 1)
-				return rs[0]
+				return owedRefund(t, st, o.ID, now)
 			}
 			sealed, other, unsealed := newRefund(keyed, "crt_s1"), newRefund(keyed, "crt_s2"), newRefund(plain, "crt_p")
 			token := claimOf(t, sealed, now)
@@ -387,7 +366,7 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 			assert.Nil(t, got.Claim, "without the key")
 			_, err = plain.RefundByClaim(ctx, token, now)
 			assert.NoError(t, err, "found by its hash, without the key")
-			wrong := open(bytes.Repeat([]byte{8}, 32))
+			wrong := openMigrated(t, dsn, bytes.Repeat([]byte{8}, 32))
 			got, err = wrong.Refund(ctx, sealed.ID)
 			require.NoError(t, err)
 			assert.Nil(t, got.Claim, "with another key")
@@ -417,9 +396,8 @@ func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_use", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		id, token := rs[0].ID, claimOf(t, rs[0], now)
+		r := owedRefund(t, st, o.ID, now)
+		id, token := r.ID, claimOf(t, r, now)
 		hash, ok := models.RefundClaimHash(token)
 		require.True(t, ok)
 
@@ -474,14 +452,13 @@ func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 
 		// An expired link sets nothing.
 		o2 := failedOrder(t, st, a.ID, "crt_use2", nil)
-		rs, err = st.CreateOwedRefunds(ctx, o2.ID, now)
-		require.NoError(t, err)
-		hash2, _ := models.RefundClaimHash(claimOf(t, rs[0], now))
-		_, err = st.UpdateRefundByClaim(ctx, rs[0].ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
+		r2 := owedRefund(t, st, o2.ID, now)
+		hash2, _ := models.RefundClaimHash(claimOf(t, r2, now))
+		_, err = st.UpdateRefundByClaim(ctx, r2.ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
 			return models.SetRefundDestination(r, toAccount)
 		})
 		assert.ErrorIs(t, err, models.ErrRefundClaimGone)
-		stored, err = st.Refund(ctx, rs[0].ID)
+		stored, err = st.Refund(ctx, r2.ID)
 		require.NoError(t, err)
 		assert.Equal(t, models.RefundAwaitingDestination, stored.Status)
 		assert.Nil(t, stored.Destination)
@@ -519,9 +496,8 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ref", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		id, first := rs[0].ID, claimOf(t, rs[0], now)
+		owed := owedRefund(t, st, o.ID, now)
+		id, first := owed.ID, claimOf(t, owed, now)
 		eventOf := func(typ models.EventType) string {
 			t.Helper()
 			pending, err := st.PendingOrderWebhookEvents(ctx, o.ID)

@@ -66,6 +66,16 @@ func failedOrder(t *testing.T, st *sqlstore.Store, accountID, cartID string, des
 	return o
 }
 
+// owedRefund creates the refunds order orderID owes at at, and returns
+// the one it must owe.
+func owedRefund(t *testing.T, st *sqlstore.Store, orderID string, at time.Time) models.Refund {
+	t.Helper()
+	rs, err := st.CreateOwedRefunds(context.Background(), orderID, at)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return rs[0]
+}
+
 func paymentStatusOf(t *testing.T, st *sqlstore.Store, orderID string) models.PaymentStatus {
 	t.Helper()
 	o, err := st.Order(context.Background(), orderID)

@@ -176,19 +176,8 @@ func TestWebhookSecretsAreSealed(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := sqlstoretest.DSN(t, d)
-			open := func(key []byte) *sqlstore.Store {
-				st, err := sqlstore.Open(ctx, dsn, nil)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				_, err = st.Migrate(ctx)
-				require.NoError(t, err)
-				if key != nil {
-					require.NoError(t, st.SetSecretKey(key))
-				}
-				return st
-			}
 			key := bytes.Repeat([]byte{7}, 32)
-			keyed, plain := open(key), open(nil)
+			keyed, plain := openMigrated(t, dsn, key), openMigrated(t, dsn, nil)
 			assert.Error(t, keyed.SetSecretKey([]byte("short")), "a key must be 32 bytes")
 			a := newAccount(t, keyed, "a")
 
@@ -220,7 +209,7 @@ func TestWebhookSecretsAreSealed(t *testing.T) {
 
 			_, _, err = plain.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "without the key")
-			wrong := open(bytes.Repeat([]byte{8}, 32))
+			wrong := openMigrated(t, dsn, bytes.Repeat([]byte{8}, 32))
 			_, _, err = wrong.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "with another key")
 			// A sealed secret copied to another endpoint's row does not open.
