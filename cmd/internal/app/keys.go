@@ -49,15 +49,10 @@ func openMigratedStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	if err := requireExistingDatabase(e); err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
+	return openStoreFor(ctx, e, func(ctx context.Context, st *sqlstore.Store) error {
+		_, err := st.Migrate(ctx)
+		return err
+	})
 }
 
 // openOperatorStore opens the store of an operator's command that reads
@@ -67,11 +62,18 @@ func openOperatorStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	if err := requireExistingDatabase(e); err != nil {
 		return nil, err
 	}
+	return openStoreFor(ctx, e, requireMigrated)
+}
+
+// openStoreFor opens the store and readies its schema for its user with
+// ready (migrating it, or refusing one not migrated), closing it again
+// when that fails.
+func openStoreFor(ctx context.Context, e Env, ready func(context.Context, *sqlstore.Store) error) (*sqlstore.Store, error) {
 	st, err := OpenStore(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	if err := requireMigrated(ctx, st); err != nil {
+	if err := ready(ctx, st); err != nil {
 		st.Close()
 		return nil, err
 	}
