@@ -101,17 +101,24 @@ func TestCreateOrderExactlyOncePerCart(t *testing.T) {
 	})
 }
 
+// keyedOrder is the fixture of the tests of CreateOrder's refusals:
+// accounts a and b, a's ready carts crt_1 and crt_2, and the order a
+// created of crt_1 under Idempotency-Key key-1 (request hash h1).
+func keyedOrder(t *testing.T, st *sqlstore.Store) (a, b models.Account, first models.Order) {
+	t.Helper()
+	a, b = newAccount(t, st, "a"), newAccount(t, st, "b")
+	seedCart(t, st, a.ID, "crt_1")
+	seedCart(t, st, a.ID, "crt_2")
+	first, created, err := st.CreateOrder(context.Background(), orderRequest(a.ID, "crt_1", "key-1", "h1"))
+	require.NoError(t, err)
+	require.True(t, created)
+	return a, b, first
+}
+
 func TestCreateOrderIdempotencyAndConflicts(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a := newAccount(t, st, "a")
-		b := newAccount(t, st, "b")
-		seedCart(t, st, a.ID, "crt_1")
-		seedCart(t, st, a.ID, "crt_2")
-
-		first, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
-		require.NoError(t, err)
-		require.True(t, created)
+		a, b, first := keyedOrder(t, st)
 
 		again, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
 		require.NoError(t, err)
@@ -406,15 +413,11 @@ func TestCreateOrderReturnsWhatItStored(t *testing.T) {
 func TestCreateOrderRefusalsLeaveNothingOpen(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a := newAccount(t, st, "a")
-		b := newAccount(t, st, "b")
-		seedCart(t, st, a.ID, "crt_1")
-		seedCart(t, st, a.ID, "crt_2")
-		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
-		require.NoError(t, err)
+		a, b, first := keyedOrder(t, st)
 
 		var pids []int
 		if st.Dialect() == sqlstore.DialectPostgres {
+			var err error
 			pids, err = st.BackendPIDs(ctx)
 			require.NoError(t, err)
 		}
@@ -461,10 +464,8 @@ func TestCreateOrderRetriesATakenNumber(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
-		seedCart(t, st, a.ID, "crt_1")
+		first := newOrder(t, st, a.ID, "crt_1", nil)
 		seedCart(t, st, a.ID, "crt_2")
-		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "", "h"))
-		require.NoError(t, err)
 
 		calls := 0
 		taken := orderRequest(a.ID, "crt_2", "", "h")

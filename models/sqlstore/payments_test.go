@@ -148,12 +148,7 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
-		seedCart(t, st, a.ID, "crt_m1")
-		seedCart(t, st, a.ID, "crt_m2")
-		o1, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m1", "", "h"))
-		require.NoError(t, err)
-		o2, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m2", "", "h"))
-		require.NoError(t, err)
+		o1, o2 := newOrder(t, st, a.ID, "crt_m1", nil), newOrder(t, st, a.ID, "crt_m2", nil)
 
 		p := livePayment("p-m", o1.Number, "USDC", "1")
 		require.NoError(t, st.SaveMatch(ctx, p, o1.ID, time.Now()), "new payment, stored and attached in one write")
