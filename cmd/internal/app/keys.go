@@ -186,9 +186,21 @@ func printJSON(e Env, v any) error {
 	return enc.Encode(v)
 }
 
-func keysList(ctx context.Context, e Env, args []string) error {
-	fs := keysFlagSet(e, "list")
-	account := fs.String("account", "", "only this account's keys")
+// listing is what a list subcommand lists: the rows of one account, or of
+// all when account is empty; each row as --json prints it; and, for the
+// table printed otherwise, its header and a row's tab-separated line.
+type listing[T, J any] struct {
+	rows   func(ctx context.Context, st *sqlstore.Store, account string) ([]T, error)
+	json   func(T) J
+	header string
+	line   func(T) string
+}
+
+// runList runs the list subcommand of fs, which lists what: --account
+// narrows it to one account's, --json prints a JSON array for scripts,
+// and otherwise it prints a table.
+func runList[T, J any](ctx context.Context, e Env, fs *flag.FlagSet, args []string, what string, l listing[T, J]) error {
+	account := fs.String("account", "", "only this account's "+what)
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -198,28 +210,41 @@ func keysList(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	keys, err := st.ListAPIKeys(ctx, *account)
+	rows, err := l.rows(ctx, st, *account)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		out := make([]keyOut, len(keys))
-		for i, k := range keys {
-			out[i] = keyJSON(k)
+		out := make([]J, len(rows))
+		for i, r := range rows {
+			out[i] = l.json(r)
 		}
 		return printJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED")
-	for _, k := range keys {
-		revoked := "-"
-		if k.RevokedAt != nil {
-			revoked = k.RevokedAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s…%s\t%s\t%s\n", k.ID, k.AccountName, k.Mode, k.Tier, k.RateLimit(),
-			k.DisplayPrefix, k.Last4, k.CreatedAt.Format(time.RFC3339), revoked)
+	fmt.Fprintln(tw, l.header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, l.line(r))
 	}
 	return tw.Flush()
+}
+
+func keysList(ctx context.Context, e Env, args []string) error {
+	return runList(ctx, e, keysFlagSet(e, "list"), args, "keys", listing[models.APIKey, keyOut]{
+		rows: func(ctx context.Context, st *sqlstore.Store, account string) ([]models.APIKey, error) {
+			return st.ListAPIKeys(ctx, account)
+		},
+		json:   keyJSON,
+		header: "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED",
+		line: func(k models.APIKey) string {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s…%s\t%s\t%s", k.ID, k.AccountName, k.Mode, k.Tier, k.RateLimit(),
+				k.DisplayPrefix, k.Last4, k.CreatedAt.Format(time.RFC3339), revoked)
+		},
+	})
 }
 
 func keysRevoke(ctx context.Context, e Env, args []string) error {

@@ -136,46 +136,29 @@ func eventNames(ts []models.EventType) []string {
 }
 
 func webhooksList(ctx context.Context, e Env, args []string) error {
-	fs := webhooksFlagSet(e, "list")
-	account := fs.String("account", "", "only this account's endpoints")
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	eps, err := st.AllWebhookEndpoints(ctx, *account)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		out := make([]endpointOut, len(eps))
-		for i, ep := range eps {
-			out[i] = endpointOut{ID: ep.ID, Account: ep.AccountName, Mode: string(ep.Mode), Status: endpointStatus(ep), URL: ep.URL,
+	return runList(ctx, e, webhooksFlagSet(e, "list"), args, "endpoints", listing[sqlstore.StoredWebhookEndpoint, endpointOut]{
+		rows: func(ctx context.Context, st *sqlstore.Store, account string) ([]sqlstore.StoredWebhookEndpoint, error) {
+			return st.AllWebhookEndpoints(ctx, account)
+		},
+		json: func(ep sqlstore.StoredWebhookEndpoint) endpointOut {
+			return endpointOut{ID: ep.ID, Account: ep.AccountName, Mode: string(ep.Mode), Status: endpointStatus(ep), URL: ep.URL,
 				Events: eventNames(ep.EnabledEvents), CreatedAt: ep.CreatedAt.UTC(), LastSuccessAt: ep.LastSuccessAt,
 				DisabledAt: ep.DisabledAt, DisabledReason: ep.DisabledReason, DeletedAt: ep.DeletedAt}
-		}
-		return printJSON(e, out)
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tSTATUS\tURL\tEVENTS\tCREATED\tLAST_SUCCESS\tDISABLED_REASON")
-	for _, ep := range eps {
-		status := endpointStatus(ep)
-		last := "-"
-		if ep.LastSuccessAt != nil {
-			last = ep.LastSuccessAt.Format(time.RFC3339)
-		}
-		reason := ep.DisabledReason
-		if reason == "" {
-			reason = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ep.ID, ep.AccountName, ep.Mode, status, ep.URL,
-			joinTypes(ep.EnabledEvents), ep.CreatedAt.Format(time.RFC3339), last, reason)
-	}
-	return tw.Flush()
+		},
+		header: "ID\tACCOUNT\tMODE\tSTATUS\tURL\tEVENTS\tCREATED\tLAST_SUCCESS\tDISABLED_REASON",
+		line: func(ep sqlstore.StoredWebhookEndpoint) string {
+			last := "-"
+			if ep.LastSuccessAt != nil {
+				last = ep.LastSuccessAt.Format(time.RFC3339)
+			}
+			reason := ep.DisabledReason
+			if reason == "" {
+				reason = "-"
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", ep.ID, ep.AccountName, ep.Mode, endpointStatus(ep), ep.URL,
+				joinTypes(ep.EnabledEvents), ep.CreatedAt.Format(time.RFC3339), last, reason)
+		},
+	})
 }
 
 // endpointOut is an endpoint as webhooks list --json prints it; never its
