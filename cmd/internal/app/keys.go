@@ -179,6 +179,18 @@ func keyJSON(k models.APIKey) keyOut {
 		Display: k.DisplayPrefix + "…" + k.Last4, CreatedAt: k.CreatedAt.UTC(), RevokedAt: k.RevokedAt}
 }
 
+// parseOneArg parses args into fs and returns the one argument its
+// subcommand takes; any other count is the error wrongCount.
+func parseOneArg(fs *flag.FlagSet, args []string, wrongCount string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		return "", errors.New(wrongCount)
+	}
+	return fs.Arg(0), nil
+}
+
 // printJSON prints v on stdout, indented, for scripts (jq).
 func printJSON(e Env, v any) error {
 	enc := json.NewEncoder(e.Stdout)
@@ -248,19 +260,15 @@ func keysList(ctx context.Context, e Env, args []string) error {
 }
 
 func keysRevoke(ctx context.Context, e Env, args []string) error {
-	fs := keysFlagSet(e, "revoke")
-	if err := fs.Parse(args); err != nil {
+	ref, err := parseOneArg(keysFlagSet(e, "revoke"), args, "keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
 	}
 	st, err := openMigratedStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ref := fs.Arg(0)
 	var k models.APIKey
 	if _, perr := models.ParseAPIKey(e.Cfg.KeyPrefix, ref); perr == nil {
 		// The key itself, as keys create or dev printed it: only its hash

@@ -189,22 +189,19 @@ func endpointStatus(ep sqlstore.StoredWebhookEndpoint) string {
 }
 
 func webhooksDelete(ctx context.Context, e Env, args []string) error {
-	fs := webhooksFlagSet(e, "delete")
-	if err := fs.Parse(args); err != nil {
+	id, err := parseOneArg(webhooksFlagSet(e, "delete"), args, "webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
 	}
 	st, err := openMigratedStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.DeleteWebhookEndpointByID(ctx, fs.Arg(0), time.Now()); err != nil {
-		return fmt.Errorf("%s: %s", fs.Arg(0), cliMessage(err))
+	if err := st.DeleteWebhookEndpointByID(ctx, id, time.Now()); err != nil {
+		return fmt.Errorf("%s: %s", id, cliMessage(err))
 	}
-	_, err = fmt.Fprintf(e.Stdout, "deleted %s: nothing is delivered to it any more\n", fs.Arg(0))
+	_, err = fmt.Fprintf(e.Stdout, "deleted %s: nothing is delivered to it any more\n", id)
 	return err
 }
 
@@ -212,11 +209,9 @@ func webhooksDeliveries(ctx context.Context, e Env, args []string) error {
 	fs := webhooksFlagSet(e, "deliveries")
 	event := fs.String("event", "", "only this event's attempts")
 	limit := fs.Int("limit", 50, fmt.Sprintf("how many attempts, at most %d", sqlstore.MaxAttemptsListed))
-	if err := fs.Parse(args); err != nil {
+	id, err := parseOneArg(fs, args, "webhooks deliveries takes exactly one ENDPOINT_ID (see webhooks list)")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("webhooks deliveries takes exactly one ENDPOINT_ID (see webhooks list)")
 	}
 	if *limit < 1 || *limit > sqlstore.MaxAttemptsListed {
 		return fmt.Errorf("--limit must be from 1 to %d", sqlstore.MaxAttemptsListed)
@@ -226,10 +221,10 @@ func webhooksDeliveries(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.WebhookEndpointByID(ctx, fs.Arg(0)); err != nil {
-		return fmt.Errorf("%s: %s", fs.Arg(0), cliMessage(err))
+	if _, err := st.WebhookEndpointByID(ctx, id); err != nil {
+		return fmt.Errorf("%s: %s", id, cliMessage(err))
 	}
-	as, err := st.WebhookAttempts(ctx, fs.Arg(0), *event, *limit)
+	as, err := st.WebhookAttempts(ctx, id, *event, *limit)
 	if err != nil {
 		return err
 	}
