@@ -63,12 +63,7 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 	}
 
 	// Closed, then paid late: the late payment's refund is owed.
-	closed := newOrder(t, st, a.ID, "crt_closed", nil)
-	require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-	require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "2"), closed.ID, time.Now()))
-	late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
-	require.NoError(t, err)
-	require.True(t, late)
+	closed := paidLateOrder(t, st, a.ID, "crt_closed", "p-late", "2")
 
 	// Failed before refunds were paid out: refunded by hand.
 	legacy := failedOrder(t, st, a.ID, "crt_legacy", nil)

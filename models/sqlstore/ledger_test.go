@@ -41,12 +41,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 		assert.Equal(t, models.PaymentOverpaid, got.PaymentStatus)
 
 		// A late payment to a closed order: its refund is created with it.
-		closed := newOrder(t, st, a.ID, "crt_closed", nil)
-		require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "12.50"), closed.ID, time.Now()))
-		late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
-		require.NoError(t, err)
-		require.True(t, late)
+		closed := paidLateOrder(t, st, a.ID, "crt_closed", "p-late", "12.50")
 		due, err = st.RefundsDue(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, due, "the late payment is its refund's")

@@ -105,13 +105,7 @@ func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
-		o := newOrder(t, st, a.ID, "crt_l", nil)
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID, time.Now()))
-		if late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)); assert.NoError(t, err) {
-			assert.True(t, late, "marked late")
-		}
+		o := paidLateOrder(t, st, a.ID, "crt_l", "p-late", "12.50")
 
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)

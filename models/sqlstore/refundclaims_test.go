@@ -186,21 +186,16 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 
-		withDest := failedOrder(t, st, a.ID, "crt_dest", &toAccount)
-		rs, err := st.CreateOwedRefunds(ctx, withDest.ID, now)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		assert.Equal(t, models.RefundAwaitingApproval, rs[0].Status)
-		assert.Nil(t, rs[0].Claim, "it has its destination")
+		withDest := owedRefund(t, st, failedOrder(t, st, a.ID, "crt_dest", &toAccount).ID, now)
+		assert.Equal(t, models.RefundAwaitingApproval, withDest.Status)
+		assert.Nil(t, withDest.Claim, "it has its destination")
 
 		wrong := newOrder(t, st, a.ID, "crt_wrong", nil)
 		eurc := livePayment("p-eurc", wrong.Number, "EURC:GDHU6WRG4IEQXM5NZ4BMPKOXHW76MZM4Y2IEMFDVXBSDP6SJY4ITNPP2", "5")
 		require.NoError(t, st.RecordPayment(ctx, wrong.ID, eurc, time.Now()))
-		rs, err = st.CreateOwedRefunds(ctx, wrong.ID, now)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		assert.Equal(t, models.RefundAwaitingDestination, rs[0].Status)
-		assert.Nil(t, rs[0].Claim, "an asset the service does not pay out")
+		wrongAsset := owedRefund(t, st, wrong.ID, now)
+		assert.Equal(t, models.RefundAwaitingDestination, wrongAsset.Status)
+		assert.Nil(t, wrongAsset.Claim, "an asset the service does not pay out")
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), "", time.Now()))
 		unmatched, created, err := st.CreateRefund(ctx, models.Refund{
@@ -218,14 +213,12 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 
 		// A claim works only while its refund waits, whatever wrote the
 		// refund.
-		moved := failedOrder(t, st, a.ID, "crt_moved", nil)
-		rs, err = st.CreateOwedRefunds(ctx, moved.ID, now)
-		require.NoError(t, err)
-		movedToken := claimOf(t, rs[0], now)
-		require.NoError(t, st.Exec(ctx, "UPDATE refunds SET status = 'awaiting_approval' WHERE id = ?", rs[0].ID))
+		moved := owedRefund(t, st, failedOrder(t, st, a.ID, "crt_moved", nil).ID, now)
+		movedToken := claimOf(t, moved, now)
+		require.NoError(t, st.Exec(ctx, "UPDATE refunds SET status = 'awaiting_approval' WHERE id = ?", moved.ID))
 		_, err = st.RefundByClaim(ctx, movedToken, now)
 		assert.ErrorIs(t, err, models.ErrRefundNotFound)
-		got, err := st.Refund(ctx, rs[0].ID)
+		got, err := st.Refund(ctx, moved.ID)
 		require.NoError(t, err)
 		assert.Nil(t, got.Claim, "not shown either")
 

@@ -66,6 +66,21 @@ func failedOrder(t *testing.T, st *sqlstore.Store, accountID, cartID string, des
 	return o
 }
 
+// paidLateOrder is an order whose payment window expired before its
+// payment paymentID of amount USDC was matched to it: an hour later, the
+// payment is marked late.
+func paidLateOrder(t *testing.T, st *sqlstore.Store, accountID, cartID, paymentID, amount string) models.Order {
+	t.Helper()
+	ctx := context.Background()
+	o := newOrder(t, st, accountID, cartID, nil)
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
+	require.NoError(t, st.SaveMatch(ctx, livePayment(paymentID, o.Number, "USDC", amount), o.ID, time.Now()))
+	late, err := st.MarkPaymentLate(ctx, paymentID, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, late, "marked late")
+	return o
+}
+
 // owedRefund creates the refunds order orderID owes at at, and returns
 // the one it must owe.
 func owedRefund(t *testing.T, st *sqlstore.Store, orderID string, at time.Time) models.Refund {
