@@ -48,10 +48,7 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 		func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) })
 
 	// Overpaid by 1: its refund is cancelled; a payment in XLM is owed back.
-	over := newOrder(t, st, a.ID, "crt_over", nil)
-	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-over", over.Number, "USDC", "13.50"), time.Now()))
-	require.NoError(t, st.RecordTransition(ctx, over.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-		At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+	over := overpaidOrder(t, st, a.ID, "crt_over", "p-over", nil)
 	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-xlm", over.Number, "XLM", "40"), time.Now()))
 	rs, err = st.CreateOwedRefunds(ctx, over.ID, t0)
 	require.NoError(t, err)

@@ -23,10 +23,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 		a := newAccount(t, st, "a")
 
 		// An overpaid order: its excess refund waits for a destination.
-		o := newOrder(t, st, a.ID, "crt_over", nil)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-over", o.Number, "USDC", "13.50"), time.Now()))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+		o := overpaidOrder(t, st, a.ID, "crt_over", "p-over", nil)
 		excess := owedRefund(t, st, o.ID, t0)
 
 		due, err := st.RefundsDue(ctx)

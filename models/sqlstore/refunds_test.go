@@ -66,6 +66,18 @@ func failedOrder(t *testing.T, st *sqlstore.Store, accountID, cartID string, des
 	return o
 }
 
+// overpaidOrder is an order (dest its refund destination) paid 13.50 USDC
+// for its 12.50 by payment paymentID: it owes back 1 USDC.
+func overpaidOrder(t *testing.T, st *sqlstore.Store, accountID, cartID, paymentID string, dest *models.RefundDestination) models.Order {
+	t.Helper()
+	ctx := context.Background()
+	o := newOrder(t, st, accountID, cartID, dest)
+	require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(paymentID, o.Number, "USDC", "13.50"), time.Now()))
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
+		At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+	return o
+}
+
 // paidLateOrder is an order whose payment window expired before its
 // payment paymentID of amount USDC was matched to it: an hour later, the
 // payment is marked late.
@@ -146,15 +158,9 @@ func TestCreateOwedRefunds(t *testing.T) {
 				payments: func(c string) []string { return []string{c + "-paid"} },
 			},
 			{
-				name: "overpaid order: the excess",
-				cart: "crt_overpaid",
-				seed: func(c string) models.Order {
-					o := newOrder(t, st, a.ID, c, nil)
-					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-paid", o.Number, "USDC", "13.50"), time.Now()))
-					require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-						At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
-					return o
-				},
+				name:   "overpaid order: the excess",
+				cart:   "crt_overpaid",
+				seed:   func(c string) models.Order { return overpaidOrder(t, st, a.ID, c, c+"-paid", nil) },
 				key:    func(o models.Order, _ string) string { return "order:" + o.ID + ":1" },
 				reason: models.RefundOverpaid,
 				amount: "1", asset: "USDC", value: "1",
@@ -423,10 +429,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		assert.Equal(t, models.PaymentRefunded, paymentStatusOf(t, st, o.ID), "every refund settled")
 
 		// An overpaid order keeps its purchase: confirmed once its excess is sent.
-		p := newOrder(t, st, a.ID, "crt_o", &toSender)
-		require.NoError(t, st.RecordPayment(ctx, p.ID, livePayment("p-over", p.Number, "USDC", "13.50"), time.Now()))
-		require.NoError(t, st.RecordTransition(ctx, p.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+		p := overpaidOrder(t, st, a.ID, "crt_o", "p-over", &toSender)
 		refunds, err = st.CreateOwedRefunds(ctx, p.ID, now)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
