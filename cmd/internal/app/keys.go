@@ -55,6 +55,29 @@ func openMigratedStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	})
 }
 
+// accountModeErrs are the faults of a create subcommand's --account
+// (required) and --mode (test or live).
+func accountModeErrs(account string, mode models.Mode) []error {
+	var errs []error
+	if account == "" {
+		errs = append(errs, errors.New("--account is required"))
+	}
+	if !mode.Valid() {
+		errs = append(errs, errors.New("--mode must be test or live"))
+	}
+	return errs
+}
+
+// openMigratedStoreUnless refuses a command whose flags have the faults
+// errs, all of them at once, and otherwise opens its store
+// (openMigratedStore): bad flags never touch the database.
+func openMigratedStoreUnless(ctx context.Context, e Env, errs []error) (*sqlstore.Store, error) {
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return openMigratedStore(ctx, e)
+}
+
 // openOperatorStore opens the store of an operator's command that reads
 // and writes what the service runs on: it must exist and be migrated
 // (the service migrates it; a command never does, nor creates one).
@@ -110,13 +133,7 @@ func keysCreate(ctx context.Context, e Env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var errs []error
-	if *account == "" {
-		errs = append(errs, errors.New("--account is required"))
-	}
-	if !models.Mode(*mode).Valid() {
-		errs = append(errs, errors.New("--mode must be test or live"))
-	}
+	errs := accountModeErrs(*account, models.Mode(*mode))
 	if !models.Tier(*tier).Valid() {
 		errs = append(errs, errors.New("--tier must be free, pro or enterprise"))
 	}
@@ -130,10 +147,7 @@ func keysCreate(ctx context.Context, e Env, args []string) error {
 	case models.Tier(*tier) != models.TierEnterprise && *perMinute != 0:
 		errs = append(errs, errors.New("--per-minute applies to enterprise keys only"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	st, err := openMigratedStoreUnless(ctx, e, errs)
 	if err != nil {
 		return err
 	}

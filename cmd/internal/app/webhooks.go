@@ -62,14 +62,8 @@ func webhooksCreate(ctx context.Context, e Env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var errs []error
-	if *account == "" {
-		errs = append(errs, errors.New("--account is required"))
-	}
 	m := models.Mode(*mode)
-	if !m.Valid() {
-		errs = append(errs, errors.New("--mode must be test or live"))
-	}
+	errs := accountModeErrs(*account, m)
 	u, err := models.WebhookPolicyFor(m, e.Cfg.WebhookTestLoopback).CheckURL(strings.TrimSpace(*rawURL))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--url: %s", cliMessage(err)))
@@ -87,10 +81,7 @@ func webhooksCreate(ctx context.Context, e Env, args []string) error {
 	if len(*description) > 200 {
 		errs = append(errs, errors.New("--description must be at most 200 characters"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	st, err := openMigratedStoreUnless(ctx, e, errs)
 	if err != nil {
 		return err
 	}
