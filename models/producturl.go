@@ -168,13 +168,14 @@ func parseAmazonPage(bareHost string, segs []string) (ProductRef, error) {
 	if !IsASIN(asin) {
 		return ProductRef{}, invalidURL("the product id is malformed")
 	}
-	host := "www." + bareHost
-	return ProductRef{
-		Marketplace: MarketplaceAmazon,
-		ID:          asin,
-		Host:        host,
-		URL:         "https://" + host + "/dp/" + asin,
-	}, nil
+	return productRef(MarketplaceAmazon, bareHost, "dp", asin), nil
+}
+
+// productRef is item id of marketplace m on www.<site>, with its canonical
+// link https://www.<site>/<page>/<id>.
+func productRef(m Marketplace, site, page, id string) ProductRef {
+	host := "www." + site
+	return ProductRef{Marketplace: m, ID: id, Host: host, URL: "https://" + host + "/" + page + "/" + id}
 }
 
 // IsASIN reports whether s is ten uppercase letters or digits, the shape of
@@ -259,13 +260,7 @@ func parseEbayItem(site string, segs []string) (ProductRef, error) {
 	if !IsEbayItemID(id) {
 		return ProductRef{}, invalidURL("the item id is malformed")
 	}
-	host := "www." + site
-	return ProductRef{
-		Marketplace: MarketplaceEbay,
-		ID:          id,
-		Host:        host,
-		URL:         "https://" + host + "/itm/" + id,
-	}, nil
+	return productRef(MarketplaceEbay, site, "itm", id), nil
 }
 
 // withVariation adds the variation a multi-variation listing's link names

@@ -71,10 +71,7 @@ func TestValidateRefundAddress(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			require.Error(t, err)
-			var e *Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, CodeInvalidRefundDestination, e.Code)
+			e := requireModelError(t, err, CodeInvalidRefundDestination)
 			assert.Equal(t, "refund_destination.address", e.Field)
 			assert.Contains(t, e.Message, tc.reason)
 			if len(tc.addr) > 8 {
@@ -137,11 +134,8 @@ func TestValidateRefundMemo(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			var e *Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, CodeInvalidRefundDestination, e.Code)
+			e := requireModelError(t, err, CodeInvalidRefundDestination)
 			assert.Equal(t, tc.field, e.Field)
-			assert.NotEmpty(t, e.Message)
 		})
 	}
 }
@@ -191,11 +185,8 @@ func TestValidateRefundDestination(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			var e *Error
-			require.ErrorAs(t, err, &e)
-			assert.Equal(t, CodeInvalidRefundDestination, e.Code)
+			e := requireModelError(t, err, CodeInvalidRefundDestination)
 			assert.Equal(t, tc.field, e.Field)
-			assert.ErrorIs(t, err, NewError(CodeInvalidRefundDestination))
 		})
 	}
 }

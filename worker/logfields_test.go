@@ -8,9 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/shopspring/decimal"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -72,21 +70,7 @@ func TestLogFieldsReachWorkflowAndActivityLogs(t *testing.T) {
 	require.NotEmpty(t, h.Fields, "the request id is sent")
 	env.SetHeader(h)
 
-	store := &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}}
-	// WatchOrder's first check is due on the suite's clock.
-	worker.Register(env, allGroups(t, store, env.Now))
-	in := workflows.OrderInput{
-		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
-		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("10"), PaymentDeadline: env.Now().Add(time.Hour),
-	}
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalPaymentMatched, workflows.PaymentSignal{
-			PaymentID: "sandbox:1", Asset: "USDC", Amount: decimal.RequireFromString("10"),
-		})
-	}, time.Minute)
-	env.ExecuteWorkflow(workflows.OrderWorkflowName, in)
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
+	runPaidOrder(t, env, &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}})
 
 	wf := logs.lines(t, "Payment wait over")
 	require.Len(t, wf, 1, "the workflow's line")

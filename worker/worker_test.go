@@ -42,6 +42,27 @@ func (s *memStore) RecordFulfilment(context.Context, string, models.Fulfilment, 
 	return nil
 }
 
+// runPaidOrder runs order ord_1 in env with the real worker's
+// registrations over store: paid in full a minute after it starts, it
+// completes without error.
+func runPaidOrder(t *testing.T, env *testsuite.TestWorkflowEnvironment, store *memStore) {
+	t.Helper()
+	// WatchOrder's first check is due on the suite's clock.
+	worker.Register(env, allGroups(t, store, env.Now))
+	in := workflows.OrderInput{
+		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
+		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("10"), PaymentDeadline: env.Now().Add(time.Hour),
+	}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalPaymentMatched, workflows.PaymentSignal{
+			PaymentID: "sandbox:1", Asset: "USDC", Amount: decimal.RequireFromString("10"),
+		})
+	}, time.Minute)
+	env.ExecuteWorkflow(workflows.OrderWorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+}
+
 // TestRegister runs an order end to end with exactly the registrations and
 // options the real worker uses, with the sandbox fulfiller: if the names
 // the workflow calls (method values) and the names registered ever drift
@@ -51,23 +72,7 @@ func TestRegister(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetWorkerOptions(worker.Options())
 	store := &memStore{order: models.Order{ID: "ord_1", Mode: models.ModeTest}}
-	// WatchOrder's first check is due on the suite's clock.
-	worker.Register(env, allGroups(t, store, env.Now))
-	start := env.Now()
-	in := workflows.OrderInput{
-		OrderID: "ord_1", OrderNumber: "12345678903", Mode: models.ModeTest,
-		PaymentAsset: "USDC", PaymentAmount: decimal.RequireFromString("10"), PaymentDeadline: start.Add(time.Hour),
-	}
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalPaymentMatched, workflows.PaymentSignal{
-			PaymentID: "sandbox:1", Asset: "USDC", Amount: decimal.RequireFromString("10"),
-		})
-	}, time.Minute)
-
-	env.ExecuteWorkflow(workflows.OrderWorkflowName, in)
-
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
+	runPaidOrder(t, env, store)
 	var res workflows.OrderResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	assert.Equal(t, models.OrderDelivered, res.Status)

@@ -72,13 +72,9 @@ func TestE2ERefundRunClosedNextMovePays(t *testing.T) {
 			run, _ := s.refundRun(id)
 			assert.NotEqual(t, closed, run, "a new run paid it")
 
-			pays := s.horizon.LedgerPayments()
-			require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-			s.assertRefundPayment(pays[0], r, dest, c.name)
-			require.NotNil(t, pays[0].Successful)
-			assert.True(t, *pays[0].Successful)
-			assert.Equal(t, pays[0].TxHash, str(sent, "transaction_hash"))
-			assert.Equal(t, pays[0].TxHash, out.TransactionHash)
+			p := s.onlyRefundPayment(t, r, dest, c.name)
+			assert.Equal(t, p.TxHash, str(sent, "transaction_hash"))
+			assert.Equal(t, p.TxHash, out.TransactionHash)
 		})
 	}
 }
@@ -118,11 +114,7 @@ func TestE2ERefundRunTerminatedMidPayoutReconcilerPaysOnce(t *testing.T) {
 	assert.Equal(t, recorded, out.TransactionHash, "sent with the recorded transaction")
 	assert.Equal(t, recorded, str(sent, "transaction_hash"))
 
-	pays := s.horizon.LedgerPayments()
-	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-	s.assertRefundPayment(pays[0], r, dest, "terminated mid-payout")
-	require.NotNil(t, pays[0].Successful)
-	assert.True(t, *pays[0].Successful)
+	s.onlyRefundPayment(t, r, dest, "terminated mid-payout")
 	_, b = s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
 	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
 	if *recordHistories {

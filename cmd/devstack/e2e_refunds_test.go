@@ -256,18 +256,32 @@ func describe(ps []horizontest.Payment) string {
 	return b.String()
 }
 
+// onlyRefundPayment checks that the ledger holds one payment in all, a
+// successful one, and that it is the refund's payout
+// (assertRefundPayment). It returns the payment.
+func (s *liveStack) onlyRefundPayment(t testing.TB, refund map[string]any, dest, memo string) horizontest.Payment {
+	t.Helper()
+	pays := s.horizon.LedgerPayments()
+	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
+	p := pays[0]
+	require.NotNil(t, p.Successful)
+	assert.True(t, *p.Successful)
+	s.assertRefundPayment(t, p, refund, dest, memo)
+	return p
+}
+
 // assertRefundPayment checks that p is the refund's payout: from the
 // payout account to dest, in USDC, the refund's amount, with the memo.
-func (s *liveStack) assertRefundPayment(p horizontest.Payment, refund map[string]any, dest, memo string) {
-	s.t.Helper()
-	assert.Equal(s.t, s.servers.Payout, p.From, "paid from the payout account")
-	assert.Equal(s.t, dest, p.To)
-	assert.Equal(s.t, "USDC", p.AssetCode)
-	assert.Equal(s.t, usdcIssuer, p.AssetIssuer)
-	assert.True(s.t, decimal.RequireFromString(p.Amount).Equal(decimal.RequireFromString(str(refund, "amount"))),
+func (s *liveStack) assertRefundPayment(t testing.TB, p horizontest.Payment, refund map[string]any, dest, memo string) {
+	t.Helper()
+	assert.Equal(t, s.servers.Payout, p.From, "paid from the payout account")
+	assert.Equal(t, dest, p.To)
+	assert.Equal(t, "USDC", p.AssetCode)
+	assert.Equal(t, usdcIssuer, p.AssetIssuer)
+	assert.True(t, decimal.RequireFromString(p.Amount).Equal(decimal.RequireFromString(str(refund, "amount"))),
 		"paid %s, the refund is %s", p.Amount, str(refund, "amount"))
-	assert.Equal(s.t, "text", p.MemoType)
-	assert.Equal(s.t, memo, p.Memo)
+	assert.Equal(t, "text", p.MemoType)
+	assert.Equal(t, memo, p.Memo)
 }
 
 // TestE2ERefundFailedLiveOrderSentOnce: a failed live order's refund
@@ -290,12 +304,7 @@ func TestE2ERefundFailedLiveOrderSentOnce(t *testing.T) {
 	out := s.refundOutcome(id)
 	assert.Equal(t, models.RefundSent, out.Status)
 
-	pays := s.horizon.LedgerPayments()
-	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-	p := pays[0]
-	require.NotNil(t, p.Successful)
-	assert.True(t, *p.Successful)
-	s.assertRefundPayment(p, r, dest, "refund "+str(o, "number"))
+	p := s.onlyRefundPayment(t, r, dest, "refund "+str(o, "number"))
 	assert.Equal(t, p.TxHash, str(sent, "transaction_hash"))
 	assert.Equal(t, p.TxHash, out.TransactionHash)
 	acc, ok := s.horizon.Account(dest)
@@ -347,12 +356,8 @@ func TestE2ERefundOverDailyMaxWaitsForOperator(t *testing.T) {
 	outcome := s.refundOutcome(id)
 	assert.Equal(t, models.RefundSent, outcome.Status)
 
-	pays := s.horizon.LedgerPayments()
-	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-	s.assertRefundPayment(pays[0], r, dest, "over the daily max")
-	require.NotNil(t, pays[0].Successful)
-	assert.True(t, *pays[0].Successful)
-	assert.Equal(t, pays[0].TxHash, str(sent, "transaction_hash"))
+	p := s.onlyRefundPayment(t, r, dest, "over the daily max")
+	assert.Equal(t, p.TxHash, str(sent, "transaction_hash"))
 }
 
 // TestE2ERefundNoTrustlineFailsThenNewDestination: the destination had a
@@ -427,7 +432,7 @@ func TestE2ERefundNoTrustlineFailsThenNewDestination(t *testing.T) {
 	require.Len(t, pays, 2, "the refused payment and the one sent:%s", describe(pays))
 	ok2 := successfulPayments(pays)
 	require.Len(t, ok2, 1, "exactly one payment in all:%s", describe(pays))
-	s.assertRefundPayment(ok2[0], r, dest, "new destination")
+	s.assertRefundPayment(t, ok2[0], r, dest, "new destination")
 	assert.Equal(t, ok2[0].TxHash, str(sent, "transaction_hash"))
 	_, b = s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
 	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
@@ -451,12 +456,8 @@ func TestE2ERefundTimeoutAfterApplyPaysOnce(t *testing.T) {
 	// 504 after applying it.
 	assert.Positive(t, s.horizon.Submissions())
 
-	pays := s.horizon.LedgerPayments()
-	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-	s.assertRefundPayment(pays[0], r, dest, "after a 504")
-	require.NotNil(t, pays[0].Successful)
-	assert.True(t, *pays[0].Successful)
-	assert.Equal(t, pays[0].TxHash, str(sent, "transaction_hash"))
+	p := s.onlyRefundPayment(t, r, dest, "after a 504")
+	assert.Equal(t, p.TxHash, str(sent, "transaction_hash"))
 }
 
 // TestE2ERefundWorkerKilledAfterSubmittingPaysOnce: the worker paying a
@@ -522,11 +523,7 @@ func TestE2ERefundWorkerKilledAfterSubmittingPaysOnce(t *testing.T) {
 	assert.Equal(t, recorded, outcome.TransactionHash, "sent with the first transaction")
 	assert.Equal(t, recorded, str(sent, "transaction_hash"))
 
-	pays := s.horizon.LedgerPayments()
-	require.Len(t, pays, 1, "one payment in all:%s", describe(pays))
-	s2.assertRefundPayment(pays[0], r, dest, "worker killed")
-	require.NotNil(t, pays[0].Successful)
-	assert.True(t, *pays[0].Successful)
+	s2.onlyRefundPayment(t, r, dest, "worker killed")
 	_, b = s2.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
 	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func benchOrderCount(b *testing.B, env string, def int) int {
 // seedOrders to copy, and a raw connection to seed with.
 func benchPostgres(b *testing.B, status models.OrderStatus) (*sqlstore.Store, *sql.DB, models.Account) {
 	b.Helper()
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+	if !slices.Contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
 		b.Fatalf("%s is not set: this benchmark needs Postgres", sqlstoretest.EnvPostgresURL)
 	}
 	ctx := context.Background()

@@ -28,8 +28,7 @@ type bookedOrders struct {
 func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 	t.Helper()
 	ctx := context.Background()
-	a, err := st.EnsureAccount(ctx, "a", t0)
-	require.NoError(t, err)
+	a := newAccount(t, st, "a")
 	move := func(id string, moves ...func(models.Refund) (models.Refund, error)) {
 		t.Helper()
 		for _, m := range moves {
@@ -49,10 +48,7 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 		func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) })
 
 	// Overpaid by 1: its refund is cancelled; a payment in XLM is owed back.
-	over := newOrder(t, st, a.ID, "crt_over", nil)
-	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-over", over.Number, "USDC", "13.50"), time.Now()))
-	require.NoError(t, st.RecordTransition(ctx, over.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-		At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+	over := overpaidOrder(t, st, a.ID, "crt_over", "p-over", nil)
 	require.NoError(t, st.RecordPayment(ctx, over.ID, livePayment("p-xlm", over.Number, "XLM", "40"), time.Now()))
 	rs, err = st.CreateOwedRefunds(ctx, over.ID, t0)
 	require.NoError(t, err)
@@ -64,12 +60,7 @@ func writeBooks(t *testing.T, st *sqlstore.Store) bookedOrders {
 	}
 
 	// Closed, then paid late: the late payment's refund is owed.
-	closed := newOrder(t, st, a.ID, "crt_closed", nil)
-	require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-	require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "2"), closed.ID, time.Now()))
-	late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
-	require.NoError(t, err)
-	require.True(t, late)
+	closed := paidLateOrder(t, st, a.ID, "crt_closed", "p-late", "2")
 
 	// Failed before refunds were paid out: refunded by hand.
 	legacy := failedOrder(t, st, a.ID, "crt_legacy", nil)
@@ -214,12 +205,9 @@ func TestBooksCheckClaimedOncePerPeriod(t *testing.T) {
 func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		failed := failedOrder(t, st, a.ID, "crt_chain", nil)
-		rs, err := st.CreateOwedRefunds(ctx, failed.ID, t0)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
+		owed := owedRefund(t, st, failed.ID, t0)
 		dest := models.RefundDestination{Address: models.StellarAccountID([32]byte{8}), MemoType: "id", Memo: "7"}
 		for _, m := range []func(models.Refund) (models.Refund, error){
 			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, dest) },
@@ -229,7 +217,7 @@ func TestBooksReadWhatTheChainIsComparedWith(t *testing.T) {
 			},
 			func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, payoutTx, t0) },
 		} {
-			_, err := st.UpdateRefund(ctx, rs[0].ID, t0, m)
+			_, err := st.UpdateRefund(ctx, owed.ID, t0, m)
 			require.NoError(t, err)
 		}
 

@@ -25,8 +25,7 @@ func idemRequest(accountID string, mode models.Mode, key, hash string) models.Id
 func TestIdempotencyKeyLifecycle(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		req := idemRequest(a.ID, models.ModeTest, "key-1", "h1")
 
 		first, err := st.ReserveIdempotencyKey(ctx, req, t0, testStaleAfter)
@@ -65,8 +64,7 @@ func TestIdempotencyKeyLifecycle(t *testing.T) {
 		assert.Equal(t, models.IdempotencyMismatch, mm.Action, "a completed key still refuses another request")
 
 		// Scoped per account and mode.
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		b := newAccount(t, st, "b")
 		for _, sc := range []models.IdempotentRequest{
 			idemRequest(b.ID, models.ModeTest, "key-1", "h1"),
 			idemRequest(a.ID, models.ModeLive, "key-1", "h1"),
@@ -96,8 +94,7 @@ func TestIdempotencyKeyLifecycle(t *testing.T) {
 func TestIdempotencyKeyReleaseAndStaleTakeover(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		req := idemRequest(a.ID, models.ModeTest, "k", "h1")
 		other := req
 		other.Hash = "h2"
@@ -181,8 +178,7 @@ func TestIdempotencyKeyReleaseAndStaleTakeover(t *testing.T) {
 func TestIdempotencyKeyConcurrentReservation(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		req := idemRequest(a.ID, models.ModeTest, "race", "h")
 		const n = 10
 		claims := make([]models.IdempotencyClaim, n)
@@ -210,8 +206,7 @@ func TestIdempotencyKeyConcurrentReservation(t *testing.T) {
 func TestPurgeIdempotencyKeys(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		// Five keys an hour apart; the second is completed, the third released.
 		var reqs []models.IdempotentRequest
 		for i := range 5 {

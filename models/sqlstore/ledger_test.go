@@ -20,18 +20,11 @@ import (
 func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 
 		// An overpaid order: its excess refund waits for a destination.
-		o := newOrder(t, st, a.ID, "crt_over", nil)
-		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-over", o.Number, "USDC", "13.50"), time.Now()))
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, t0)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		excess := rs[0]
+		o := overpaidOrder(t, st, a.ID, "crt_over", "p-over", nil)
+		excess := owedRefund(t, st, o.ID, t0)
 
 		due, err := st.RefundsDue(ctx)
 		require.NoError(t, err)
@@ -45,12 +38,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 		assert.Equal(t, models.PaymentOverpaid, got.PaymentStatus)
 
 		// A late payment to a closed order: its refund is created with it.
-		closed := newOrder(t, st, a.ID, "crt_closed", nil)
-		require.NoError(t, st.RecordTransition(ctx, closed.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", closed.Number, "USDC", "12.50"), closed.ID, time.Now()))
-		late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour))
-		require.NoError(t, err)
-		require.True(t, late)
+		closed := paidLateOrder(t, st, a.ID, "crt_closed", "p-late", "12.50")
 		due, err = st.RefundsDue(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, due, "the late payment is its refund's")
@@ -97,8 +85,7 @@ func TestMoneyARefundCoversIsNotOwedByHand(t *testing.T) {
 func TestLegacyRefundWaitKeepsTheOrdersMoneyWithTheOperator(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-after", o.Number, "USDC", "2"), o.ID, time.Now()))
@@ -127,8 +114,7 @@ func TestLegacyRefundWaitKeepsTheOrdersMoneyWithTheOperator(t *testing.T) {
 func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := newOrder(t, st, a.ID, "crt_attach", nil)
 
 		stray := livePayment("p-stray", "nothing", "USDC", "12.50")
@@ -195,8 +181,7 @@ func TestDailyMaxIsPerMode(t *testing.T) {
 func TestATransactionSettlesOneRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		first := failedOrder(t, st, a.ID, "crt_first", &toSender)
 		second := failedOrder(t, st, a.ID, "crt_second", &toSender)
 		legacy := failedOrder(t, st, a.ID, "crt_legacy", &toSender)
@@ -212,7 +197,7 @@ func TestATransactionSettlesOneRefund(t *testing.T) {
 		markSent := func(hash string) func(models.Refund) (models.Refund, error) {
 			return func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, hash, t0) }
 		}
-		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
+		_, err := st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
 		require.NoError(t, err)
 		_, err = st.UpdateRefund(ctx, ids[0], t0, markSent(payoutTx))
 		require.NoError(t, err, "the same refund marked again with its own hash: a retried write")

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
@@ -20,10 +19,7 @@ func TestMigration0005FillsCancellationReasons(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, dialect), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			require.NoError(t, st.MigrateUpTo(ctx, 4))
+			st := migratedTo(t, dialect, 4)
 
 			require.NoError(t, st.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ('acct_old', 'old', ?)`, t0))
 			for i, o := range []struct{ id, status, paymentStatus, reason string }{
@@ -46,7 +42,7 @@ func TestMigration0005FillsCancellationReasons(t *testing.T) {
 					o.id, number, cart, o.status, o.paymentStatus, o.reason, number, t0, t0, t0))
 			}
 
-			_, err = st.Migrate(ctx)
+			_, err := st.Migrate(ctx)
 			require.NoError(t, err)
 			for id, want := range map[string]models.CancellationReason{
 				"ord_expired":   models.CancellationPaymentWindowExpired,

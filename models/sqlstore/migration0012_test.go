@@ -24,14 +24,9 @@ func TestMigration0012PaymentsFollowTheirRefunds(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, dialect), nil)
-			require.NoError(t, err)
-			st.SetEventRenderer(sqlstoretest.Renderer{})
-			t.Cleanup(func() { _ = st.Close() })
-			require.NoError(t, st.MigrateUpTo(ctx, 11))
+			st := migratedTo(t, dialect, 11)
 
-			a, err := st.EnsureAccount(ctx, "a", t0)
-			require.NoError(t, err)
+			a := newAccount(t, st, "a")
 			o := failedOrder(t, st, a.ID, "crt_m12", nil)
 			require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "2"), o.ID, time.Now()))
 			require.NoError(t, st.SaveMatch(ctx, livePayment("p-stray", "nothing", "USDC", "3"), "", time.Now()))
@@ -59,7 +54,7 @@ func TestMigration0012PaymentsFollowTheirRefunds(t *testing.T) {
 			// late payment's refund included.
 			require.NoError(t, st.Exec(ctx, `UPDATE orders SET amount_refunded = '14.5', payment_status = 'refunded' WHERE id = ?`, o.ID))
 
-			_, err = st.Migrate(ctx)
+			_, err := st.Migrate(ctx)
 			require.NoError(t, err)
 
 			late, err := st.PaymentsForOrder(ctx, o.ID)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/models/sqlstore"
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
@@ -39,17 +38,14 @@ func TestMigration0013DropsStoredClaimLinks(t *testing.T) {
 	for _, dialect := range sqlstoretest.Dialects() {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := sqlstore.Open(ctx, sqlstoretest.DSN(t, dialect), nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = st.Close() })
-			require.NoError(t, st.MigrateUpTo(ctx, 12))
+			st := migratedTo(t, dialect, 12)
 			require.NoError(t, st.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ('acct_old', 'old', ?)`, t0))
 			for _, ev := range events {
 				require.NoError(t, st.Exec(ctx, `INSERT INTO webhook_events (id, account_id, mode, type, created_at, recorded_at, payload)
 					VALUES (?, 'acct_old', 'test', ?, ?, ?, ?)`, ev.id, ev.typ, t0, t0, ev.before))
 			}
 
-			_, err = st.Migrate(ctx)
+			_, err := st.Migrate(ctx)
 			require.NoError(t, err)
 			for _, ev := range events {
 				got, err := st.WebhookEvent(ctx, ev.id)

@@ -36,23 +36,29 @@ func (s *Store) ListOrders(ctx context.Context, q models.OrderListQuery) ([]mode
 	if err != nil {
 		return nil, false, fmt.Errorf("listing orders: %w", err)
 	}
-	if len(orders) == 0 && q.StartingAfter != "" {
-		// A cursor that names no order of the account reads as an empty
-		// page in SQL; only then is it worth a second query to tell.
+	return keysetPage(db, &orderRow{}, orders, q.StartingAfter, q.AccountID, q.Mode, q.Limit, models.ErrOrderNotFound)
+}
+
+// keysetPage ends a keyset page read as up to limit+1 rows past cursor:
+// it trims rows to the page and reports whether more follow. A cursor
+// that names no row of model in the account's mode reads as an empty page
+// in SQL; only then is it worth a second query to tell, and such a cursor
+// is notFound.
+func keysetPage[T any](db *gorm.DB, model any, rows []T, cursor, accountID string, mode models.Mode, limit int, notFound error) ([]T, bool, error) {
+	if len(rows) == 0 && cursor != "" {
 		var n int64
-		err := db.Model(&orderRow{}).Where("id = ? AND account_id = ? AND mode = ?", q.StartingAfter, q.AccountID, string(q.Mode)).Count(&n).Error
+		err := db.Model(model).Where("id = ? AND account_id = ? AND mode = ?", cursor, accountID, string(mode)).Count(&n).Error
 		if err != nil {
 			return nil, false, fmt.Errorf("reading the list cursor: %w", err)
 		}
 		if n == 0 {
-			return nil, false, models.ErrOrderNotFound
+			return nil, false, notFound
 		}
 	}
-	more := len(orders) > q.Limit
-	if more {
-		orders = orders[:q.Limit]
+	if len(rows) > limit {
+		return rows[:limit], true, nil
 	}
-	return orders, more, nil
+	return rows, false, nil
 }
 
 // listScope is the page's WHERE, ORDER BY and LIMIT: one more row than

@@ -15,7 +15,6 @@ import (
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/models/sqlstore"
-	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 // listFixture is an order made for the list tests.
@@ -101,10 +100,8 @@ func walk(t *testing.T, st *sqlstore.Store, q models.OrderListQuery) []string {
 func TestListOrders(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		var all []listFixture
 		statuses := []models.OrderStatus{models.OrderCreated, models.OrderPaid, models.OrderCancelled}
 		for i := range 23 {
@@ -182,21 +179,10 @@ func TestListOrders(t *testing.T) {
 // read of the list indexes in their order: no sort, no scan of the
 // account's orders.
 func TestOrderListIsAnIndexRangeRead(t *testing.T) {
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
-		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
-	}
 	ctx := context.Background()
-	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
-	st, err := sqlstore.Open(ctx, dsn, nil)
-	require.NoError(t, err)
-	st.SetEventRenderer(sqlstoretest.Renderer{})
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	big, err := st.EnsureAccount(ctx, "big", t0)
-	require.NoError(t, err)
-	small, err := st.EnsureAccount(ctx, "small", t0)
-	require.NoError(t, err)
+	st, dsn := openPostgres(t)
+	big := newAccount(t, st, "big")
+	small := newAccount(t, st, "small")
 	seedListOrder(t, st, big.ID, models.ModeTest, "ord_tmpl", t0, models.OrderCreated)
 
 	raw, err := sql.Open("pgx", dsn)

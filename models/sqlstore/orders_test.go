@@ -21,6 +21,14 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
+// newAccount ensures the account named name, created at t0.
+func newAccount(t testing.TB, st *sqlstore.Store, name string) models.Account {
+	t.Helper()
+	a, err := st.EnsureAccount(context.Background(), name, t0)
+	require.NoError(t, err)
+	return a
+}
+
 // seedCart stores a ready cart for the account and returns its id.
 func seedCart(t *testing.T, st *sqlstore.Store, accountID, id string) {
 	t.Helper()
@@ -55,8 +63,7 @@ func orderRequest(accountID, cartID, key, hash string) models.OrderRequest {
 func TestCreateOrderExactlyOncePerCart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		seedCart(t, st, a.ID, "crt_race")
 
 		const n = 8
@@ -94,19 +101,24 @@ func TestCreateOrderExactlyOncePerCart(t *testing.T) {
 	})
 }
 
+// keyedOrder is the fixture of the tests of CreateOrder's refusals:
+// accounts a and b, a's ready carts crt_1 and crt_2, and the order a
+// created of crt_1 under Idempotency-Key key-1 (request hash h1).
+func keyedOrder(t *testing.T, st *sqlstore.Store) (a, b models.Account, first models.Order) {
+	t.Helper()
+	a, b = newAccount(t, st, "a"), newAccount(t, st, "b")
+	seedCart(t, st, a.ID, "crt_1")
+	seedCart(t, st, a.ID, "crt_2")
+	first, created, err := st.CreateOrder(context.Background(), orderRequest(a.ID, "crt_1", "key-1", "h1"))
+	require.NoError(t, err)
+	require.True(t, created)
+	return a, b, first
+}
+
 func TestCreateOrderIdempotencyAndConflicts(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_1")
-		seedCart(t, st, a.ID, "crt_2")
-
-		first, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
-		require.NoError(t, err)
-		require.True(t, created)
+		a, b, first := keyedOrder(t, st)
 
 		again, created, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
 		require.NoError(t, err)
@@ -147,11 +159,8 @@ func TestCreateOrderIdempotencyAndConflicts(t *testing.T) {
 func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_t")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_t", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_t", nil)
 		d := decimal.RequireFromString
 
 		paidAt := t0.Add(5 * time.Minute)
@@ -191,11 +200,8 @@ func TestRecordTransitionIsMonotonicAndIdempotent(t *testing.T) {
 func TestPaymentsStoredOnceAndMatched(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_p")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_p", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_p", nil)
 
 		p := models.Payment{ID: "sandbox:1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5000001"), Memo: o.Number, Sender: "GSENDER", ReceivedAt: t0}
 		isNew, err := st.SavePayment(ctx, p, time.Now())
@@ -250,8 +256,7 @@ func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		d := decimal.RequireFromString
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		item := models.CartItem{ProductURL: "https://www.ebay.com/itm/123456789012?var=42", Marketplace: models.MarketplaceEbay,
 			ProductID: "123456789012", Title: "Lamp", ImageURL: "https://i.ebayimg.com/x.jpg", Quantity: 2,
 			UnitPrice: d("10.25"), LineTotal: d("20.50"), Currency: "USD", UpstreamID: "v1|123456789012|42", Variation: "42", Listing: "seller_joe"}
@@ -308,8 +313,7 @@ func TestFulfilmentAndListingSnapshotsRoundTrip(t *testing.T) {
 func TestClientReadMatchesActivityRead(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		d := decimal.RequireFromString
 		require.NoError(t, st.CreateCart(ctx, models.Cart{
 			ID: "crt_two", AccountID: a.ID, Mode: models.ModeTest, Status: models.CartReady, ShipToCountry: "US",
@@ -374,8 +378,7 @@ func sameOrder(t *testing.T, want, got models.Order, msg string) {
 func TestCreateOrderReturnsWhatItStored(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		seedCart(t, st, a.ID, "crt_1")
 		req := orderRequest(a.ID, "crt_1", "key-1", "h")
 		build := req.Build
@@ -410,17 +413,11 @@ func TestCreateOrderReturnsWhatItStored(t *testing.T) {
 func TestCreateOrderRefusalsLeaveNothingOpen(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_1")
-		seedCart(t, st, a.ID, "crt_2")
-		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "key-1", "h1"))
-		require.NoError(t, err)
+		a, b, first := keyedOrder(t, st)
 
 		var pids []int
 		if st.Dialect() == sqlstore.DialectPostgres {
+			var err error
 			pids, err = st.BackendPIDs(ctx)
 			require.NoError(t, err)
 		}
@@ -466,12 +463,9 @@ func TestCreateOrderRefusalsLeaveNothingOpen(t *testing.T) {
 func TestCreateOrderRetriesATakenNumber(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_1")
+		a := newAccount(t, st, "a")
+		first := newOrder(t, st, a.ID, "crt_1", nil)
 		seedCart(t, st, a.ID, "crt_2")
-		first, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_1", "", "h"))
-		require.NoError(t, err)
 
 		calls := 0
 		taken := orderRequest(a.ID, "crt_2", "", "h")
@@ -542,12 +536,9 @@ func TestWritesAtTheCallersTime(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
-		seedCart(t, st, a.ID, "crt_clock")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_clock", "", "h"))
-		require.NoError(t, err)
+		o := newOrder(t, st, a.ID, "crt_clock", nil)
 		at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 
 		require.NoError(t, st.RecordFulfilment(ctx, o.ID, models.Fulfilment{Ref: "ref"}, at(5)))

@@ -55,11 +55,8 @@ func TestStellarPaymentsAndCursorAreSavedTogether(t *testing.T) {
 func TestWrongAssetRefundsAndAttach(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 
 		// A wrong-asset payment recorded by the workflow is due back.
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
@@ -107,17 +104,8 @@ func TestWrongAssetRefundsAndAttach(t *testing.T) {
 func TestLatePaymentMarksOrderRefundDue(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_l")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
-		require.NoError(t, err)
-		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
-
-		require.NoError(t, st.SaveMatch(ctx, livePayment("p-late", o.Number, "USDC", "12.50"), o.ID, time.Now()))
-		if late, err := st.MarkPaymentLate(ctx, "p-late", t0.Add(time.Hour)); assert.NoError(t, err) {
-			assert.True(t, late, "marked late")
-		}
+		a := newAccount(t, st, "a")
+		o := paidLateOrder(t, st, a.ID, "crt_l", "p-late", "12.50")
 
 		got, err := st.Order(ctx, o.ID)
 		require.NoError(t, err)
@@ -153,14 +141,8 @@ func TestAlerts(t *testing.T) {
 func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_m1")
-		seedCart(t, st, a.ID, "crt_m2")
-		o1, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m1", "", "h"))
-		require.NoError(t, err)
-		o2, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_m2", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o1, o2 := newOrder(t, st, a.ID, "crt_m1", nil), newOrder(t, st, a.ID, "crt_m2", nil)
 
 		p := livePayment("p-m", o1.Number, "USDC", "1")
 		require.NoError(t, st.SaveMatch(ctx, p, o1.ID, time.Now()), "new payment, stored and attached in one write")
@@ -191,11 +173,8 @@ func TestSaveMatchIsIdempotentAndKeepsFinalStates(t *testing.T) {
 func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 		p := livePayment("p-r", o.Number, "USDC", "12.50")
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
@@ -221,11 +200,8 @@ func TestMarkPaymentLateSparesARecordedPayment(t *testing.T) {
 func TestMarkRecordedPaymentLate(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_l")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_l", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_l", nil)
 		p := livePayment("p-after-refund", o.Number, "USDC", "3.00")
 		require.NoError(t, st.RecordPayment(ctx, o.ID, p, time.Now()))
 
@@ -260,13 +236,10 @@ func paymentStatus(t *testing.T, st *sqlstore.Store, id string) string {
 func TestPaymentRedeliveryIsClaimedOnceAndWaits(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		seedCart(t, st, a.ID, "crt_r")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		o := newOrder(t, st, a.ID, "crt_r", nil)
 		p := models.Payment{ID: "sandbox:r1", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.5"), Memo: o.Number, ReceivedAt: t0}
-		_, err = st.SavePayment(ctx, p, time.Now())
+		_, err := st.SavePayment(ctx, p, time.Now())
 		require.NoError(t, err)
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
 

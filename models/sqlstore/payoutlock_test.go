@@ -21,13 +21,7 @@ func TestLockPayoutAccount(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			ctx := t.Context()
 			dsn := sqlstoretest.DSN(t, dialect)
-			open := func() *sqlstore.Store {
-				st, err := sqlstore.Open(ctx, dsn, nil)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				return st
-			}
-			a, b := open(), open()
+			a, b := openAt(t, dsn), openAt(t, dsn)
 			tryLock := func(st *sqlstore.Store, key string, wait time.Duration) (func(), error) {
 				ctx, cancel := context.WithTimeout(ctx, wait)
 				defer cancel()

@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/models/sqlstore"
-	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
 // TestOrderLookupIsAnIndexLookup: with 10,000 orders in one account and no
@@ -21,22 +19,10 @@ import (
 // is an index lookup on Postgres, never a scan of the account's orders
 // (what "(id = ? OR number = ?) AND account_id = ?" planned).
 func TestOrderLookupIsAnIndexLookup(t *testing.T) {
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
-		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
-	}
 	ctx := context.Background()
-	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
-	st, err := sqlstore.Open(ctx, dsn, nil)
-	require.NoError(t, err)
-	st.SetEventRenderer(sqlstoretest.Renderer{})
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = st.Migrate(ctx)
-	require.NoError(t, err)
-	acct, err := st.EnsureAccount(ctx, "big", t0)
-	require.NoError(t, err)
-	seedCart(t, st, acct.ID, "crt_tmpl")
-	o, _, err := st.CreateOrder(ctx, orderRequest(acct.ID, "crt_tmpl", "", "h"))
-	require.NoError(t, err)
+	st, dsn := openPostgres(t)
+	acct := newAccount(t, st, "big")
+	o := newOrder(t, st, acct.ID, "crt_tmpl", nil)
 
 	// 10,000 copies of the order (and of its cart) straight in SQL.
 	raw, err := sql.Open("pgx", dsn)
@@ -95,13 +81,4 @@ func copyRows(t testing.TB, db *sql.DB, table, id string, n int, override map[st
 		table, strings.Join(cols, ", "), strings.Join(exprs, ", "), table, n)
 	_, err = db.Exec(q, id)
 	require.NoError(t, err)
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -58,8 +58,7 @@ func TestRefundFactsRecordEventsOnceForSubscribers(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
 		at := func(m int) time.Time { return t0.Add(2*time.Hour + time.Duration(m)*time.Minute) }
 		move := func(id string, m int, mv func(models.Refund, time.Time) (models.Refund, error)) models.Refund {
@@ -226,20 +225,18 @@ func TestRefundMoveAndItsEventCommitTogether(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		o := failedOrder(t, st, a.ID, "crt_tx", &toAccount)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))
-		require.NoError(t, err)
+		r := owedRefund(t, st, o.ID, t0.Add(time.Hour))
 		now := t0.Add(2 * time.Hour)
-		_, err = st.UpdateRefund(ctx, rs[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
+		_, err := st.UpdateRefund(ctx, r.ID, now, func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) })
 		require.NoError(t, err)
 
 		st.SetEventRenderer(nil)
-		_, err = st.UpdateRefund(ctx, rs[0].ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) })
+		_, err = st.UpdateRefund(ctx, r.ID, now, func(r models.Refund) (models.Refund, error) { return models.MarkRefundSent(r, txOf(r.ID), now) })
 		require.Error(t, err, "a subscribed fact is not written without its event")
-		got, err := st.Refund(ctx, rs[0].ID)
+		got, err := st.Refund(ctx, r.ID)
 		require.NoError(t, err)
 		assert.Equal(t, models.RefundSending, got.Status, "the move rolled back with its event")
 		assert.Equal(t, models.PaymentRefundDue, paymentStatusOf(t, st, o.ID))

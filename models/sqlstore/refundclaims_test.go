@@ -37,14 +37,10 @@ func claimOf(t *testing.T, r models.Refund, issued time.Time) string {
 func TestRefundClaimLifecycle(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_claim", nil)
-		refunds, err := st.CreateOwedRefunds(ctx, o.ID, created)
-		require.NoError(t, err)
-		require.Len(t, refunds, 1)
-		r := refunds[0]
+		r := owedRefund(t, st, o.ID, created)
 		require.Equal(t, models.RefundAwaitingDestination, r.Status)
 		token := claimOf(t, r, created)
 
@@ -187,25 +183,19 @@ func TestRefundClaimLifecycle(t *testing.T) {
 func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 
-		withDest := failedOrder(t, st, a.ID, "crt_dest", &toAccount)
-		rs, err := st.CreateOwedRefunds(ctx, withDest.ID, now)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		assert.Equal(t, models.RefundAwaitingApproval, rs[0].Status)
-		assert.Nil(t, rs[0].Claim, "it has its destination")
+		withDest := owedRefund(t, st, failedOrder(t, st, a.ID, "crt_dest", &toAccount).ID, now)
+		assert.Equal(t, models.RefundAwaitingApproval, withDest.Status)
+		assert.Nil(t, withDest.Claim, "it has its destination")
 
 		wrong := newOrder(t, st, a.ID, "crt_wrong", nil)
 		eurc := livePayment("p-eurc", wrong.Number, "EURC:GDHU6WRG4IEQXM5NZ4BMPKOXHW76MZM4Y2IEMFDVXBSDP6SJY4ITNPP2", "5")
 		require.NoError(t, st.RecordPayment(ctx, wrong.ID, eurc, time.Now()))
-		rs, err = st.CreateOwedRefunds(ctx, wrong.ID, now)
-		require.NoError(t, err)
-		require.Len(t, rs, 1)
-		assert.Equal(t, models.RefundAwaitingDestination, rs[0].Status)
-		assert.Nil(t, rs[0].Claim, "an asset the service does not pay out")
+		wrongAsset := owedRefund(t, st, wrong.ID, now)
+		assert.Equal(t, models.RefundAwaitingDestination, wrongAsset.Status)
+		assert.Nil(t, wrongAsset.Claim, "an asset the service does not pay out")
 
 		require.NoError(t, st.SaveMatch(ctx, livePayment("p-unmatched", "nothing", "XLM", "3"), "", time.Now()))
 		unmatched, created, err := st.CreateRefund(ctx, models.Refund{
@@ -223,14 +213,12 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 
 		// A claim works only while its refund waits, whatever wrote the
 		// refund.
-		moved := failedOrder(t, st, a.ID, "crt_moved", nil)
-		rs, err = st.CreateOwedRefunds(ctx, moved.ID, now)
-		require.NoError(t, err)
-		movedToken := claimOf(t, rs[0], now)
-		require.NoError(t, st.Exec(ctx, "UPDATE refunds SET status = 'awaiting_approval' WHERE id = ?", rs[0].ID))
+		moved := owedRefund(t, st, failedOrder(t, st, a.ID, "crt_moved", nil).ID, now)
+		movedToken := claimOf(t, moved, now)
+		require.NoError(t, st.Exec(ctx, "UPDATE refunds SET status = 'awaiting_approval' WHERE id = ?", moved.ID))
 		_, err = st.RefundByClaim(ctx, movedToken, now)
 		assert.ErrorIs(t, err, models.ErrRefundNotFound)
-		got, err := st.Refund(ctx, rs[0].ID)
+		got, err := st.Refund(ctx, moved.ID)
 		require.NoError(t, err)
 		assert.Nil(t, got.Claim, "not shown either")
 
@@ -244,13 +232,10 @@ func TestRefundClaimsOnlyForRefundsAwaitingADestination(t *testing.T) {
 func TestTakeRefundClaimConcurrently(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_race", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		token := claimOf(t, rs[0], now)
+		token := claimOf(t, owedRefund(t, st, o.ID, now), now)
 
 		const n = 8
 		taken := make([]bool, n)
@@ -305,15 +290,12 @@ func TestRefundEventsCarryTheClaim(t *testing.T) {
 		ctx := context.Background()
 		rr := &claimRenderer{tokens: map[models.EventType][]string{}}
 		st.SetEventRenderer(rr)
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ev", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		first := claimOf(t, rs[0], now)
-		id := rs[0].ID
+		r := owedRefund(t, st, o.ID, now)
+		first, id := claimOf(t, r, now), r.ID
 		for _, mv := range []func(models.Refund) (models.Refund, error){
 			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, toAccount) },
 			func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) },
@@ -341,29 +323,13 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := sqlstoretest.DSN(t, d)
-			open := func(key []byte) *sqlstore.Store {
-				st, err := sqlstore.Open(ctx, dsn, nil)
-				require.NoError(t, err)
-				st.SetEventRenderer(sqlstoretest.Renderer{})
-				t.Cleanup(func() { _ = st.Close() })
-				_, err = st.Migrate(ctx)
-				require.NoError(t, err)
-				if key != nil {
-					require.NoError(t, st.SetSecretKey(key))
-				}
-				return st
-			}
-			keyed, plain := open(bytes.Repeat([]byte{7}, 32)), open(nil)
-			a, err := keyed.EnsureAccount(ctx, "a", t0)
-			require.NoError(t, err)
+			keyed, plain := openMigrated(t, dsn, bytes.Repeat([]byte{7}, 32)), openMigrated(t, dsn, nil)
+			a := newAccount(t, keyed, "a")
 			now := t0.Add(time.Hour)
 			newRefund := func(st *sqlstore.Store, cart string) models.Refund {
 				t.Helper()
 				o := failedOrder(t, st, a.ID, cart, nil)
-				rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-				require.NoError(t, err)
-				require.Len(t, rs, 1)
-				return rs[0]
+				return owedRefund(t, st, o.ID, now)
 			}
 			sealed, other, unsealed := newRefund(keyed, "crt_s1"), newRefund(keyed, "crt_s2"), newRefund(plain, "crt_p")
 			token := claimOf(t, sealed, now)
@@ -393,7 +359,7 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 			assert.Nil(t, got.Claim, "without the key")
 			_, err = plain.RefundByClaim(ctx, token, now)
 			assert.NoError(t, err, "found by its hash, without the key")
-			wrong := open(bytes.Repeat([]byte{8}, 32))
+			wrong := openMigrated(t, dsn, bytes.Repeat([]byte{8}, 32))
 			got, err = wrong.Refund(ctx, sealed.ID)
 			require.NoError(t, err)
 			assert.Nil(t, got.Claim, "with another key")
@@ -420,13 +386,11 @@ func TestRefundClaimsAreSealed(t *testing.T) {
 func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_use", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		id, token := rs[0].ID, claimOf(t, rs[0], now)
+		r := owedRefund(t, st, o.ID, now)
+		id, token := r.ID, claimOf(t, r, now)
 		hash, ok := models.RefundClaimHash(token)
 		require.True(t, ok)
 
@@ -481,14 +445,13 @@ func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 
 		// An expired link sets nothing.
 		o2 := failedOrder(t, st, a.ID, "crt_use2", nil)
-		rs, err = st.CreateOwedRefunds(ctx, o2.ID, now)
-		require.NoError(t, err)
-		hash2, _ := models.RefundClaimHash(claimOf(t, rs[0], now))
-		_, err = st.UpdateRefundByClaim(ctx, rs[0].ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
+		r2 := owedRefund(t, st, o2.ID, now)
+		hash2, _ := models.RefundClaimHash(claimOf(t, r2, now))
+		_, err = st.UpdateRefundByClaim(ctx, r2.ID, hash2, now.Add(models.RefundClaimTTL), func(r models.Refund) (models.Refund, error) {
 			return models.SetRefundDestination(r, toAccount)
 		})
 		assert.ErrorIs(t, err, models.ErrRefundClaimGone)
-		stored, err = st.Refund(ctx, rs[0].ID)
+		stored, err = st.Refund(ctx, r2.ID)
 		require.NoError(t, err)
 		assert.Equal(t, models.RefundAwaitingDestination, stored.Status)
 		assert.Nil(t, stored.Destination)
@@ -522,14 +485,12 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(refRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
 		o := failedOrder(t, st, a.ID, "crt_ref", nil)
-		rs, err := st.CreateOwedRefunds(ctx, o.ID, now)
-		require.NoError(t, err)
-		id, first := rs[0].ID, claimOf(t, rs[0], now)
+		owed := owedRefund(t, st, o.ID, now)
+		id, first := owed.ID, claimOf(t, owed, now)
 		eventOf := func(typ models.EventType) string {
 			t.Helper()
 			pending, err := st.PendingOrderWebhookEvents(ctx, o.ID)
@@ -581,8 +542,7 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 		assert.Nil(t, delivered(failed, now.Add(models.RefundClaimTTL)), "expired")
 
 		// Another account's event naming this claim renders nothing.
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		b := newAccount(t, st, "b")
 		other := newEndpoint(t, st, b.ID, models.ModeTest, models.EventAll)
 		ob := failedOrder(t, st, b.ID, "crt_ref_b", &toAccount)
 		_, err = st.CreateOwedRefunds(ctx, ob.ID, now)

@@ -478,20 +478,9 @@ func (s *Store) ListRefunds(ctx context.Context, q models.RefundListQuery) ([]mo
 	if err := tx.Order("r.created_at DESC, r.id DESC").Limit(q.Limit + 1).Find(&rows).Error; err != nil {
 		return nil, false, fmt.Errorf("listing refunds: %w", err)
 	}
-	if len(rows) == 0 && q.StartingAfter != "" {
-		// Only an empty page can hide a cursor that names no refund.
-		var n int64
-		err := db.Model(&refundRow{}).Where("id = ? AND account_id = ? AND mode = ?", q.StartingAfter, q.AccountID, string(q.Mode)).Count(&n).Error
-		if err != nil {
-			return nil, false, fmt.Errorf("reading the list cursor: %w", err)
-		}
-		if n == 0 {
-			return nil, false, models.ErrRefundNotFound
-		}
-	}
-	more := len(rows) > q.Limit
-	if more {
-		rows = rows[:q.Limit]
+	rows, more, err := keysetPage(db, &refundRow{}, rows, q.StartingAfter, q.AccountID, q.Mode, q.Limit, models.ErrRefundNotFound)
+	if err != nil {
+		return nil, false, err
 	}
 	out, err := refundModels(rows)
 	if err != nil {

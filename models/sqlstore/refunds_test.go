@@ -66,6 +66,43 @@ func failedOrder(t *testing.T, st *sqlstore.Store, accountID, cartID string, des
 	return o
 }
 
+// overpaidOrder is an order (dest its refund destination) paid 13.50 USDC
+// for its 12.50 by payment paymentID: it owes back 1 USDC.
+func overpaidOrder(t *testing.T, st *sqlstore.Store, accountID, cartID, paymentID string, dest *models.RefundDestination) models.Order {
+	t.Helper()
+	ctx := context.Background()
+	o := newOrder(t, st, accountID, cartID, dest)
+	require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(paymentID, o.Number, "USDC", "13.50"), time.Now()))
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
+		At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+	return o
+}
+
+// paidLateOrder is an order whose payment window expired before its
+// payment paymentID of amount USDC was matched to it: an hour later, the
+// payment is marked late.
+func paidLateOrder(t *testing.T, st *sqlstore.Store, accountID, cartID, paymentID, amount string) models.Order {
+	t.Helper()
+	ctx := context.Background()
+	o := newOrder(t, st, accountID, cartID, nil)
+	require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0}, time.Now()))
+	require.NoError(t, st.SaveMatch(ctx, livePayment(paymentID, o.Number, "USDC", amount), o.ID, time.Now()))
+	late, err := st.MarkPaymentLate(ctx, paymentID, t0.Add(time.Hour))
+	require.NoError(t, err)
+	require.True(t, late, "marked late")
+	return o
+}
+
+// owedRefund creates the refunds order orderID owes at at, and returns
+// the one it must owe.
+func owedRefund(t *testing.T, st *sqlstore.Store, orderID string, at time.Time) models.Refund {
+	t.Helper()
+	rs, err := st.CreateOwedRefunds(context.Background(), orderID, at)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	return rs[0]
+}
+
 func paymentStatusOf(t *testing.T, st *sqlstore.Store, orderID string) models.PaymentStatus {
 	t.Helper()
 	o, err := st.Order(context.Background(), orderID)
@@ -97,8 +134,7 @@ func decimalString(d *decimal.Decimal) string {
 func TestCreateOwedRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(2 * time.Hour)
 
 		for _, tc := range []struct {
@@ -122,15 +158,9 @@ func TestCreateOwedRefunds(t *testing.T) {
 				payments: func(c string) []string { return []string{c + "-paid"} },
 			},
 			{
-				name: "overpaid order: the excess",
-				cart: "crt_overpaid",
-				seed: func(c string) models.Order {
-					o := newOrder(t, st, a.ID, c, nil)
-					require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment(c+"-paid", o.Number, "USDC", "13.50"), time.Now()))
-					require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-						At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
-					return o
-				},
+				name:   "overpaid order: the excess",
+				cart:   "crt_overpaid",
+				seed:   func(c string) models.Order { return overpaidOrder(t, st, a.ID, c, c+"-paid", nil) },
 				key:    func(o models.Order, _ string) string { return "order:" + o.ID + ":1" },
 				reason: models.RefundOverpaid,
 				amount: "1", asset: "USDC", value: "1",
@@ -209,7 +239,7 @@ func TestCreateOwedRefunds(t *testing.T) {
 			})
 		}
 
-		_, err = st.CreateOwedRefunds(ctx, "ord_missing", now)
+		_, err := st.CreateOwedRefunds(ctx, "ord_missing", now)
 		assert.ErrorIs(t, err, models.ErrOrderNotFound)
 	})
 }
@@ -220,8 +250,7 @@ func TestCreateOwedRefunds(t *testing.T) {
 func TestCreateOwedRefundsAppliesTheOrdersDestination(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 
 		o := failedOrder(t, st, a.ID, "crt_dest", &toAccount)
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))
@@ -246,8 +275,7 @@ func TestCreateOwedRefundsAppliesTheOrdersDestination(t *testing.T) {
 func TestCreateOwedRefundsConcurrently(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := newOrder(t, st, a.ID, "crt_race", nil)
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-xlm", o.Number, "XLM", "40"), time.Now()))
 		require.NoError(t, st.RecordPayment(ctx, o.ID, livePayment("p-usdc", o.Number, "USDC", "12.50"), time.Now()))
@@ -288,8 +316,7 @@ func TestCreateOwedRefundsConcurrently(t *testing.T) {
 func TestUpdateRefund(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		o := failedOrder(t, st, a.ID, "crt_u", nil)
 		refunds, err := st.CreateOwedRefunds(ctx, o.ID, t0.Add(time.Hour))
 		require.NoError(t, err)
@@ -371,8 +398,7 @@ func TestUpdateRefund(t *testing.T) {
 func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 
 		// A failed order that was also paid in a wrong asset: two refunds.
@@ -403,10 +429,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 		assert.Equal(t, models.PaymentRefunded, paymentStatusOf(t, st, o.ID), "every refund settled")
 
 		// An overpaid order keeps its purchase: confirmed once its excess is sent.
-		p := newOrder(t, st, a.ID, "crt_o", &toSender)
-		require.NoError(t, st.RecordPayment(ctx, p.ID, livePayment("p-over", p.Number, "USDC", "13.50"), time.Now()))
-		require.NoError(t, st.RecordTransition(ctx, p.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentOverpaid,
-			At: t0, AmountReceived: decimal.RequireFromString("13.50")}, time.Now()))
+		p := overpaidOrder(t, st, a.ID, "crt_o", "p-over", &toSender)
 		refunds, err = st.CreateOwedRefunds(ctx, p.ID, now)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
@@ -426,8 +449,7 @@ func TestOrderPaymentStatusFollowsItsRefunds(t *testing.T) {
 func TestConcurrentSettlementsSettleTheOrder(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
 		for round := range 5 {
 			o := failedOrder(t, st, a.ID, fmt.Sprintf("crt_%d", round), &toSender)
@@ -494,10 +516,8 @@ func refundIDs(rs []models.Refund) []string {
 func TestListRefunds(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		oa1, oa2 := newOrder(t, st, a.ID, "crt_a1", nil), newOrder(t, st, a.ID, "crt_a2", nil)
 		ob := newOrder(t, st, b.ID, "crt_b", nil)
 
@@ -728,8 +748,7 @@ func TestApproveRefundWithinDailyMaxConcurrently(t *testing.T) {
 func TestRefundWorkflowsToStart(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		r1, r2 := refundAt(t, st, a.ID, models.ModeTest, "", 1), refundAt(t, st, a.ID, models.ModeTest, "", 2)
 		refundAt(t, st, a.ID, models.ModeTest, "", 3) // after the cutoff
 		cutoff := t0.Add(2*time.Minute + 30*time.Second)
@@ -762,10 +781,8 @@ func TestRefundWorkflowsToStart(t *testing.T) {
 func TestOrderRefundDestinationRoundTrips(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		with := newOrder(t, st, a.ID, "crt_with", &toAccount)
 		without := newOrder(t, st, a.ID, "crt_without", nil)
 		require.NotNil(t, with.RefundDestination, "CreateOrder returns it")

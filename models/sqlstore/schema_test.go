@@ -24,7 +24,7 @@ import (
 // not from the migration files, so what is compared is what the queries
 // meet.
 func TestMigrationsBuildTheSameSchemaOnBothDialects(t *testing.T) {
-	if !contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+	if !slices.Contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
 		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
 	}
 	pg := readPostgresSchema(t, sqlstoretest.Open(t, sqlstore.DialectPostgres))

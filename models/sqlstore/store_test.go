@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,53 @@ func eachDialect(t *testing.T, fn func(t *testing.T, st *sqlstore.Store)) {
 			fn(t, sqlstoretest.Open(t, d))
 		})
 	}
+}
+
+// openAt opens a store on the database at dsn, closed when the test ends.
+// It migrates nothing: each caller migrates as far as it needs. Event
+// bodies are written by sqlstoretest.Renderer.
+func openAt(t testing.TB, dsn string) *sqlstore.Store {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), dsn, nil)
+	require.NoError(t, err)
+	st.SetEventRenderer(sqlstoretest.Renderer{})
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// migratedTo is a fresh store of dialect migrated up to version only, for
+// a migration's test to write the rows of the schema before it.
+func migratedTo(t *testing.T, dialect string, version int) *sqlstore.Store {
+	t.Helper()
+	st := openAt(t, sqlstoretest.DSN(t, dialect))
+	require.NoError(t, st.MigrateUpTo(context.Background(), version))
+	return st
+}
+
+// openMigrated opens a migrated store on the database at dsn that seals
+// secrets with key, or keeps them plain when key is nil: two of them on
+// one database show what a process with the key and one without read.
+func openMigrated(t testing.TB, dsn string, key []byte) *sqlstore.Store {
+	t.Helper()
+	st := openAt(t, dsn)
+	_, err := st.Migrate(context.Background())
+	require.NoError(t, err)
+	if key != nil {
+		require.NoError(t, st.SetSecretKey(key))
+	}
+	return st
+}
+
+// openPostgres is a migrated store on a fresh Postgres database and its
+// DSN, for a test of what Postgres plans; without Postgres the test fails
+// rather than passing unrun.
+func openPostgres(t *testing.T) (*sqlstore.Store, string) {
+	t.Helper()
+	if !slices.Contains(sqlstoretest.Dialects(), sqlstore.DialectPostgres) {
+		t.Fatalf("%s is not set: this test needs Postgres", sqlstoretest.EnvPostgresURL)
+	}
+	dsn := sqlstoretest.DSN(t, sqlstore.DialectPostgres)
+	return openMigrated(t, dsn, nil), dsn
 }
 
 func TestMigrateIsIdempotentAndRecorded(t *testing.T) {

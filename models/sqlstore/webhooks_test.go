@@ -80,10 +80,8 @@ func eventsOf(t *testing.T, st *sqlstore.Store, orderID string) map[models.Event
 func TestWebhookEndpointsAreScopedAndLimited(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 		ea := newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderPaid, models.EventOrderShipped)
 		eb := newEndpoint(t, st, b.ID, models.ModeTest, models.EventAll)
 		live := newEndpoint(t, st, a.ID, models.ModeLive, models.EventAll)
@@ -165,22 +163,10 @@ func TestWebhookSecretsAreSealed(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := sqlstoretest.DSN(t, d)
-			open := func(key []byte) *sqlstore.Store {
-				st, err := sqlstore.Open(ctx, dsn, nil)
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				_, err = st.Migrate(ctx)
-				require.NoError(t, err)
-				if key != nil {
-					require.NoError(t, st.SetSecretKey(key))
-				}
-				return st
-			}
 			key := bytes.Repeat([]byte{7}, 32)
-			keyed, plain := open(key), open(nil)
+			keyed, plain := openMigrated(t, dsn, key), openMigrated(t, dsn, nil)
 			assert.Error(t, keyed.SetSecretKey([]byte("short")), "a key must be 32 bytes")
-			a, err := keyed.EnsureAccount(ctx, "a", t0)
-			require.NoError(t, err)
+			a := newAccount(t, keyed, "a")
 
 			sealed := newEndpoint(t, keyed, a.ID, models.ModeTest, models.EventAll)
 			other := newEndpoint(t, keyed, a.ID, models.ModeTest, models.EventAll)
@@ -210,7 +196,7 @@ func TestWebhookSecretsAreSealed(t *testing.T) {
 
 			_, _, err = plain.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "without the key")
-			wrong := open(bytes.Repeat([]byte{8}, 32))
+			wrong := openMigrated(t, dsn, bytes.Repeat([]byte{8}, 32))
 			_, _, err = wrong.WebhookDelivery(ctx, ev.ID, sealed.ID, time.Now())
 			assert.ErrorIs(t, err, sqlstore.ErrSecretKeyNeeded, "with another key")
 			// A sealed secret copied to another endpoint's row does not open.
@@ -227,15 +213,11 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		d := decimal.RequireFromString
 		r := &fakeRenderer{}
 		st.SetEventRenderer(r)
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
-		b, err := st.EnsureAccount(ctx, "b", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
+		b := newAccount(t, st, "b")
 
 		// No endpoint: no events, and nothing rendered.
-		seedCart(t, st, b.ID, "crt_quiet")
-		quiet, _, err := st.CreateOrder(ctx, orderRequest(b.ID, "crt_quiet", "", "h"))
-		require.NoError(t, err)
+		quiet := newOrder(t, st, b.ID, "crt_quiet", nil)
 		require.NoError(t, st.RecordTransition(ctx, quiet.ID, models.Transition{Status: models.OrderPaid, PaymentStatus: models.PaymentConfirmed, At: t0.Add(2 * time.Minute), AmountReceived: d("12.50")}, time.Now()))
 		assert.Empty(t, eventsOf(t, st, quiet.ID))
 		// A live endpoint of the same account does not hear test orders,
@@ -245,9 +227,7 @@ func TestOrderFactsRecordEventsOnceForSubscribers(t *testing.T) {
 		ok, err := st.DisableWebhookEndpoint(ctx, off.ID, t0, t0, "test")
 		require.NoError(t, err)
 		require.True(t, ok)
-		seedCart(t, st, a.ID, "crt_unheard")
-		unheard, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_unheard", "", "h"))
-		require.NoError(t, err)
+		unheard := newOrder(t, st, a.ID, "crt_unheard", nil)
 		assert.Empty(t, eventsOf(t, st, unheard.ID))
 		// Every fact is still kept for the events API: those nobody hears
 		// are stored dispatched, with nothing to deliver.
@@ -336,12 +316,9 @@ func TestLatePaymentAndTheSweep(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventPaymentLate, models.EventOrderCancelled)
-		seedCart(t, st, a.ID, "crt_late")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_late", "", "h"))
-		require.NoError(t, err)
+		o := newOrder(t, st, a.ID, "crt_late", nil)
 		require.NoError(t, st.RecordTransition(ctx, o.ID, models.Transition{Status: models.OrderCancelled, PaymentStatus: models.PaymentExpired, At: t0.Add(31 * time.Minute), AmountReceived: decimal.Zero}, t0.Add(31*time.Minute)))
 		p := models.Payment{ID: "sandbox_late", Mode: models.ModeTest, Asset: "USDC", Amount: decimal.RequireFromString("12.50"), Memo: o.Number, ReceivedAt: t0.Add(40 * time.Minute)}
 		require.NoError(t, st.SaveMatch(ctx, p, o.ID, time.Now()))
@@ -378,8 +355,7 @@ func TestLatePaymentAndTheSweep(t *testing.T) {
 func TestEventsNeedARenderer(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		seedCart(t, st, a.ID, "crt_r")
 		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_r", "", "h"))
 		require.NoError(t, err)
@@ -396,18 +372,15 @@ func TestWebhookTargetsAndAttempts(t *testing.T) {
 	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
 		ctx := context.Background()
 		st.SetEventRenderer(&fakeRenderer{})
-		a, err := st.EnsureAccount(ctx, "a", t0)
-		require.NoError(t, err)
+		a := newAccount(t, st, "a")
 		all := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		paidOnly := newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderPaid)
 		createdOnly := newEndpoint(t, st, a.ID, models.ModeTest, models.EventOrderCreated)
 		gone := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
-		seedCart(t, st, a.ID, "crt_t")
-		o, _, err := st.CreateOrder(ctx, orderRequest(a.ID, "crt_t", "", "h"))
-		require.NoError(t, err)
+		o := newOrder(t, st, a.ID, "crt_t", nil)
 		ev := eventsOf(t, st, o.ID)[models.EventOrderCreated]
 		// Created after the event: does not receive it.
-		_, err = st.CreateWebhookEndpoint(ctx, models.WebhookEndpoint{AccountID: a.ID, Mode: models.ModeTest, URL: "https://late.example.com/", EnabledEvents: []models.EventType{models.EventAll}, Secret: "s", CreatedAt: time.Now().Add(time.Hour)})
+		_, err := st.CreateWebhookEndpoint(ctx, models.WebhookEndpoint{AccountID: a.ID, Mode: models.ModeTest, URL: "https://late.example.com/", EnabledEvents: []models.EventType{models.EventAll}, Secret: "s", CreatedAt: time.Now().Add(time.Hour)})
 		require.NoError(t, err)
 		_, err = st.DeleteWebhookEndpoint(ctx, a.ID, models.ModeTest, gone.ID, t0)
 		require.NoError(t, err)

@@ -49,15 +49,33 @@ func openMigratedStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	if err := requireExistingDatabase(e); err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, e)
-	if err != nil {
+	return openStoreFor(ctx, e, func(ctx context.Context, st *sqlstore.Store) error {
+		_, err := st.Migrate(ctx)
+		return err
+	})
+}
+
+// accountModeErrs are the faults of a create subcommand's --account
+// (required) and --mode (test or live).
+func accountModeErrs(account string, mode models.Mode) []error {
+	var errs []error
+	if account == "" {
+		errs = append(errs, errors.New("--account is required"))
+	}
+	if !mode.Valid() {
+		errs = append(errs, errors.New("--mode must be test or live"))
+	}
+	return errs
+}
+
+// openMigratedStoreUnless refuses a command whose flags have the faults
+// errs, all of them at once, and otherwise opens its store
+// (openMigratedStore): bad flags never touch the database.
+func openMigratedStoreUnless(ctx context.Context, e Env, errs []error) (*sqlstore.Store, error) {
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if _, err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, err
-	}
-	return st, nil
+	return openMigratedStore(ctx, e)
 }
 
 // openOperatorStore opens the store of an operator's command that reads
@@ -67,11 +85,18 @@ func openOperatorStore(ctx context.Context, e Env) (*sqlstore.Store, error) {
 	if err := requireExistingDatabase(e); err != nil {
 		return nil, err
 	}
+	return openStoreFor(ctx, e, requireMigrated)
+}
+
+// openStoreFor opens the store and readies its schema for its user with
+// ready (migrating it, or refusing one not migrated), closing it again
+// when that fails.
+func openStoreFor(ctx context.Context, e Env, ready func(context.Context, *sqlstore.Store) error) (*sqlstore.Store, error) {
 	st, err := OpenStore(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	if err := requireMigrated(ctx, st); err != nil {
+	if err := ready(ctx, st); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -108,13 +133,7 @@ func keysCreate(ctx context.Context, e Env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var errs []error
-	if *account == "" {
-		errs = append(errs, errors.New("--account is required"))
-	}
-	if !models.Mode(*mode).Valid() {
-		errs = append(errs, errors.New("--mode must be test or live"))
-	}
+	errs := accountModeErrs(*account, models.Mode(*mode))
 	if !models.Tier(*tier).Valid() {
 		errs = append(errs, errors.New("--tier must be free, pro or enterprise"))
 	}
@@ -128,10 +147,7 @@ func keysCreate(ctx context.Context, e Env, args []string) error {
 	case models.Tier(*tier) != models.TierEnterprise && *perMinute != 0:
 		errs = append(errs, errors.New("--per-minute applies to enterprise keys only"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	st, err := openMigratedStoreUnless(ctx, e, errs)
 	if err != nil {
 		return err
 	}
@@ -177,6 +193,18 @@ func keyJSON(k models.APIKey) keyOut {
 		Display: k.DisplayPrefix + "…" + k.Last4, CreatedAt: k.CreatedAt.UTC(), RevokedAt: k.RevokedAt}
 }
 
+// parseOneArg parses args into fs and returns the one argument its
+// subcommand takes; any other count is the error wrongCount.
+func parseOneArg(fs *flag.FlagSet, args []string, wrongCount string) (string, error) {
+	if err := fs.Parse(args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		return "", errors.New(wrongCount)
+	}
+	return fs.Arg(0), nil
+}
+
 // printJSON prints v on stdout, indented, for scripts (jq).
 func printJSON(e Env, v any) error {
 	enc := json.NewEncoder(e.Stdout)
@@ -184,9 +212,21 @@ func printJSON(e Env, v any) error {
 	return enc.Encode(v)
 }
 
-func keysList(ctx context.Context, e Env, args []string) error {
-	fs := keysFlagSet(e, "list")
-	account := fs.String("account", "", "only this account's keys")
+// listing is what a list subcommand lists: the rows of one account, or of
+// all when account is empty; each row as --json prints it; and, for the
+// table printed otherwise, its header and a row's tab-separated line.
+type listing[T, J any] struct {
+	rows   func(ctx context.Context, st *sqlstore.Store, account string) ([]T, error)
+	json   func(T) J
+	header string
+	line   func(T) string
+}
+
+// runList runs the list subcommand of fs, which lists what: --account
+// narrows it to one account's, --json prints a JSON array for scripts,
+// and otherwise it prints a table.
+func runList[T, J any](ctx context.Context, e Env, fs *flag.FlagSet, args []string, what string, l listing[T, J]) error {
+	account := fs.String("account", "", "only this account's "+what)
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -196,44 +236,53 @@ func keysList(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	keys, err := st.ListAPIKeys(ctx, *account)
+	rows, err := l.rows(ctx, st, *account)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		out := make([]keyOut, len(keys))
-		for i, k := range keys {
-			out[i] = keyJSON(k)
+		out := make([]J, len(rows))
+		for i, r := range rows {
+			out[i] = l.json(r)
 		}
 		return printJSON(e, out)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED")
-	for _, k := range keys {
-		revoked := "-"
-		if k.RevokedAt != nil {
-			revoked = k.RevokedAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s…%s\t%s\t%s\n", k.ID, k.AccountName, k.Mode, k.Tier, k.RateLimit(),
-			k.DisplayPrefix, k.Last4, k.CreatedAt.Format(time.RFC3339), revoked)
+	fmt.Fprintln(tw, l.header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, l.line(r))
 	}
 	return tw.Flush()
 }
 
+func keysList(ctx context.Context, e Env, args []string) error {
+	return runList(ctx, e, keysFlagSet(e, "list"), args, "keys", listing[models.APIKey, keyOut]{
+		rows: func(ctx context.Context, st *sqlstore.Store, account string) ([]models.APIKey, error) {
+			return st.ListAPIKeys(ctx, account)
+		},
+		json:   keyJSON,
+		header: "ID\tACCOUNT\tMODE\tTIER\tPER_MINUTE\tKEY\tCREATED\tREVOKED",
+		line: func(k models.APIKey) string {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s…%s\t%s\t%s", k.ID, k.AccountName, k.Mode, k.Tier, k.RateLimit(),
+				k.DisplayPrefix, k.Last4, k.CreatedAt.Format(time.RFC3339), revoked)
+		},
+	})
+}
+
 func keysRevoke(ctx context.Context, e Env, args []string) error {
-	fs := keysFlagSet(e, "revoke")
-	if err := fs.Parse(args); err != nil {
+	ref, err := parseOneArg(keysFlagSet(e, "revoke"), args, "keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
 	}
 	st, err := openMigratedStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	ref := fs.Arg(0)
 	var k models.APIKey
 	if _, perr := models.ParseAPIKey(e.Cfg.KeyPrefix, ref); perr == nil {
 		// The key itself, as keys create or dev printed it: only its hash

@@ -30,3 +30,21 @@ func TestKeysCreatePerMinuteBounds(t *testing.T) {
 	_, err = create(models.MaxPerMinute)
 	require.NoError(t, err)
 }
+
+// TestCreateCommandsRefuseBadFlagsBeforeTheDatabase: keys create and
+// webhooks create name every fault of their flags at once, and refuse
+// before they look for a database (there is none here).
+func TestCreateCommandsRefuseBadFlagsBeforeTheDatabase(t *testing.T) {
+	env := map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}
+	for _, args := range [][]string{
+		{"keys", "create", "--mode", "staging", "--tier", "pro"},
+		{"webhooks", "create", "--mode", "staging", "--url", "https://hooks.example.com/x", "--events", "*"},
+	} {
+		var out, errOut bytes.Buffer
+		err := Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), "--account is required", args)
+		assert.Contains(t, err.Error(), "--mode must be test or live", args)
+		assert.NotContains(t, err.Error(), "no database", args)
+	}
+}

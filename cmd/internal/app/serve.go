@@ -149,12 +149,8 @@ func startProduction(ctx context.Context, e Env, name, usage string, args []stri
 	if e.Cfg.WebhookSecretsKey == nil {
 		e.Log.Warn("MEMOCART_WEBHOOK_SECRETS_KEY is not set: webhook endpoint secrets are stored in plain in the database")
 	}
-	st, err := OpenStore(ctx, e)
+	st, err := openStoreFor(ctx, e, requireMigrated)
 	if err != nil {
-		return nil, err
-	}
-	if err := requireMigrated(ctx, st); err != nil {
-		st.Close()
 		return nil, err
 	}
 	tc, err := DialTemporal(ctx, e, e.Cfg.TemporalAddress)
@@ -176,14 +172,16 @@ func (p *production) close() {
 	_ = p.store.Close()
 }
 
-// runAPI is `memocart api`: the production HTTP API. Run as many as needed.
-func runAPI(ctx context.Context, e Env, args []string) error {
-	e, stopTel, err := StartTelemetry(ctx, e, "api")
+// runProduction runs the production process name (api or worker): it
+// starts its telemetry, then its store and Temporal client, then the admin
+// endpoint, runs serve on them and stops them in the reverse order.
+func runProduction(ctx context.Context, e Env, name, usage string, args []string, serve func(Env, *production) error) error {
+	e, stopTel, err := StartTelemetry(ctx, e, name)
 	if err != nil {
 		return err
 	}
 	defer stopTel()
-	p, err := startProduction(ctx, e, "api", "Serves the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).", args)
+	p, err := startProduction(ctx, e, name, usage, args)
 	if err != nil {
 		return err
 	}
@@ -193,6 +191,18 @@ func runAPI(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer stopAdmin()
+	return serve(e, p)
+}
+
+// runAPI is `memocart api`: the production HTTP API. Run as many as needed.
+func runAPI(ctx context.Context, e Env, args []string) error {
+	return runProduction(ctx, e, "api", "Serves the HTTP API on MEMOCART_HTTP_ADDR. The schema must be migrated (memocart migrate).", args, func(e Env, p *production) error {
+		return serveAPI(ctx, e, p)
+	})
+}
+
+// serveAPI serves the API on p until ctx ends.
+func serveAPI(ctx context.Context, e Env, p *production) error {
 	limiter, closeLimiter, err := NewLimiter(ctx, e)
 	if err != nil {
 		return err
@@ -218,20 +228,7 @@ func runAPI(ctx context.Context, e Env, args []string) error {
 // workflows, their activities and the payment watcher. Scale it out by
 // running more.
 func runWorker(ctx context.Context, e Env, args []string) error {
-	e, stopTel, err := StartTelemetry(ctx, e, "worker")
-	if err != nil {
-		return err
-	}
-	defer stopTel()
-	p, err := startProduction(ctx, e, "worker", "Runs order workflows, their activities and the Stellar payment watcher from\nMEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.", args)
-	if err != nil {
-		return err
-	}
-	defer p.close()
-	_, stopAdmin, err := StartAdmin(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-	return RunWorkerLoop(ctx, e, p.temporal, p.store)
+	return runProduction(ctx, e, "worker", "Runs order workflows, their activities and the Stellar payment watcher from\nMEMOCART_TEMPORAL_TASK_QUEUE on MEMOCART_TEMPORAL_ADDRESS.", args, func(e Env, p *production) error {
+		return RunWorkerLoop(ctx, e, p.temporal, p.store)
+	})
 }

@@ -475,6 +475,18 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 func (s *APIStack) reconcile(ctx context.Context, e Env) {
 	// A hand-off younger than grace may still be in flight.
 	grace := 3 * e.Cfg.ReconcileEvery
+	purge := func(ctx context.Context, _ time.Duration) (int, error) { return s.server.PurgeIdempotencyKeys(ctx) }
+	prune := func(ctx context.Context, _ time.Duration) (int, error) {
+		return pruneEvents(ctx, s.store, time.Now().Add(-e.Cfg.EventRetention))
+	}
+	passes := []reconcilePass{
+		{s.orders.ReconcileOrders, "reconciling orders", "reconciled orders", "started", slog.LevelInfo},
+		{s.refunds.ReconcileRefunds, "reconciling refunds", "reconciled refunds", "started", slog.LevelInfo},
+		{s.matcher.Redeliver, "redelivering payments", "redelivered payments", "payments", slog.LevelInfo},
+		{purge, "purging expired idempotency keys", "purged expired idempotency keys", "keys", slog.LevelDebug},
+		{prune, "pruning events", "pruned events past their retention", "events", slog.LevelDebug},
+		{s.outbox.Sweep, "dispatching webhook events", "dispatched stranded webhook events", "events", slog.LevelInfo},
+	}
 	t := time.NewTicker(e.Cfg.ReconcileEvery)
 	defer t.Stop()
 	for {
@@ -483,35 +495,23 @@ func (s *APIStack) reconcile(ctx context.Context, e Env) {
 			return
 		case <-t.C:
 		}
-		if n, err := s.orders.ReconcileOrders(ctx, grace); err != nil {
-			e.Log.Warn("reconciling orders", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Info("reconciled orders", slog.Int("started", n))
-		}
-		if n, err := s.refunds.ReconcileRefunds(ctx, grace); err != nil {
-			e.Log.Warn("reconciling refunds", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Info("reconciled refunds", slog.Int("started", n))
-		}
-		if n, err := s.matcher.Redeliver(ctx, grace); err != nil {
-			e.Log.Warn("redelivering payments", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Info("redelivered payments", slog.Int("payments", n))
-		}
-		if n, err := s.server.PurgeIdempotencyKeys(ctx); err != nil {
-			e.Log.Warn("purging expired idempotency keys", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Debug("purged expired idempotency keys", slog.Int("keys", n))
-		}
-		if n, err := pruneEvents(ctx, s.store, time.Now().Add(-e.Cfg.EventRetention)); err != nil {
-			e.Log.Warn("pruning events", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Debug("pruned events past their retention", slog.Int("events", n))
-		}
-		if n, err := s.outbox.Sweep(ctx, grace); err != nil {
-			e.Log.Warn("dispatching webhook events", slog.Any("error", err))
-		} else if n > 0 {
-			e.Log.Info("dispatched stranded webhook events", slog.Int("events", n))
+		for _, p := range passes {
+			if n, err := p.run(ctx, grace); err != nil {
+				e.Log.Warn(p.doing, slog.Any("error", err))
+			} else if n > 0 {
+				e.Log.Log(ctx, p.level, p.did, slog.Int(p.counted, n))
+			}
 		}
 	}
+}
+
+// reconcilePass is one pass of reconcile: a failed pass is logged as a
+// warning with what it was doing; one that did something logs what it
+// did, and how many, at its level.
+type reconcilePass struct {
+	run     func(ctx context.Context, grace time.Duration) (int, error)
+	doing   string
+	did     string
+	counted string
+	level   slog.Level
 }

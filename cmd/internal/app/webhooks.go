@@ -62,14 +62,8 @@ func webhooksCreate(ctx context.Context, e Env, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var errs []error
-	if *account == "" {
-		errs = append(errs, errors.New("--account is required"))
-	}
 	m := models.Mode(*mode)
-	if !m.Valid() {
-		errs = append(errs, errors.New("--mode must be test or live"))
-	}
+	errs := accountModeErrs(*account, m)
 	u, err := models.WebhookPolicyFor(m, e.Cfg.WebhookTestLoopback).CheckURL(strings.TrimSpace(*rawURL))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--url: %s", cliMessage(err)))
@@ -87,10 +81,7 @@ func webhooksCreate(ctx context.Context, e Env, args []string) error {
 	if len(*description) > 200 {
 		errs = append(errs, errors.New("--description must be at most 200 characters"))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	st, err := openMigratedStoreUnless(ctx, e, errs)
 	if err != nil {
 		return err
 	}
@@ -136,46 +127,29 @@ func eventNames(ts []models.EventType) []string {
 }
 
 func webhooksList(ctx context.Context, e Env, args []string) error {
-	fs := webhooksFlagSet(e, "list")
-	account := fs.String("account", "", "only this account's endpoints")
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	eps, err := st.AllWebhookEndpoints(ctx, *account)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		out := make([]endpointOut, len(eps))
-		for i, ep := range eps {
-			out[i] = endpointOut{ID: ep.ID, Account: ep.AccountName, Mode: string(ep.Mode), Status: endpointStatus(ep), URL: ep.URL,
+	return runList(ctx, e, webhooksFlagSet(e, "list"), args, "endpoints", listing[sqlstore.StoredWebhookEndpoint, endpointOut]{
+		rows: func(ctx context.Context, st *sqlstore.Store, account string) ([]sqlstore.StoredWebhookEndpoint, error) {
+			return st.AllWebhookEndpoints(ctx, account)
+		},
+		json: func(ep sqlstore.StoredWebhookEndpoint) endpointOut {
+			return endpointOut{ID: ep.ID, Account: ep.AccountName, Mode: string(ep.Mode), Status: endpointStatus(ep), URL: ep.URL,
 				Events: eventNames(ep.EnabledEvents), CreatedAt: ep.CreatedAt.UTC(), LastSuccessAt: ep.LastSuccessAt,
 				DisabledAt: ep.DisabledAt, DisabledReason: ep.DisabledReason, DeletedAt: ep.DeletedAt}
-		}
-		return printJSON(e, out)
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tACCOUNT\tMODE\tSTATUS\tURL\tEVENTS\tCREATED\tLAST_SUCCESS\tDISABLED_REASON")
-	for _, ep := range eps {
-		status := endpointStatus(ep)
-		last := "-"
-		if ep.LastSuccessAt != nil {
-			last = ep.LastSuccessAt.Format(time.RFC3339)
-		}
-		reason := ep.DisabledReason
-		if reason == "" {
-			reason = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ep.ID, ep.AccountName, ep.Mode, status, ep.URL,
-			joinTypes(ep.EnabledEvents), ep.CreatedAt.Format(time.RFC3339), last, reason)
-	}
-	return tw.Flush()
+		},
+		header: "ID\tACCOUNT\tMODE\tSTATUS\tURL\tEVENTS\tCREATED\tLAST_SUCCESS\tDISABLED_REASON",
+		line: func(ep sqlstore.StoredWebhookEndpoint) string {
+			last := "-"
+			if ep.LastSuccessAt != nil {
+				last = ep.LastSuccessAt.Format(time.RFC3339)
+			}
+			reason := ep.DisabledReason
+			if reason == "" {
+				reason = "-"
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", ep.ID, ep.AccountName, ep.Mode, endpointStatus(ep), ep.URL,
+				joinTypes(ep.EnabledEvents), ep.CreatedAt.Format(time.RFC3339), last, reason)
+		},
+	})
 }
 
 // endpointOut is an endpoint as webhooks list --json prints it; never its
@@ -206,22 +180,19 @@ func endpointStatus(ep sqlstore.StoredWebhookEndpoint) string {
 }
 
 func webhooksDelete(ctx context.Context, e Env, args []string) error {
-	fs := webhooksFlagSet(e, "delete")
-	if err := fs.Parse(args); err != nil {
+	id, err := parseOneArg(webhooksFlagSet(e, "delete"), args, "webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
 	}
 	st, err := openMigratedStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.DeleteWebhookEndpointByID(ctx, fs.Arg(0), time.Now()); err != nil {
-		return fmt.Errorf("%s: %s", fs.Arg(0), cliMessage(err))
+	if err := st.DeleteWebhookEndpointByID(ctx, id, time.Now()); err != nil {
+		return fmt.Errorf("%s: %s", id, cliMessage(err))
 	}
-	_, err = fmt.Fprintf(e.Stdout, "deleted %s: nothing is delivered to it any more\n", fs.Arg(0))
+	_, err = fmt.Fprintf(e.Stdout, "deleted %s: nothing is delivered to it any more\n", id)
 	return err
 }
 
@@ -229,11 +200,9 @@ func webhooksDeliveries(ctx context.Context, e Env, args []string) error {
 	fs := webhooksFlagSet(e, "deliveries")
 	event := fs.String("event", "", "only this event's attempts")
 	limit := fs.Int("limit", 50, fmt.Sprintf("how many attempts, at most %d", sqlstore.MaxAttemptsListed))
-	if err := fs.Parse(args); err != nil {
+	id, err := parseOneArg(fs, args, "webhooks deliveries takes exactly one ENDPOINT_ID (see webhooks list)")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("webhooks deliveries takes exactly one ENDPOINT_ID (see webhooks list)")
 	}
 	if *limit < 1 || *limit > sqlstore.MaxAttemptsListed {
 		return fmt.Errorf("--limit must be from 1 to %d", sqlstore.MaxAttemptsListed)
@@ -243,10 +212,10 @@ func webhooksDeliveries(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.WebhookEndpointByID(ctx, fs.Arg(0)); err != nil {
-		return fmt.Errorf("%s: %s", fs.Arg(0), cliMessage(err))
+	if _, err := st.WebhookEndpointByID(ctx, id); err != nil {
+		return fmt.Errorf("%s: %s", id, cliMessage(err))
 	}
-	as, err := st.WebhookAttempts(ctx, fs.Arg(0), *event, *limit)
+	as, err := st.WebhookAttempts(ctx, id, *event, *limit)
 	if err != nil {
 		return err
 	}
