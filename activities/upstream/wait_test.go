@@ -136,8 +136,10 @@ func TestSleep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := tt.ctx(t)
+			// From before the context's own timer starts: the wait is at
+			// least that long after this.
 			start := time.Now()
+			ctx := tt.ctx(t)
 			err := Sleep(ctx, tt.d)
 			elapsed := time.Since(start)
 			assert.ErrorIs(t, err, tt.wantErr) // errors.Is(err, nil) only for a nil err
