@@ -227,15 +227,11 @@ func getEventPage(ctx context.Context, c *http.Client, o listenOptions, q url.Va
 
 // forward delivers one event and returns the line that says how it went.
 func forward(ctx context.Context, sender *webhooks.Sender, o listenOptions, ev listedEvent) string {
-	now := time.Now().UTC()
 	start := time.Now()
-	status, err := sender.Send(ctx, models.ModeTest, o.forwardTo, models.WebhookHeader(o.secret, now, ev.id, ev.typ, ev.body), ev.body)
-	took := time.Since(start).Round(time.Millisecond)
-	line := fmt.Sprintf("%s  %-17s %s  -> ", now.Format(time.TimeOnly), ev.typ, ev.id)
-	switch {
-	case err != nil:
+	status, err := sender.Send(ctx, models.ModeTest, o.forwardTo, models.WebhookHeader(o.secret, start, ev.id, ev.typ, ev.body), ev.body)
+	line := fmt.Sprintf("%s  %-17s %s  -> ", start.UTC().Format(time.TimeOnly), ev.typ, ev.id)
+	if err != nil {
 		return line + "failed: " + err.Error()
-	default:
-		return line + fmt.Sprintf("%d %s (%s)", status, http.StatusText(status), took)
 	}
+	return line + fmt.Sprintf("%d %s (%s)", status, http.StatusText(status), time.Since(start).Round(time.Millisecond))
 }
