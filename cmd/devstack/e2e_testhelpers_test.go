@@ -32,6 +32,9 @@ func TestE2ETestHelpers(t *testing.T) {
 	var res workflows.OrderResult
 	require.NoError(t, s.client.GetWorkflow(ctx, models.WorkflowID(str(o, "id")), "").Get(ctx, &res), "the workflow ends")
 	assert.Equal(t, models.OrderCancelled, res.Status)
+	if *recordHistories {
+		writeHistory(t, s, str(o, "id"), "order_expired_by_test_helper.json")
+	}
 	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "id")+"/expire", nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"), "expired already")

@@ -108,6 +108,7 @@ func TestClassifyCommittedHistories(t *testing.T) {
 	want := map[string]string{
 		"order_cancelled_unpaid.json":             cost.PathCancelled,
 		"order_customer_cancel.json":              cost.PathCancelled,
+		"order_expired_by_test_helper.json":       cost.PathCancelled,
 		"order_operator_cancel.json":              cost.PathCancelled,
 		"order_delivered.json":                    cost.PathSandboxDelivered,
 		"order_delivered_attrs_at_start.json":     cost.PathSandboxDelivered,
