@@ -16,18 +16,23 @@ import (
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
-// listedEvents lists a page of events once the list shows at least one:
-// on Postgres an event is listed once every transaction older than its
-// own has ended, and the tests of other packages share the server.
+// listedEvents lists a page of events once every event written so far
+// can be listed: on Postgres an event is listed once every transaction
+// older than its own has ended, and the tests of other packages share the
+// server, so their transactions hold the list back for a while.
 func listedEvents(t *testing.T, st *sqlstore.Store, q models.EventListQuery) []models.Event {
 	t.Helper()
-	var evs []models.Event
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		var err error
-		evs, _, err = st.ListEvents(context.Background(), q, time.Now())
-		require.NoError(c, err)
-		assert.NotEmpty(c, evs)
-	}, 30*time.Second, 20*time.Millisecond)
+	if st.Dialect() == sqlstore.DialectPostgres {
+		db, err := st.SQLDB()
+		require.NoError(t, err)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			var listable bool
+			require.NoError(c, db.QueryRow(`SELECT coalesce(pg_snapshot_xmin(pg_current_snapshot()) > (SELECT max(txid) FROM webhook_events), true)`).Scan(&listable))
+			assert.True(c, listable, "an older transaction is still open")
+		}, time.Minute, 20*time.Millisecond)
+	}
+	evs, _, err := st.ListEvents(context.Background(), q, time.Now())
+	require.NoError(t, err)
 	return evs
 }
 
