@@ -52,6 +52,14 @@ type Fulfiller interface {
 	Schedule() models.PollSchedule
 }
 
+// TestMover is a Fulfiller of test-mode orders that makes a test helper's
+// move (models.TestMove) now and returns the order's state after it, as
+// Check would. Like Check, it must be safe to repeat until the workflow
+// records the step it reports.
+type TestMover interface {
+	Move(ctx context.Context, o models.Order, ref string, m models.TestMove) (models.Fulfilment, error)
+}
+
 // The activities come in groups, one per concern, each built by its
 // constructor with every part it needs (a missing part is refused there,
 // not found at run time): Orders (steps and fulfilment), Payments (the
@@ -221,28 +229,38 @@ func (a *Orders) placeOrder(ctx context.Context, orderID string, attempt int) (m
 // small Progress the workflow decides on.
 func (a *Orders) CheckOrder(ctx context.Context, in CheckOrderInput) (models.Progress, error) {
 	defer a.heartbeat(ctx)()
-	_, p, err := a.checkOrder(ctx, in.OrderID, in.Ref)
+	_, p, err := a.checkOrder(ctx, in.OrderID, in.Ref, in.Move)
 	return p, err
 }
 
-// checkOrder is one check: the order as stored before it, and the
-// provider's progress; the provider's snapshot is stored.
-func (a *Orders) checkOrder(ctx context.Context, orderID, ref string) (models.Order, models.Progress, error) {
-	o, snap, p, err := a.askProvider(ctx, orderID, ref)
+// checkOrder is one check, making move first if one is given: the order
+// as stored before it, and the provider's progress; the provider's
+// snapshot is stored.
+func (a *Orders) checkOrder(ctx context.Context, orderID, ref string, move *models.TestMove) (models.Order, models.Progress, error) {
+	o, snap, p, err := a.askProvider(ctx, orderID, ref, move)
 	if err == nil {
 		err = a.recordSnapshot(ctx, orderID, snap)
 	}
 	return o, p, err
 }
 
-// askProvider is a check without storing its snapshot: the order as
-// stored before it, the provider's snapshot and the progress it makes.
-func (a *Orders) askProvider(ctx context.Context, orderID, ref string) (models.Order, models.Fulfilment, models.Progress, error) {
+// askProvider is a check without storing its snapshot, making move first
+// if one is given: the order as stored before it, the provider's snapshot
+// and the progress it makes. A move is made of test-mode orders only, at a
+// provider that takes them (TestMover).
+func (a *Orders) askProvider(ctx context.Context, orderID, ref string, move *models.TestMove) (models.Order, models.Fulfilment, models.Progress, error) {
 	o, f, err := a.orderAndFulfiller(ctx, orderID)
 	if err != nil {
 		return o, models.Fulfilment{}, models.Progress{}, err
 	}
-	snap, err := f.Check(ctx, o, ref)
+	var snap models.Fulfilment
+	if move == nil {
+		snap, err = f.Check(ctx, o, ref)
+	} else if mover, ok := f.(TestMover); ok && o.Mode == models.ModeTest {
+		snap, err = mover.Move(ctx, o, ref, *move)
+	} else {
+		err = models.NewError(models.CodeTestModeOnly)
+	}
 	if err != nil {
 		return o, models.Fulfilment{}, models.Progress{}, temporalError(err)
 	}
@@ -306,7 +324,7 @@ func (a *Orders) WatchOrder(ctx context.Context, in WatchOrderInput) (models.Pro
 		case <-t.C:
 		}
 	}
-	o, snap, p, err := a.askProvider(ctx, in.OrderID, in.Ref)
+	o, snap, p, err := a.askProvider(ctx, in.OrderID, in.Ref, nil)
 	if err != nil {
 		return p, err
 	}
@@ -385,7 +403,7 @@ func (a *Orders) awaitProgress(ctx context.Context, orderID, ref string, want mo
 		ref = o.Fulfilment.Ref
 	}
 	for {
-		_, p, err := a.checkOrder(ctx, orderID, ref)
+		_, p, err := a.checkOrder(ctx, orderID, ref, nil)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,9 @@ type PlaceOrderInput struct {
 type CheckOrderInput struct {
 	OrderID string
 	Ref     string
+	// Move, when set, is a test helper's move the provider makes before
+	// it answers (TestMover).
+	Move *models.TestMove `json:",omitempty"`
 
 	positional bool
 }

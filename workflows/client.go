@@ -132,6 +132,26 @@ func (c *Client) ExpireOrder(ctx context.Context, orderID string) error {
 	return updateAnswer(err, models.ErrOrderClosed, models.CodeInvalidOrderState)
 }
 
+// MoveTestOrder asks the order's workflow to make a test helper's move at
+// the sandbox provider now (UpdateTestMove) and waits until its outcome is
+// written. It returns an error of code models.CodeInvalidOrderState when
+// the order's status does not allow the move, models.CodeUnavailable when
+// the run cannot take one now (try again), and models.ErrOrderClosed when
+// the workflow has finished or does not exist.
+func (c *Client) MoveTestOrder(ctx context.Context, orderID string, m models.TestMove) error {
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   models.WorkflowID(orderID),
+		UpdateName:   UpdateTestMove,
+		Args:         []any{m},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		var res TestMoveResult
+		err = h.Get(ctx, &res)
+	}
+	return updateAnswer(err, models.ErrOrderClosed, models.CodeInvalidOrderState, models.CodeUnavailable, models.CodeInvalidRequest, models.CodeTestModeOnly)
+}
+
 // RecordRefund asks the order's workflow, still open because the order
 // owes the money it received, to record that an operator sent r.Amount
 // back (UpdateRecordRefund), and waits until the database says so. It

@@ -178,6 +178,27 @@ func (f *fakeFulfiller) Check(_ context.Context, _ models.Order, ref string) (mo
 	return snap, nil
 }
 
+// Move makes a test helper's move as the sandbox does: a failure now, or
+// the script's first snapshot past the order's recorded status, which the
+// checks after it go on from.
+func (f *fakeFulfiller) Move(_ context.Context, o models.Order, ref string, m models.TestMove) (models.Fulfilment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m.Fail != "" {
+		f.calls = append(f.calls, "move:fail:"+m.Fail)
+		return models.Fulfilment{Ref: ref, Stage: models.FulfilmentFailed, FailureCode: m.Fail}, nil
+	}
+	f.calls = append(f.calls, "move:advance")
+	for i, snap := range f.script {
+		if !models.StepReached(o.Status, snap.Progress().Status) {
+			f.checks = max(f.checks, i+1)
+			snap.Ref = ref
+			return snap, nil
+		}
+	}
+	return models.Fulfilment{}, fmt.Errorf("fake fulfiller: nothing past %s to advance to", o.Status)
+}
+
 func (f *fakeFulfiller) Schedule() models.PollSchedule { return f.schedule }
 
 func (f *fakeFulfiller) Calls() []string {

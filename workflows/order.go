@@ -62,6 +62,12 @@ const (
 	// no longer awaiting payment (models.CodeInvalidOrderState); it
 	// answers an ExpireResult once the order's new state is written.
 	UpdateExpirePayment = "expire-payment"
+	// UpdateTestMove carries a models.TestMove: test mode's helper making
+	// the sandbox provider's next step, or a sourcing failure, happen now.
+	// Its validator refuses a move the order's status does not allow
+	// (models.CodeInvalidOrderState); it answers a TestMoveResult once
+	// the move's outcome is written.
+	UpdateTestMove = "test-move"
 	// OrderFailedError is the type of the application error a failed
 	// order's workflow ends with, so that the Temporal UI shows it Failed
 	// (and counts it) instead of Completed. Its details hold the
@@ -312,6 +318,7 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 		pay:      orderPayments{tally: models.NewPaymentTally(in.PaymentAmount), seen: map[string]bool{}, late: map[string]bool{}},
 		book:     runState{hints: map[string]bool{}},
 		persist:  orderWrites{writeMu: workflow.NewMutex(ctx)},
+		tests:    testMoves{ch: workflow.NewBufferedChannel(ctx, maxPendingMoves)},
 		payments: workflow.GetSignalChannelWithOptions(ctx, SignalPaymentMatched, workflow.SignalChannelOptions{Description: "A payment whose memo matched the order (PaymentSignal)"}),
 		cancels:  workflow.GetSignalChannelWithOptions(ctx, SignalCancel, workflow.SignalChannelOptions{Description: "Cancel the order while it awaits payment (CancelSignal)"}),
 		updates:  workflow.GetSignalChannelWithOptions(ctx, SignalFulfilmentUpdated, workflow.SignalChannelOptions{Description: "The buying provider reports a change to the order: check it now (FulfilmentSignal)"}),
@@ -347,6 +354,12 @@ func startOrder(ctx workflow.Context, in OrderInput) (*order, error) {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateExpirePayment, o.expireByTestHelper, workflow.UpdateHandlerOptions{
 		Validator:   o.validateExpire,
 		Description: "Test mode: the payment deadline passes now (ExpireRequest → ExpireResult); refused once paid",
+	}); err != nil {
+		return nil, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateTestMove, o.moveByTestHelper, workflow.UpdateHandlerOptions{
+		Validator:   o.validateTestMove,
+		Description: "Test mode: the sandbox provider's next step, or a sourcing failure, happens now (models.TestMove → TestMoveResult)",
 	}); err != nil {
 		return nil, err
 	}

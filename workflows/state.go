@@ -51,6 +51,7 @@ type order struct {
 	refund  orderRefunds
 	persist orderWrites
 	book    runState
+	tests   testMoves
 }
 
 // orderPayments are the payments the run took in.

@@ -19,10 +19,11 @@ const transitDays = 3
 
 // Fulfiller is the test-mode fulfiller: it "buys", ships and delivers any
 // order without touching a marketplace, one step every StepDelay after the
-// order was paid. Every answer is a function of the order (its id and the
-// time of its paid step) and the clock, so Place and Check are idempotent
-// and survive restarts with no state of their own. The reserved
-// FailSourcingASIN makes Place refuse the order.
+// order's last recorded step. Every answer is a function of the order (its
+// id and its recorded steps) and the clock, so Place and Check are
+// idempotent and survive restarts with no state of their own. The reserved
+// FailSourcingASIN makes Place refuse the order; Move makes a test
+// helper's step or failure happen now.
 type Fulfiller struct {
 	// StepDelay is how long each step (ordered, shipped, delivered) takes
 	// after the previous one, so clients polling a test order see it move
@@ -59,32 +60,73 @@ func (f *Fulfiller) Place(ctx context.Context, o models.Order, attempt int) (mod
 	return models.Placement{Ref: ref, CheckAfter: f.StepDelay}, nil
 }
 
-// Check reports how far the order has come: ordered one StepDelay after it
-// was paid, shipped (one Sandbox Express parcel) after two, delivered after
-// three.
+// Check reports how far the order has come: one step (ordered, then
+// shipped in one Sandbox Express parcel, then delivered) every StepDelay
+// after the last step the order recorded from paid on. Counting from the
+// order's own record, not from its payment alone, lets a test helper's
+// step (Move) be where the next one counts from.
 func (f *Fulfiller) Check(ctx context.Context, o models.Order, ref string) (models.Fulfilment, error) {
 	if err := ctx.Err(); err != nil {
 		return models.Fulfilment{}, err
 	}
-	now := time.Now
-	if f.now != nil {
-		now = f.now
+	return f.snapshot(o, ref, false), nil
+}
+
+// Move makes a test helper's move now: the order's next step happens (one
+// step past both its record and the clock's count), or sourcing fails
+// for the move's failure code, as a retailer cancelling the purchase.
+func (f *Fulfiller) Move(ctx context.Context, o models.Order, ref string, m models.TestMove) (models.Fulfilment, error) {
+	if err := ctx.Err(); err != nil {
+		return models.Fulfilment{}, err
 	}
+	if m.Fail != "" {
+		return models.Fulfilment{Ref: ref, Stage: models.FulfilmentFailed, ProviderStatus: "cancelled",
+			FailureCode: m.Fail, FailureReason: models.FulfilmentFailureReason(m.Fail)}, nil
+	}
+	return f.snapshot(o, ref, m.Advance), nil
+}
+
+// snapshot is the order at the provider now, one step further if advance.
+func (f *Fulfiller) snapshot(o models.Order, ref string, advance bool) models.Fulfilment {
+	now := f.clock()
 	paidAt, ok := o.Steps[models.OrderPaid]
 	if !ok {
-		paidAt = now()
+		paidAt = now
 	}
-	steps := 3
+	// The last step recorded, from paid on, and the steps since it.
+	last, lastAt := 0, paidAt
+	for i, step := range sandboxSteps {
+		if at, ok := o.Steps[step]; ok {
+			last, lastAt = i, at
+		}
+	}
+	reached := len(sandboxSteps) - 1
 	if f.StepDelay > 0 {
-		steps = int(now().Sub(paidAt) / f.StepDelay)
+		reached = min(last+int(now.Sub(lastAt)/f.StepDelay), reached)
 	}
+	if advance {
+		reached = min(max(reached, last+1), len(sandboxSteps)-1)
+	}
+	// When a step not recorded yet happened: StepDelay after the one
+	// before it, or now if a move made it early.
+	at := func(i int) time.Time {
+		if t, ok := o.Steps[sandboxSteps[i]]; ok {
+			return t.UTC()
+		}
+		t := lastAt.Add(time.Duration(i-last) * f.StepDelay)
+		if t.After(now) {
+			t = now
+		}
+		return t.UTC()
+	}
+
 	out := models.Fulfilment{Ref: ref, Stage: models.FulfilmentPending, ProviderStatus: "pending"}
-	if steps < 1 {
-		return out, nil
+	if reached < 1 {
+		return out
 	}
 	out.Stage, out.ProviderStatus, out.MerchantOrderIDs = models.FulfilmentPlaced, "placed", []string{"SBX-M-" + o.ID}
-	if steps < 2 {
-		return out, nil
+	if reached < 2 {
+		return out
 	}
 	parcel := models.Parcel{
 		Carrier:        Carrier,
@@ -93,14 +135,24 @@ func (f *Fulfiller) Check(ctx context.Context, o models.Order, ref string) (mode
 		// The provider's date: a function of the order, never of the
 		// moment it is asked.
 		EstimatedDelivery: paidAt.UTC().AddDate(0, 0, transitDays).Format(time.DateOnly),
-		Checkpoints:       []models.Checkpoint{{At: paidAt.Add(2 * f.StepDelay).UTC(), Status: "in_transit", Message: "Picked up by Sandbox Express"}},
+		Checkpoints:       []models.Checkpoint{{At: at(2), Status: "in_transit", Message: "Picked up by Sandbox Express"}},
 	}
-	if steps >= 3 {
+	if reached >= 3 {
 		parcel.Status = models.ParcelDelivered
-		parcel.Checkpoints = append([]models.Checkpoint{{At: paidAt.Add(3 * f.StepDelay).UTC(), Status: "delivered", Message: "Delivered"}}, parcel.Checkpoints...)
+		parcel.Checkpoints = append([]models.Checkpoint{{At: at(3), Status: "delivered", Message: "Delivered"}}, parcel.Checkpoints...)
 	}
 	out.Parcels = []models.Parcel{parcel}
-	return out, nil
+	return out
+}
+
+// sandboxSteps are the steps the sandbox moves an order through, by index.
+var sandboxSteps = []models.OrderStatus{models.OrderPaid, models.OrderOrdered, models.OrderShipped, models.OrderDelivered}
+
+func (f *Fulfiller) clock() time.Time {
+	if f.now != nil {
+		return f.now()
+	}
+	return time.Now()
 }
 
 // Schedule checks once per step.

@@ -121,3 +121,62 @@ func TestTrackingNumberPinned(t *testing.T) {
 	assert.Equal(t, "SBX856747842042", TrackingNumber("ord_1"))
 	assert.Equal(t, "SBX414100294565", TrackingNumber(""))
 }
+
+// The next step counts from the last one the order recorded, so a step a
+// test helper made early is where the clock counts from.
+func TestFulfillerCheckCountsFromTheLastRecordedStep(t *testing.T) {
+	paid := time.Date(2026, 12, 30, 23, 30, 0, 0, time.UTC)
+	const step = 2 * time.Second
+	ordered := paid.Add(100 * time.Millisecond) // moved early by a test helper
+	o := sandboxOrder("ord_1", "B0ABC12345")
+	o.Steps = map[models.OrderStatus]time.Time{models.OrderPaid: paid, models.OrderOrdered: ordered}
+	for _, tc := range []struct {
+		after  time.Duration
+		status models.OrderStatus
+	}{
+		{0, models.OrderOrdered}, // never behind the record
+		{step - time.Millisecond, models.OrderOrdered},
+		{step, models.OrderShipped},
+		{2 * step, models.OrderDelivered},
+	} {
+		f := &Fulfiller{StepDelay: step, now: func() time.Time { return ordered.Add(tc.after) }}
+		snap, err := f.Check(t.Context(), o, "SBX-ord_1")
+		require.NoError(t, err)
+		assert.Equal(t, tc.status, snap.Progress().Status, "%s after the ordered step", tc.after)
+	}
+	f := &Fulfiller{StepDelay: step, now: func() time.Time { return ordered.Add(2 * step) }}
+	snap, err := f.Check(t.Context(), o, "SBX-ord_1")
+	require.NoError(t, err)
+	require.Len(t, snap.Parcels, 1)
+	assert.Equal(t, []time.Time{ordered.Add(2 * step), ordered.Add(step)},
+		[]time.Time{snap.Parcels[0].Checkpoints[0].At, snap.Parcels[0].Checkpoints[1].At}, "delivered, then picked up, a step apart")
+}
+
+func TestFulfillerMove(t *testing.T) {
+	paid := time.Date(2026, 12, 30, 23, 30, 0, 0, time.UTC)
+	now := paid.Add(time.Second)
+	f := &Fulfiller{StepDelay: time.Hour, now: func() time.Time { return now }}
+	o := sandboxOrder("ord_1", "B0ABC12345")
+	o.Steps = map[models.OrderStatus]time.Time{models.OrderPaid: paid}
+	for _, want := range []models.OrderStatus{models.OrderOrdered, models.OrderShipped, models.OrderDelivered, models.OrderDelivered} {
+		snap, err := f.Move(t.Context(), o, "SBX-ord_1", models.TestMove{Advance: true})
+		require.NoError(t, err)
+		p := snap.Progress()
+		assert.Equal(t, want, p.Status, "one step past %v", o.Steps)
+		if want == models.OrderShipped {
+			assert.Equal(t, now, snap.Parcels[0].Checkpoints[0].At, "picked up now")
+		}
+		o.Steps[want] = now // as the workflow records it
+		// A check made after it is never behind it.
+		checked, err := f.Check(t.Context(), o, "SBX-ord_1")
+		require.NoError(t, err)
+		assert.Equal(t, want, checked.Progress().Status)
+	}
+
+	snap, err := f.Move(t.Context(), sandboxOrder("ord_2"), "SBX-ord_2", models.TestMove{Fail: "product_out_of_stock"})
+	require.NoError(t, err)
+	p := snap.Progress()
+	assert.Equal(t, models.OrderFailed, p.Status)
+	assert.Equal(t, models.FulfilmentFailureReason("product_out_of_stock"), p.Reason)
+	assert.False(t, p.Retry, "a failure placing again cannot cure")
+}
