@@ -5,10 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/memocart/memocart/models"
 )
 
 // The prose reference (docs/api.md, docs/webhooks.md) and the OpenAPI
@@ -258,4 +263,21 @@ func TestDocsListTheErrorCodes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// docs/api.md's sandbox table lists exactly the fail test helper's
+// reasons, each in backticks, in the row of the helper.
+func TestDocsListTheTestFailureCodes(t *testing.T) {
+	doc := readDoc(t, "../docs/api.md")
+	i := strings.Index(doc, "| `POST /v1/test_helpers/orders/{id_or_number}/advance`, `…/fail` |")
+	if i < 0 {
+		t.Fatal("docs/api.md's sandbox table has no row for the advance and fail test helpers")
+	}
+	row := doc[i : i+strings.Index(doc[i:], "\n")]
+	var listed []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(row[strings.Index(row, "sentence:"):], -1) {
+		listed = append(listed, m[1])
+	}
+	listed = slices.DeleteFunc(listed, func(s string) bool { return s == "reason" })
+	assert.Equal(t, models.TestFailureCodes(), listed)
 }

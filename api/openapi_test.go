@@ -243,6 +243,15 @@ func TestOpenAPIDocumentIsValid31(t *testing.T) {
 			assert.NotEqualf(t, http.StatusInternalServerError, api.StatusOf(code), "ErrorCode %q has no status in api.StatusOf", code)
 		}
 	}
+
+	// The fail test helper's reasons are exactly the models' list.
+	reason := doc.Components.Schemas["FailTestOrderRequest"].Value.Properties["reason"].Value
+	var reasons []string
+	for _, r := range reason.Enum {
+		reasons = append(reasons, r.(string))
+	}
+	assert.Equal(t, models.TestFailureCodes(), reasons)
+	assert.Equal(t, models.DefaultTestFailure, reason.Default)
 }
 
 // checkClosed reports an object schema that allows properties it does not

@@ -580,6 +580,50 @@ func (s *Server) createTestPayment(c *gin.Context) {
 // the order's payment deadline passes now, through its workflow; answers
 // the order as it then stands. Test keys only.
 func (s *Server) expireTestOrder(c *gin.Context) {
+	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
+		return s.deps.TestHelpers.Expire(ctx, r)
+	})
+}
+
+// advanceTestOrder is POST /v1/test_helpers/orders/{id_or_number}/advance:
+// the sandbox provider's next fulfilment step happens now, through the
+// order's workflow; answers the order as it then stands. Test keys only.
+func (s *Server) advanceTestOrder(c *gin.Context) {
+	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
+		return s.deps.TestHelpers.Move(ctx, r, models.TestMove{Advance: true})
+	})
+}
+
+type failTestOrderRequest struct {
+	Reason *string `json:"reason"`
+}
+
+// failTestOrder is POST /v1/test_helpers/orders/{id_or_number}/fail:
+// sourcing fails now at the sandbox provider, for the body's optional
+// reason (a failure code of models.TestFailureCodes, by default
+// models.DefaultTestFailure), through the order's workflow; answers the
+// order as it then stands. Test keys only.
+func (s *Server) failTestOrder(c *gin.Context) {
+	req := failTestOrderRequest{}
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	code := models.DefaultTestFailure
+	if req.Reason != nil {
+		code = *req.Reason
+	}
+	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
+		return s.deps.TestHelpers.Move(ctx, r, models.TestMove{Fail: code})
+	})
+}
+
+// testHelper answers a test helper acting on the order the path names:
+// a live key is refused before anything else, as is an order it cannot
+// name; the helper's order is rendered as it then stands.
+func (s *Server) testHelper(c *gin.Context, act func(context.Context, checkout.TestOrder) (models.Order, error)) {
 	key := mustKey(c)
 	if key.Mode != models.ModeTest {
 		abort(c, models.NewError(models.CodeTestModeOnly))
@@ -590,7 +634,7 @@ func (s *Server) expireTestOrder(c *gin.Context) {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.deps.TestHelpers.Expire(c.Request.Context(), checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
+	o, err := act(c.Request.Context(), checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
 	if err != nil {
 		abort(c, err)
 		return

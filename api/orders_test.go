@@ -140,6 +140,32 @@ func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) er
 		AmountReceived: o.AmountReceived, Reason: "payment deadline passed", Cancellation: models.CancellationPaymentWindowExpired}, time.Now())
 }
 
+// MoveTestOrder does the workflow's part of the advance and fail test
+// helpers: refused as the workflow refuses (models.DecideTestMove), it
+// writes the order's next step, or its failure with the code's sentence.
+func (w *recordingWorkflows) MoveTestOrder(ctx context.Context, orderID string, m models.TestMove) error {
+	w.mu.Lock()
+	st, now := w.store, w.now
+	w.mu.Unlock()
+	o, err := st.Order(ctx, orderID)
+	if err != nil {
+		return err
+	}
+	if err := models.DecideTestMove(o.Status, m); err != nil {
+		return err
+	}
+	t := models.Transition{Status: models.OrderFailed, PaymentStatus: models.PaymentRefundDue, At: now(),
+		AmountReceived: o.AmountReceived, Reason: models.FulfilmentFailureReason(m.Fail)}
+	if m.Advance {
+		next := models.OrderSteps[slices.Index(models.OrderSteps, o.Status)+1]
+		t = models.Transition{Status: next, PaymentStatus: o.PaymentStatus, At: now(), AmountReceived: o.AmountReceived}
+		if next == models.OrderShipped {
+			t.Shipment = &models.Shipment{Carrier: "Sandbox Express", TrackingNumber: "SBX000000000001"}
+		}
+	}
+	return st.RecordTransition(ctx, orderID, t, time.Now())
+}
+
 // setCancel makes CancelOrder fail with err, or hang when hangs.
 func (w *recordingWorkflows) setCancel(err error, hangs bool) {
 	w.mu.Lock()

@@ -274,6 +274,8 @@ func (s *Server) routes() *gin.Engine {
 	// integration exercises the payment path).
 	v1.POST("/test_helpers/orders/:ref/payments", s.createTestPayment)
 	v1.POST("/test_helpers/orders/:ref/expire", s.expireTestOrder)
+	v1.POST("/test_helpers/orders/:ref/advance", s.advanceTestOrder)
+	v1.POST("/test_helpers/orders/:ref/fail", s.failTestOrder)
 	// The events API: every tier, so that any client can catch up on what
 	// its webhooks missed (or poll without webhooks).
 	v1.GET("/events", s.listEvents)

@@ -23,6 +23,12 @@ type TestWorkflows interface {
 	// workflow refuses (the order no longer awaits payment), and
 	// models.ErrOrderClosed when the workflow has finished.
 	ExpireOrder(ctx context.Context, orderID string) error
+	// MoveTestOrder has the order's workflow make a test move at the
+	// sandbox provider now and returns once its outcome is written. It
+	// returns an error of code models.CodeInvalidOrderState when the
+	// workflow refuses the move, and models.ErrOrderClosed when the
+	// workflow has finished.
+	MoveTestOrder(ctx context.Context, orderID string, m models.TestMove) error
 }
 
 // TestHelpers carries out test mode's helpers: what a payer, or time,
@@ -75,6 +81,39 @@ func (s *TestHelpers) Expire(ctx context.Context, r TestOrder) (models.Order, er
 		return models.Order{}, err
 	}
 	return s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID)
+}
+
+// Move makes a test move of a test-mode order at the sandbox provider
+// now, through its workflow: its next fulfilment step (Advance), or its
+// sourcing failing for a code of models.TestFailureCodes (Fail). It
+// returns the order as it then stands. A move the order's status does
+// not allow is refused (models.DecideTestMove): on the order as recorded
+// first, then by the workflow.
+func (s *TestHelpers) Move(ctx context.Context, r TestOrder, m models.TestMove) (models.Order, error) {
+	if r.Mode != models.ModeTest {
+		return models.Order{}, models.NewError(models.CodeTestModeOnly)
+	}
+	o, err := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, r.Ref)
+	if err != nil {
+		return models.Order{}, err
+	}
+	if err := models.DecideTestMove(o.Status, m); err != nil {
+		return models.Order{}, err
+	}
+	err = s.workflows.MoveTestOrder(ctx, o.ID, m)
+	if err != nil && !errors.Is(err, models.ErrOrderClosed) {
+		return models.Order{}, err
+	}
+	now, rerr := s.orders.OrderForAccount(ctx, r.AccountID, r.Mode, o.ID)
+	if rerr != nil || err == nil {
+		return now, rerr
+	}
+	// The workflow closed between the read and the update: the move was
+	// not made, and the order's status now says why.
+	if derr := models.DecideTestMove(now.Status, m); derr != nil {
+		return models.Order{}, derr
+	}
+	return models.Order{}, models.Errorf(models.CodeInvalidOrderState, "The order's workflow has closed: the order can no longer move")
 }
 
 // TestPayment is a test key's payment of one of its orders.

@@ -41,6 +41,8 @@ var operations = []operation{
 	{"getRefund", "GetRefund", nil, nil, refundEnvelope{}},
 	{"createTestPayment", "CreateTestPayment", CreateTestPaymentParams{}, nil, testPaymentEnvelope{}},
 	{"expireTestOrder", "ExpireTestOrder", nil, nil, orderEnvelope{}},
+	{"advanceTestOrder", "AdvanceTestOrder", nil, nil, orderEnvelope{}},
+	{"failTestOrder", "FailTestOrder", FailTestOrderParams{}, nil, orderEnvelope{}},
 	{"listEvents", "ListEvents", nil, ListEventsParams{}, EventList{}},
 	{"getEvent", "GetEvent", nil, nil, Event{}},
 	{"listWebhookEndpoints", "ListWebhookEndpoints", nil, nil, webhookEndpointsEnvelope{}},

@@ -138,6 +138,33 @@ func (c *Client) ExpireTestOrder(ctx context.Context, ref string) (*Order, error
 	return &out.Order, nil
 }
 
+// AdvanceTestOrder makes the sandbox provider's next fulfilment step of
+// a test-mode order happen now (advanceTestOrder): paid becomes ordered,
+// ordered shipped, shipped delivered. An order with no next step
+// (awaiting payment, or ended) is an *Error of code CodeInvalidOrderState.
+func (c *Client) AdvanceTestOrder(ctx context.Context, ref string) (*Order, error) {
+	var out orderEnvelope
+	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/advance", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out.Order, nil
+}
+
+// FailTestOrder makes a test-mode order's sourcing fail now
+// (failTestOrder), for p's reason (nil p: the service's default): the
+// order comes back failed, its payment due back. An order not paid, or
+// shipped or ended, is an *Error of code CodeInvalidOrderState.
+func (c *Client) FailTestOrder(ctx context.Context, ref string, p *FailTestOrderParams) (*Order, error) {
+	if p == nil {
+		p = &FailTestOrderParams{}
+	}
+	var out orderEnvelope
+	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/fail", p, &out); err != nil {
+		return nil, err
+	}
+	return &out.Order, nil
+}
+
 // ListEvents reads one page of the account's events, newest first
 // (listEvents). Events and EventsAfter iterate over every page.
 func (c *Client) ListEvents(ctx context.Context, p *ListEventsParams) (*EventList, error) {

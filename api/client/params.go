@@ -72,6 +72,13 @@ type CancelOrderParams struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// FailTestOrderParams is the optional body of FailTestOrder.
+type FailTestOrderParams struct {
+	// Reason is the failure code (see docs/api.md's sandbox table, e.g.
+	// "product_out_of_stock"); the order's failure_reason is its sentence.
+	Reason string `json:"reason,omitempty"`
+}
+
 // CreateTestPaymentParams is the optional body of CreateTestPayment:
 // by default the order's full amount in its asset.
 type CreateTestPaymentParams struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,76 @@ func TestE2ETestHelpers(t *testing.T) {
 	code, body = s.do(live, "POST", "/v1/test_helpers/orders/"+str(paid, "id")+"/expire", nil)
 	require.Equal(t, http.StatusForbidden, code, body)
 	assert.Equal(t, "test_mode_only", str(obj(body, "error"), "code"))
+}
+
+// TestE2EAdvanceAndFail runs the fulfilment test helpers through the real
+// workflows, with sandbox steps an hour apart so that only the helpers
+// move the orders: advance takes a paid order one step a call to
+// delivered, each answer showing the step and its tracking; fail makes an
+// ordered order fail with the reason picked, its payment due back and its
+// refund created; each refuses a state it does not allow, on the order
+// as recorded and in its workflow.
+func TestE2EAdvanceAndFail(t *testing.T) {
+	s := startDev(t, "sqlite", map[string]string{"MEMOCART_SANDBOX_STEP_DELAY": "1h"})
+	ctx := context.Background()
+	move := func(ref, helper string, body any) (int, map[string]any) {
+		t.Helper()
+		return s.do(s.key, "POST", "/v1/test_helpers/orders/"+ref+"/"+helper, body)
+	}
+	paidOrder := func() map[string]any {
+		t.Helper()
+		o := s.newOrder(s.key, product)
+		code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
+		require.Equal(t, http.StatusCreated, code, body)
+		s.waitStatus(s.key, str(o, "number"), "paid")
+		return o
+	}
+
+	o := paidOrder()
+	code, body := move(str(o, "id"), "fail", map[string]any{"reason": "bored"})
+	require.Equal(t, http.StatusBadRequest, code, body)
+	assert.Equal(t, "reason", str(obj(body, "error"), "field"))
+	for _, want := range []string{"ordered", "shipped", "delivered"} {
+		code, body := move(str(o, "number"), "advance", nil)
+		require.Equal(t, http.StatusOK, code, body)
+		got := obj(body, "order")
+		assert.Equal(t, want, str(got, "status"), "the answer shows the step")
+		if want != "ordered" {
+			shipments, _ := got["shipments"].([]any)
+			require.Len(t, shipments, 1, "shipped: its parcel")
+			assert.Equal(t, "Sandbox Express", str(shipments[0].(map[string]any), "carrier"))
+		}
+	}
+	var res workflows.OrderResult
+	require.NoError(t, s.client.GetWorkflow(ctx, models.WorkflowID(str(o, "id")), "").Get(ctx, &res), "the workflow ends")
+	assert.Equal(t, models.OrderDelivered, res.Status)
+	if *recordHistories {
+		writeHistory(t, s, str(o, "id"), "order_advanced_by_test_helper.json")
+	}
+	code, body = move(str(o, "id"), "advance", nil)
+	require.Equal(t, http.StatusConflict, code, body)
+	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"), "delivered already")
+	code, body = move(str(o, "id"), "fail", nil)
+	require.Equal(t, http.StatusConflict, code, body)
+	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"))
+
+	failing := paidOrder()
+	code, body = move(str(failing, "id"), "advance", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	code, body = move(str(failing, "id"), "fail", map[string]any{"reason": "product_out_of_stock"})
+	require.Equal(t, http.StatusOK, code, body)
+	got := obj(body, "order")
+	assert.Equal(t, "failed", str(got, "status"))
+	assert.Equal(t, "refund_due", str(got, "payment_status"))
+	assert.Equal(t, models.FulfilmentFailureReason("product_out_of_stock"), str(got, "failure_reason"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		code, body := s.do(s.key, "GET", "/v1/refunds?order_id="+str(failing, "id"), nil)
+		require.Equal(c, http.StatusOK, code, body)
+		assert.Len(c, body["data"], 1, "the refund it owes, created by its workflow")
+	}, time.Minute, 200*time.Millisecond)
+
+	unpaid := s.newOrder(s.key, product)
+	code, body = move(str(unpaid, "id"), "advance", nil)
+	require.Equal(t, http.StatusConflict, code, body)
+	assert.Contains(t, str(obj(body, "error"), "message"), "awaiting payment")
 }
