@@ -264,9 +264,14 @@ tool (
 
 require (
 	github.com/memocart/memocart v0.0.0-00010101000000-000000000000
+	github.com/memocart/memocart/api/client v0.0.0
 	github.com/stellar/go-stellar-sdk v0.7.3
 )
 
-// The service module is this repository's root: the tools build against the
-// code beside them, never a published version.
-replace github.com/memocart/memocart => ../..
+// The service module is this repository's root, and the Go client its
+// api/client: the tools build against the code beside them, never a
+// published version.
+replace (
+	github.com/memocart/memocart => ../..
+	github.com/memocart/memocart/api/client => ../../api/client
+)
