@@ -124,6 +124,18 @@ var errPayoutRaced = errors.New("another attempt recorded a payout transaction m
 // RefundInput names the refund an activity works on.
 type RefundInput struct {
 	RefundID string
+	// TestRefusal, for SendRefund of a test-mode refund, is the refusal a
+	// test helper asked of its payout (models.PayoutRequest.TestRefusal).
+	TestRefusal string `json:",omitempty"`
+}
+
+// testRefusal is the test helper's refusal for r's payout: never for a
+// live refund, whatever the input says.
+func testRefusal(r models.Refund, asked string) string {
+	if r.Mode != models.ModeTest {
+		return ""
+	}
+	return asked
 }
 
 // RefundMove is an update's move of a refund: a destination, or an
@@ -313,6 +325,7 @@ func (a *Refunds) SendRefund(ctx context.Context, in RefundInput) (models.Refund
 			Asset:       r.Asset,
 			Amount:      r.Amount,
 			Prior:       models.PayoutPrior{Hash: r.TransactionHash, Envelope: r.Envelope},
+			TestRefusal: testRefusal(r, in.TestRefusal),
 		}, record)
 		why, err = refusedPayout(err)
 		if errors.Is(err, models.ErrPayoutUnderfunded) {

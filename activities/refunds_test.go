@@ -518,3 +518,37 @@ func TestMarkRefundSentAsksThePayer(t *testing.T) {
 	assert.Equal(t, string(models.CodeInvalidRefundState), ae.Type())
 	assert.Equal(t, models.RefundAwaitingApproval, store.refunds["rfd_nopayer"].Status)
 }
+
+// askedPayer keeps the payout requests it was asked, and fails them.
+type askedPayer struct {
+	erringPayer
+	mu    sync.Mutex
+	asked []models.PayoutRequest
+}
+
+func (p *askedPayer) Pay(_ context.Context, req models.PayoutRequest, _ func(context.Context, string, string) error) (models.PayoutResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, req)
+	return models.PayoutResult{}, p.err
+}
+
+// TestSendRefundPassesATestRefusalForTestRefundsOnly: the test helper's
+// refusal reaches the payer of a test refund; a live refund's payer never
+// sees one, whatever the input says.
+func TestSendRefundPassesATestRefusalForTestRefundsOnly(t *testing.T) {
+	dest := models.RefundDestination{Address: "GA7QYNF7SOWQ3GLR2BGMZEHXAVIRZA4KVWLTJJFC7MGXUA74P7UJVSGZ"}
+	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+		store := &refundsStore{refunds: map[string]models.Refund{
+			"rfd_1": {ID: "rfd_1", Mode: mode, Asset: "USDC", Amount: decimal.RequireFromString("1"),
+				Status: models.RefundSending, Destination: &dest},
+		}}
+		payer := &askedPayer{erringPayer: erringPayer{err: models.Errorf(models.CodeInvalidRefundState, "stop")}}
+		a := parts{Events: &recordingDispatcher{}, Payouts: &RefundPayouts{Store: store, Payers: map[models.Mode]Payer{mode: payer}}}.build()
+		_, err := newEnv(t, a).ExecuteActivity(allActs{}.SendRefund, RefundInput{RefundID: "rfd_1", TestRefusal: "no_trust"})
+		require.Error(t, err)
+		require.Len(t, payer.asked, 1, mode)
+		want := map[models.Mode]string{models.ModeTest: "no_trust", models.ModeLive: ""}[mode]
+		assert.Equal(t, want, payer.asked[0].TestRefusal, mode)
+	}
+}

@@ -252,6 +252,14 @@ func TestOpenAPIDocumentIsValid31(t *testing.T) {
 	}
 	assert.Equal(t, models.TestFailureCodes(), reasons)
 	assert.Equal(t, models.DefaultTestFailure, reason.Default)
+	// And the refund fail test helper's refusals.
+	refusal := doc.Components.Schemas["FailTestRefundRequest"].Value.Properties["reason"].Value
+	var refusals []string
+	for _, r := range refusal.Enum {
+		refusals = append(refusals, r.(string))
+	}
+	assert.Equal(t, models.TestPayoutRefusals(), refusals)
+	assert.Equal(t, models.DefaultTestPayoutRefusal, refusal.Default)
 }
 
 // checkClosed reports an object schema that allows properties it does not

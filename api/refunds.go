@@ -125,6 +125,45 @@ func (s *Server) getRefund(c *gin.Context) {
 	render(c, http.StatusOK, gin.H{"refund": s.newRefundJSON(r, s.deps.Now())})
 }
 
+type failTestRefundRequest struct {
+	Reason *string `json:"reason"`
+}
+
+// failTestRefund is POST /v1/test_helpers/refunds/{id}/fail: the test
+// refund's next payout is refused as the network would refuse it, for the
+// body's optional reason (models.TestPayoutRefusals, by default
+// models.DefaultTestPayoutRefusal), through the refund's workflow;
+// answers the refund as it stands. Test keys only.
+func (s *Server) failTestRefund(c *gin.Context) {
+	key := mustKey(c)
+	if key.Mode != models.ModeTest {
+		abort(c, models.NewError(models.CodeTestModeOnly))
+		return
+	}
+	req := failTestRefundRequest{}
+	if c.Request.ContentLength != 0 {
+		if err := decodeJSON(c, &req); err != nil {
+			abort(c, err)
+			return
+		}
+	}
+	reason := models.DefaultTestPayoutRefusal
+	if req.Reason != nil {
+		reason = *req.Reason
+	}
+	id := c.Param("id")
+	if !models.ValidID(models.RefundIDPrefix, id) {
+		abort(c, models.ErrRefundNotFound)
+		return
+	}
+	r, err := s.deps.Refunds.FailTestPayout(c.Request.Context(), key.AccountID, key.Mode, id, reason)
+	if err != nil {
+		abort(c, err)
+		return
+	}
+	render(c, http.StatusOK, gin.H{"refund": s.newRefundJSON(r, s.deps.Now())})
+}
+
 type refundListJSON struct {
 	Data    []refundJSON `json:"data"`
 	HasMore bool         `json:"has_more"`

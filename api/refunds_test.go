@@ -44,6 +44,13 @@ func (w *recordingWorkflows) MoveRefund(ctx context.Context, id string, m workfl
 			return w.store.UpdateRefundByClaim(ctx, id, m.Claim, now, move)
 		}
 	case workflows.CancelRefund:
+	case workflows.FailTestPayout:
+		// Accepted for the next payout, which this fake never makes.
+		r, err := w.store.Refund(ctx, id)
+		if err != nil {
+			return models.Refund{}, err
+		}
+		return m.Rule(r, now)
 	default:
 		return models.Refund{}, models.ErrRefundClosed
 	}
@@ -298,5 +305,44 @@ func TestServiceAccountsAreNotRefundDestinations(t *testing.T) {
 		// Another account is taken as before.
 		set := e.setDestination(t, key, c.orderID, `{"address":"`+refundAccount+`"}`)
 		require.Equalf(t, http.StatusOK, set.status, "body %s", set.body)
+	})
+}
+
+// POST /v1/test_helpers/refunds/{id}/fail: a test refund with no payout
+// on its way takes the refusal of its next payout and is answered as it
+// stands; an unknown reason is 400 on its field, a settled refund 409
+// invalid_refund_state, a live key 403, another account's refund 404.
+// (The workflow's part is the fake's here; TestE2EAdvanceAndFail runs the
+// real one.)
+func TestFailTestRefundHelper(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, dialect string) {
+		e := newOrdersEnv(t, dialect)
+		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+		cart, _ := e.newCart(t, key)
+		orderID := e.failedWithRefund(t, key, orderBody(cart))
+		refund := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key)).Refunds[0]
+		fail := func(key, id, body string) response {
+			return e.send(t, request{method: http.MethodPost, path: "/v1/test_helpers/refunds/" + id + "/fail", auth: "Bearer " + key, body: body})
+		}
+
+		for _, body := range []string{"", `{"reason":"no_trust"}`} {
+			r := fail(key, refund.ID, body)
+			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+			assert.Contains(t, string(r.body), `"status":"awaiting_destination"`, "answered as it stands")
+		}
+		requireError(t, fail(key, refund.ID, `{"reason":"bored"}`), http.StatusBadRequest, models.CodeInvalidRequest, "reason")
+
+		other, _ := e.accountKey(t, "rival", models.ModeTest, models.TierFree)
+		requireError(t, fail(other, refund.ID, ""), http.StatusNotFound, models.CodeRefundNotFound, "")
+		live, _ := e.accountKey(t, "acme-live", models.ModeLive, models.TierFree)
+		requireError(t, fail(live, refund.ID, ""), http.StatusForbidden, models.CodeTestModeOnly, "")
+		requireError(t, fail(key, "rfd_nope", ""), http.StatusNotFound, models.CodeRefundNotFound, "")
+
+		_, err := e.st.UpdateRefund(t.Context(), refund.ID, e.clock.Now(), func(r models.Refund) (models.Refund, error) {
+			return models.CancelRefund(r, e.clock.Now())
+		})
+		require.NoError(t, err)
+		refused := requireError(t, fail(key, refund.ID, ""), http.StatusConflict, models.CodeInvalidRefundState, "")
+		assert.Contains(t, refused.Message, "cancelled")
 	})
 }

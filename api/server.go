@@ -276,6 +276,7 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/test_helpers/orders/:ref/expire", s.expireTestOrder)
 	v1.POST("/test_helpers/orders/:ref/advance", s.advanceTestOrder)
 	v1.POST("/test_helpers/orders/:ref/fail", s.failTestOrder)
+	v1.POST("/test_helpers/refunds/:id/fail", s.failTestRefund)
 	// The events API: every tier, so that any client can catch up on what
 	// its webhooks missed (or poll without webhooks).
 	v1.GET("/events", s.listEvents)

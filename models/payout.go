@@ -25,6 +25,10 @@ type PayoutRequest struct {
 	Amount decimal.Decimal
 	// Prior is the transaction an earlier attempt recorded, if any.
 	Prior PayoutPrior
+	// TestRefusal, for a test-mode refund only, is the refusal a test
+	// helper asked of this payout (TestPayoutRefusals): the sandbox payer
+	// answers it as the network would.
+	TestRefusal string
 }
 
 // PayoutPrior is the payout transaction an earlier attempt recorded before

@@ -54,3 +54,32 @@ func DecideTestMove(status OrderStatus, m TestMove) error {
 	}
 	return Errorf(CodeInvalidOrderState, "The order is %s: only a paid order not yet shipped can fail sourcing", status)
 }
+
+// TestPayoutRefusals are the refusals a client may pick for the refund
+// fail test helper, sorted: the network's answers that fail a refund and
+// wait for a new destination (no such account; no trustline for the
+// asset), as the sandbox payer gives them.
+func TestPayoutRefusals() []string { return []string{"no_account", "no_trust"} }
+
+// DefaultTestPayoutRefusal is the refusal the refund fail test helper
+// uses when the client names none.
+const DefaultTestPayoutRefusal = "no_account"
+
+// DecideTestPayoutRefusal is whether test mode's helper may have refund
+// r's next payout refused with reason: a test refund with no payout on
+// its way and not settled (awaiting its destination or approval, or
+// failed and waiting for a new destination). Test payouts are made the
+// moment a refund may be paid, so the refusal is set on the next one. An
+// unknown reason is CodeInvalidRequest; any other refusal is
+// CodeInvalidRefundState naming the status.
+func DecideTestPayoutRefusal(r Refund, reason string) error {
+	switch {
+	case r.Mode != ModeTest:
+		return NewError(CodeTestModeOnly)
+	case !slices.Contains(TestPayoutRefusals(), reason):
+		return FieldError(CodeInvalidRequest, "reason", "reason must be one of: %s", strings.Join(TestPayoutRefusals(), ", "))
+	case r.Status == RefundAwaitingDestination || r.Status == RefundAwaitingApproval || r.Status == RefundFailed:
+		return nil
+	}
+	return Errorf(CodeInvalidRefundState, "The refund is %s: only a refund not sent, sending or cancelled can have its payout refused", r.Status)
+}

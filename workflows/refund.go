@@ -42,6 +42,11 @@ const (
 	// checks that the transaction paid it (on Horizon in live mode); one
 	// that does not is refused with invalid_request.
 	UpdateMarkRefundSent = "mark-sent"
+	// UpdateTestFailPayout carries a RefundTestFailRequest: test mode's
+	// helper asking that the refund's next payout be refused as the
+	// network would refuse it (models.DecideTestPayoutRefusal). Answers
+	// the refund as it stands; the refusal comes with the payout.
+	UpdateTestFailPayout = "test-fail-payout"
 	// QueryRefund returns the refund as this run knows it (models.Refund).
 	QueryRefund = "refund"
 )
@@ -87,6 +92,12 @@ type RefundDestinationRequest struct {
 	// histories are kept). The write uses the claim up, and is refused
 	// (refund_not_found) once the claim no longer works.
 	Claim string `json:",omitempty"`
+}
+
+// RefundTestFailRequest is UpdateTestFailPayout's input: the refusal
+// (models.TestPayoutRefusals).
+type RefundTestFailRequest struct {
+	Reason string
 }
 
 // RefundOperatorRequest is the input of an operator's update: approve,
@@ -175,6 +186,9 @@ type refundRun struct {
 	// new destination checks them again.
 	autoTried bool
 	changes   int // moves written by updates; the main loop waits on it
+	// testRefusal is the refusal a test helper asked of the next payout
+	// (UpdateTestFailPayout), taken by it.
+	testRefusal string
 	writeMu   workflow.Mutex
 	attr      models.RefundStatus // last upserted RefundStatus
 }
@@ -213,7 +227,7 @@ func Refund(ctx workflow.Context, in RefundInput) (RefundOutcome, error) {
 	var a *activities.Refunds
 	switch workflow.GetVersion(ctx, changeRefundReadsStore, workflow.DefaultVersion, 2) {
 	case 1:
-		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund)
+		runErr = run.write(storeOptions("Read the refund"), a.LoadRefund, activities.RefundInput{RefundID: run.r.ID})
 	case 2:
 		runErr = run.locked(func(got *models.Refund) error {
 			return localFirst(run.bg, run.logger, localWriteOptions(), storeOptions("Read the refund"), got,
@@ -240,20 +254,22 @@ func (run *refundRun) step(ctx workflow.Context) error {
 	switch {
 	case run.r.Status == models.RefundAwaitingApproval && !run.autoTried:
 		run.autoTried = true
-		return run.write(storeOptions("Approve within the operator's limits"), a.AutoApproveRefund)
+		return run.write(storeOptions("Approve within the operator's limits"), a.AutoApproveRefund, activities.RefundInput{RefundID: run.r.ID})
 	case run.r.Status == models.RefundSending:
-		return run.write(payoutOptions(fmt.Sprintf("Pay out %s %s", run.r.Amount.String(), run.r.Asset)), a.SendRefund)
+		in := activities.RefundInput{RefundID: run.r.ID, TestRefusal: run.testRefusal}
+		run.testRefusal = ""
+		return run.write(payoutOptions(fmt.Sprintf("Pay out %s %s", run.r.Amount.String(), run.r.Asset)), a.SendRefund, in)
 	}
 	seen := run.changes
 	return workflow.Await(ctx, func() bool { return run.changes != seen })
 }
 
-// write runs one of the main loop's activities (taking the refund id,
-// answering the refund as written) under the write lock, and takes its
-// answer as the refund's state.
-func (run *refundRun) write(opts workflow.ActivityOptions, fn any) error {
+// write runs one of the main loop's activities (taking in, answering the
+// refund as written) under the write lock, and takes its answer as the
+// refund's state.
+func (run *refundRun) write(opts workflow.ActivityOptions, fn any, in activities.RefundInput) error {
 	return run.locked(func(got *models.Refund) error {
-		return workflow.ExecuteActivity(withOptions(run.bg, opts), fn, activities.RefundInput{RefundID: run.r.ID}).Get(run.bg, got)
+		return workflow.ExecuteActivity(withOptions(run.bg, opts), fn, in).Get(run.bg, got)
 	})
 }
 
@@ -328,6 +344,13 @@ func (run *refundRun) register(ctx workflow.Context) error {
 			func(ctx workflow.Context, req RefundOperatorRequest) (models.Refund, error) {
 				return run.operatorMove(ctx, "Mark sent (operator)", a.MarkRefundSent,
 					activities.RefundMove{By: req.By, TxHash: req.TxHash}, MarkRefundSent(req))
+			}},
+		{UpdateTestFailPayout, "Test mode: the refund's next payout is refused as the network would refuse it (RefundTestFailRequest → refund)",
+			func(_ workflow.Context, req RefundTestFailRequest) error { return run.validate(FailTestPayout(req)) },
+			func(_ workflow.Context, req RefundTestFailRequest) (models.Refund, error) {
+				run.testRefusal = req.Reason
+				run.logger.Info("Test helper: the next payout is refused", "Reason", req.Reason)
+				return run.r, nil
 			}},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handle, workflow.UpdateHandlerOptions{

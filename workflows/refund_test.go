@@ -189,6 +189,9 @@ func (p *fakePayer) Pay(ctx context.Context, req models.PayoutRequest, record fu
 		p.refuse = p.refuse[1:]
 		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: code, Reason: "refused: " + code}, nil
 	}
+	if code := req.TestRefusal; code != "" {
+		return models.PayoutResult{Outcome: models.PayoutRefused, Hash: hash, Code: code, Reason: "test refusal: " + code}, nil
+	}
 	p.applied[hash] = req
 	if p.timeouts > 0 {
 		p.timeouts--
@@ -541,4 +544,60 @@ func TestRefundRunTakesTheStoredRefund(t *testing.T) {
 	assert.Equal(t, []string{"sent"}, writes, "no approval or transaction of its own")
 	assert.Len(t, h.payer.payments(), 1, "paid once")
 	assert.Equal(t, 1, h.payer.attempts, "one lookup")
+}
+
+// TestRefundTestFailPayout: test mode's refund fail helper has the
+// refund's next payout refused, once, as the network would refuse it:
+// the refund waiting for its destination answers as it stands, fails
+// when the destination comes, and a new destination pays it. A live
+// refund and an unknown reason are refused before the update enters the
+// history.
+func TestRefundTestFailPayout(t *testing.T) {
+	dest := models.RefundDestination{Address: refundDest, MemoType: "none"}
+	t.Run("the next payout is refused, once", func(t *testing.T) {
+		h := newRefundHarness(t, testRefund(models.ModeTest, nil))
+		fail := h.updateAt(time.Minute, workflows.UpdateTestFailPayout, workflows.RefundTestFailRequest{Reason: "no_trust"})
+		first := h.updateAt(2*time.Minute, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: dest, By: "api"})
+		var failed models.Refund
+		h.env.RegisterDelayedCallback(func() { failed, _ = h.store.snapshot() }, 3*time.Minute)
+		second := h.updateAt(4*time.Minute, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: models.RefundDestination{Address: refundDest2}, By: "api"})
+		res, err := h.run()
+		require.NoError(t, err)
+		require.True(t, fail.accepted && fail.completed, "%+v", fail)
+		require.NoError(t, fail.err)
+		assert.Equal(t, models.RefundAwaitingDestination, fail.result.Status, "answered as it stands")
+		require.True(t, first.completed && second.completed, "%+v %+v", first, second)
+		assert.Equal(t, models.RefundFailed, failed.Status, "the payout after the destination was refused")
+		assert.Equal(t, "test refusal: no_trust", failed.FailureReason)
+		assert.Equal(t, models.RefundSent, res.Status, "the new destination is paid")
+		require.Len(t, h.payer.payments(), 1)
+		assert.Equal(t, refundDest2, h.payer.payments()[0].Destination.Address)
+		assert.Empty(t, h.payer.payments()[0].TestRefusal, "the refusal was for one payout")
+	})
+
+	for _, c := range []struct {
+		name   string
+		mode   models.Mode
+		reason string
+		code   models.Code
+	}{
+		{"a live refund", models.ModeLive, "no_trust", models.CodeTestModeOnly},
+		{"an unknown reason", models.ModeTest, "bored", models.CodeInvalidRequest},
+	} {
+		t.Run("refused: "+c.name, func(t *testing.T) {
+			h := newRefundHarness(t, testRefund(c.mode, nil))
+			fail := h.updateAt(time.Minute, workflows.UpdateTestFailPayout, workflows.RefundTestFailRequest{Reason: c.reason})
+			h.updateAt(2*time.Minute, workflows.UpdateSetRefundDestination, workflows.RefundDestinationRequest{Destination: dest, By: "api"})
+			if c.mode == models.ModeLive {
+				h.updateAt(3*time.Minute, workflows.UpdateApproveRefund, workflows.RefundOperatorRequest{By: "ops"})
+			}
+			res, err := h.run()
+			require.NoError(t, err)
+			require.True(t, fail.rejected, "%+v", fail)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, fail.rejectErr, &appErr)
+			assert.Equal(t, string(c.code), appErr.Type())
+			assert.Equal(t, models.RefundSent, res.Status, "the payout went ahead")
+		})
+	}
 }

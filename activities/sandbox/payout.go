@@ -28,7 +28,8 @@ const (
 // "submitted", exactly as the live payer does, and nothing is sent if it
 // fails.
 //
-// The destination's text memo chooses the outcome:
+// The destination's text memo chooses the outcome, or the request's
+// TestRefusal (a test helper's, which takes the memo's place):
 //
 //   - "no_trust": Refused with op_no_trust, as a destination without a
 //     trustline is.
@@ -87,6 +88,9 @@ func (p *Payer) Pay(ctx context.Context, req models.PayoutRequest, record payout
 	memo := ""
 	if req.Destination.MemoType == "text" {
 		memo = req.Destination.Memo
+	}
+	if req.TestRefusal != "" {
+		memo = req.TestRefusal // a test helper's refusal, as the memo would ask it
 	}
 	if !strings.EqualFold(req.Prior.Hash, hash) {
 		if err := record(ctx, hash, ""); err != nil {

@@ -181,3 +181,20 @@ func TestSandboxPayerRefusesWhatTheLivePayerRefuses(t *testing.T) {
 	_, err = p.Pay(ctx, sandboxRefund(""), func(context.Context, string, string) error { return nil })
 	assert.ErrorIs(t, err, context.Canceled)
 }
+
+// A test helper's refusal takes the memo's place, for every refusal the
+// helper offers; without one, the same destination is paid.
+func TestSandboxPayerTestRefusal(t *testing.T) {
+	want := map[string]string{PayoutMemoNoTrust: "op_no_trust", PayoutMemoNoAccount: "op_no_destination"}
+	for _, reason := range models.TestPayoutRefusals() {
+		req := sandboxRefund("")
+		req.TestRefusal = reason
+		res, err := NewPayer().Pay(t.Context(), req, (&records{}).record)
+		require.NoError(t, err)
+		assert.Equal(t, models.PayoutRefused, res.Outcome, reason)
+		assert.Equal(t, want[reason], res.Code, "%s is a refusal the sandbox gives", reason)
+	}
+	res, err := NewPayer().Pay(t.Context(), sandboxRefund(""), (&records{}).record)
+	require.NoError(t, err)
+	assert.Equal(t, models.PayoutSent, res.Outcome)
+}

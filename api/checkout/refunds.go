@@ -21,6 +21,9 @@ import (
 type RefundStore interface {
 	// Refund returns a refund, or an error wrapping models.ErrRefundNotFound.
 	Refund(ctx context.Context, id string) (models.Refund, error)
+	// RefundForAccount returns a refund of the account in the mode, else
+	// an error wrapping models.ErrRefundNotFound.
+	RefundForAccount(ctx context.Context, accountID string, mode models.Mode, id string) (models.Refund, error)
 	// RefundsForOrder returns an order's refunds, oldest first.
 	RefundsForOrder(ctx context.Context, orderID string) ([]models.Refund, error)
 	// SetOrderRefundDestination records where the order's refunds go
@@ -163,6 +166,26 @@ func checkDestination(d models.RefundDestination, own []string) error {
 func (s *Refunds) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
 	r, err := s.store.Refund(ctx, refundID)
 	if err != nil {
+		return models.Refund{}, err
+	}
+	return s.moveRefund(ctx, r, "", move)
+}
+
+// FailTestPayout has a test refund's next payout refused as the network
+// would refuse it, for reason (models.TestPayoutRefusals), through the
+// refund's workflow, and answers the refund as it stands: it fails when
+// that payout is made, the moment it has a destination. A refund with a
+// payout on its way or settled is refused (models.DecideTestPayoutRefusal).
+func (s *Refunds) FailTestPayout(ctx context.Context, accountID string, mode models.Mode, id, reason string) (models.Refund, error) {
+	if mode != models.ModeTest {
+		return models.Refund{}, models.NewError(models.CodeTestModeOnly)
+	}
+	r, err := s.store.RefundForAccount(ctx, accountID, mode, id)
+	if err != nil {
+		return models.Refund{}, err
+	}
+	move := workflows.FailTestPayout{Reason: reason}
+	if _, err := move.Rule(r, s.now()); err != nil {
 		return models.Refund{}, err
 	}
 	return s.moveRefund(ctx, r, "", move)

@@ -43,6 +43,7 @@ var operations = []operation{
 	{"expireTestOrder", "ExpireTestOrder", nil, nil, orderEnvelope{}},
 	{"advanceTestOrder", "AdvanceTestOrder", nil, nil, orderEnvelope{}},
 	{"failTestOrder", "FailTestOrder", FailTestOrderParams{}, nil, orderEnvelope{}},
+	{"failTestRefund", "FailTestRefund", FailTestRefundParams{}, nil, refundEnvelope{}},
 	{"listEvents", "ListEvents", nil, ListEventsParams{}, EventList{}},
 	{"getEvent", "GetEvent", nil, nil, Event{}},
 	{"listWebhookEndpoints", "ListWebhookEndpoints", nil, nil, webhookEndpointsEnvelope{}},

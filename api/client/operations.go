@@ -165,6 +165,22 @@ func (c *Client) FailTestOrder(ctx context.Context, ref string, p *FailTestOrder
 	return &out.Order, nil
 }
 
+// FailTestRefund has a test refund's next payout refused as the network
+// would refuse it (failTestRefund), for p's reason (nil p: the service's
+// default): the refund comes back as it stands, and fails when that payout
+// is made. A refund sending, sent or cancelled is an *Error of code
+// CodeInvalidRefundState.
+func (c *Client) FailTestRefund(ctx context.Context, id string, p *FailTestRefundParams) (*Refund, error) {
+	if p == nil {
+		p = &FailTestRefundParams{}
+	}
+	var out refundEnvelope
+	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/refunds/"+url.PathEscape(id)+"/fail", p, &out); err != nil {
+		return nil, err
+	}
+	return &out.Refund, nil
+}
+
 // ListEvents reads one page of the account's events, newest first
 // (listEvents). Events and EventsAfter iterate over every page.
 func (c *Client) ListEvents(ctx context.Context, p *ListEventsParams) (*EventList, error) {

@@ -79,6 +79,13 @@ type FailTestOrderParams struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// FailTestRefundParams is the optional body of FailTestRefund.
+type FailTestRefundParams struct {
+	// Reason is how the network refuses the payout: "no_account" or
+	// "no_trust".
+	Reason string `json:"reason,omitempty"`
+}
+
 // CreateTestPaymentParams is the optional body of CreateTestPayment:
 // by default the order's full amount in its asset.
 type CreateTestPaymentParams struct {

@@ -65,7 +65,8 @@ func TestE2ETestHelpers(t *testing.T) {
 // delivered, each answer showing the step and its tracking; fail makes an
 // ordered order fail with the reason picked, its payment due back and its
 // refund created; each refuses a state it does not allow, on the order
-// as recorded and in its workflow.
+// as recorded and in its workflow. The refund's fail helper then has its
+// next payout refused (twice asked before one payout: refused once).
 func TestE2EAdvanceAndFail(t *testing.T) {
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_SANDBOX_STEP_DELAY": "1h"})
 	ctx := context.Background()
@@ -119,11 +120,49 @@ func TestE2EAdvanceAndFail(t *testing.T) {
 	assert.Equal(t, "failed", str(got, "status"))
 	assert.Equal(t, "refund_due", str(got, "payment_status"))
 	assert.Equal(t, models.FulfilmentFailureReason("product_out_of_stock"), str(got, "failure_reason"))
+	var refund map[string]any
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		code, body := s.do(s.key, "GET", "/v1/refunds?order_id="+str(failing, "id"), nil)
 		require.Equal(c, http.StatusOK, code, body)
-		assert.Len(c, body["data"], 1, "the refund it owes, created by its workflow")
+		data, _ := body["data"].([]any)
+		require.Len(c, data, 1, "the refund it owes, created by its workflow")
+		refund = data[0].(map[string]any)
 	}, time.Minute, 200*time.Millisecond)
+
+	// The refund's fail helper: its next payout is refused, once.
+	refundPath := "/v1/test_helpers/refunds/" + str(refund, "id") + "/fail"
+	code, body = s.do(s.key, "POST", refundPath, map[string]any{"reason": "no_trust"})
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, "awaiting_destination", str(obj(body, "refund"), "status"), "answered as it stands")
+	setDestination := func(address string) {
+		t.Helper()
+		code, body := s.do(s.key, "POST", "/v1/orders/"+str(failing, "id")+"/refund_destination", map[string]any{"address": address})
+		require.Equal(t, http.StatusOK, code, body)
+	}
+	waitRefund := func(status string) map[string]any {
+		t.Helper()
+		var r map[string]any
+		require.Eventually(t, func() bool {
+			_, b := s.do(s.key, "GET", "/v1/refunds/"+str(refund, "id"), nil)
+			r = obj(b, "refund")
+			return str(r, "status") == status
+		}, time.Minute, 50*time.Millisecond, "refund %s: %v", status, r)
+		return r
+	}
+	setDestination("GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H")
+	refused := waitRefund("failed")
+	assert.Contains(t, str(refused, "failure_reason"), "trustline", "refused as the network refuses an account without a trustline")
+	code, body = s.do(s.key, "POST", refundPath, map[string]any{"reason": "no_account"})
+	require.Equal(t, http.StatusOK, code, body, "a failed refund takes another")
+	code, body = s.do(s.key, "POST", refundPath, map[string]any{"reason": "no_account"})
+	require.Equal(t, http.StatusOK, code, body)
+	setDestination("GAAZI4TCR3TY5OJHCTJC2A4QSY6CJWJH5IAJTGKIN2ER7LBNVKOCCWN7")
+	waitRefund("failed")
+	setDestination("GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN")
+	waitRefund("sent")
+	code, body = s.do(s.key, "POST", refundPath, nil)
+	require.Equal(t, http.StatusConflict, code, body)
+	assert.Equal(t, "invalid_refund_state", str(obj(body, "error"), "code"), "sent: nothing left to refuse")
 
 	unpaid := s.newOrder(s.key, product)
 	code, body = move(str(unpaid, "id"), "advance", nil)
