@@ -189,8 +189,8 @@ type refundRun struct {
 	// testRefusal is the refusal a test helper asked of the next payout
 	// (UpdateTestFailPayout), taken by it.
 	testRefusal string
-	writeMu   workflow.Mutex
-	attr      models.RefundStatus // last upserted RefundStatus
+	writeMu     workflow.Mutex
+	attr        models.RefundStatus // last upserted RefundStatus
 }
 
 // Refund is the workflow of one refund.
