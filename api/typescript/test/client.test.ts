@@ -201,6 +201,20 @@ test("a signal cancels the retries", async () => {
   assert.equal(api.requests.length, 1);
 });
 
+// An attempt that gets no answer within timeoutMs is abandoned and tried
+// again under the same key, like a dropped connection.
+test("an attempt that hangs is retried", async () => {
+  const api = await fakeAPI([{ stall: true }, { status: 201, body: cartBody }], { timeoutMs: 100 });
+  const cart = await api.client.createCart(cartParams);
+  assert.equal(cart.id, "crt_AAAAAAAAAAAAAAAAAAAAAAAA");
+  assert.equal(api.requests.length, 2);
+  assert.equal(api.requests[1]!.idempotencyKey, api.requests[0]!.idempotencyKey);
+
+  const stalled = await fakeAPI([{ stall: true }], { timeoutMs: 50, maxAttempts: 2 });
+  await assert.rejects(stalled.client.getCart("crt_AAAAAAAAAAAAAAAAAAAAAAAA"), { name: "TimeoutError" });
+  assert.equal(stalled.requests.length, 2);
+});
+
 // A 2xx that does not decode would come back the same.
 test("a bad answer is not retried", async () => {
   const api = await fakeAPI([{ status: 200, body: `{"cart":` }]);

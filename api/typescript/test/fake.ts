@@ -6,12 +6,13 @@ import type { AddressInfo } from "node:net";
 import { after } from "node:test";
 import { Memocart, type MemocartOptions } from "../src/index.js";
 
-/** One canned answer; hangUp drops the connection instead. */
+/** One canned answer; hangUp drops the connection instead, stall never answers. */
 export interface Answer {
   status?: number;
   body?: string;
   headers?: Record<string, string>;
   hangUp?: boolean;
+  stall?: boolean;
 }
 
 /** What one request carried. */
@@ -97,6 +98,7 @@ export async function fakeAPI(answers: Answer[], options: MemocartOptions = {}, 
       res.socket?.destroy();
       return;
     }
+    if (a.stall) return;
     res.writeHead(a.status ?? 200, { "Content-Type": "application/json; charset=utf-8", ...a.headers });
     res.end(a.body ?? "");
   });

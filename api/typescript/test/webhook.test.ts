@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import {
   parseEvent,
@@ -118,4 +120,23 @@ test("parseEvent", async () => {
   await assert.rejects(parseEventAsync(body, forged, testSecret, opts), (err: unknown) => err instanceof WebhookSignatureError && err.reason === "mismatch");
   const bad = `{"id":`;
   assert.throws(() => parseEvent(bad, sign(testSecret, now / 1000, bad), testSecret, opts), /memocart: decoding the event/);
+});
+
+// @memocart/client/web is for runtimes without node:crypto: no module it
+// loads imports a node: module.
+test("the web entry point imports nothing of Node", () => {
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const src = readFileSync(file, "utf8");
+    for (const [, spec] of src.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms)) {
+      assert.ok(!spec!.startsWith("node:"), `${file} imports ${spec}`);
+      if (spec!.startsWith(".")) visit(join(dirname(file), spec!));
+    }
+  };
+  visit(fileURLToPath(new URL("../src/web.js", import.meta.url)));
+  assert.ok(seen.size >= 5, `followed ${[...seen].join(", ")}`);
+  const index = readFileSync(fileURLToPath(new URL("../src/webhook.js", import.meta.url)), "utf8");
+  assert.match(index, /from "node:crypto"/, "the check would see a node: import");
 });
