@@ -8,11 +8,14 @@
 # load, cluster and chaos drivers, end-to-end tests), which alone depends on
 # the Temporal server. Its binary bin/devstack has every memocart command too.
 # api/client is the Go client library of the API, its own module so that
-# applications import it without the service's dependencies.
+# applications import it without the service's dependencies; api/typescript
+# is its TypeScript twin, an npm package (Node 20 and npm).
 
 GO ?= go
 DEVSTACK := cmd/devstack
 CLIENT := api/client
+TS := api/typescript
+NPM ?= npm
 
 # Real services the tests use. Override to point elsewhere; the tests fail
 # (never skip) when a configured service is unreachable.
@@ -27,7 +30,7 @@ export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 MEMOCART_TEST_CHROMIUM ?= chromium
 export MEMOCART_TEST_CHROMIUM
 
-.PHONY: run build devstack test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos payouts
+.PHONY: run build devstack ts test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos payouts
 
 run: devstack
 	bin/devstack dev
@@ -42,6 +45,16 @@ devstack:
 	$(GO) -C $(DEVSTACK) build -o $(CURDIR)/bin/devstack .
 
 test: vet lint test-unit test-e2e
+
+# The TypeScript client compiled to $(TS)/dist. Its dev dependencies (the
+# pinned TypeScript and openapi-typescript; it has no runtime ones) are
+# installed by npm ci from the committed lock file, again only when the
+# lock or package.json is newer than the last install.
+ts: $(TS)/node_modules/.package-lock.json
+	$(NPM) --prefix $(TS) run build
+
+$(TS)/node_modules/.package-lock.json: $(TS)/package-lock.json $(TS)/package.json
+	$(NPM) --prefix $(TS) ci
 
 # The gates besides vet, pinned: workflowcheck flags non-deterministic code
 # in workflows, staticcheck the rest, and each go.mod must be tidy (every
@@ -67,14 +80,18 @@ vet:
 
 # The service module: unit and store tests; it never compiles the Temporal
 # server. Then the client module's tests, which hold it to api/openapi.json
-# and run against fake servers (no service needed).
-test-unit:
+# and run against fake servers (no service needed), and the TypeScript
+# client's unit tests (fake servers too; its schema regenerated and
+# compared). Its integration tests run in test-e2e, against the dev stack.
+test-unit: ts
 	$(GO) test -race -count=1 ./...
 	$(GO) -C $(CLIENT) test -race -count=1 ./...
+	$(NPM) --prefix $(TS) test
 
 # The tools module: the end-to-end tests over the real dev stack (Temporal
-# server, worker, HTTP) and the tools' own tests.
-test-e2e:
+# server, worker, HTTP) and the tools' own tests, the TypeScript client's
+# integration tests and quickstart among them (TestClients*).
+test-e2e: ts
 	$(GO) -C $(DEVSTACK) test -race -count=1 -timeout 30m ./...
 
 bench:
@@ -137,4 +154,4 @@ payouts: build devstack
 	bin/devstack payouts $(PAYOUTS_FLAGS)
 
 clean:
-	rm -rf bin .data
+	rm -rf bin .data $(TS)/dist
