@@ -22,6 +22,9 @@ if (!out) {
 
 const names = decimalProperties(JSON.parse(readFileSync(spec, "utf8")));
 const ast = await openapiTS(spec, {
+  // A property with a default is optional to send: the service fills it in
+  // (openapi-typescript would type it required).
+  defaultNonNullable: false,
   transform(schema) {
     if (schema.type === "number") return STRING;
     return undefined;

@@ -18,6 +18,8 @@ import type {
   ErrorCode,
   Event,
   EventList,
+  FailTestOrderParams,
+  FailTestRefundParams,
   ListEventsParams,
   ListOrdersParams,
   ListRefundsParams,
@@ -215,6 +217,39 @@ export class Memocart {
   async expireTestOrder(ref: string, opts?: RequestOptions): Promise<Order> {
     const path = `/v1/test_helpers/orders/${esc(ref)}/expire`;
     return (await this.#json<SuccessBody<"expireTestOrder">>("POST", path, undefined, opts)).order;
+  }
+
+  /**
+   * Makes the sandbox provider's next fulfilment step of a test-mode order
+   * happen now (advanceTestOrder): paid becomes ordered, ordered shipped,
+   * shipped delivered. An order with no next step (awaiting payment, or
+   * ended) is a MemocartError of code invalid_order_state.
+   */
+  async advanceTestOrder(ref: string, opts?: RequestOptions): Promise<Order> {
+    const path = `/v1/test_helpers/orders/${esc(ref)}/advance`;
+    return (await this.#json<SuccessBody<"advanceTestOrder">>("POST", path, undefined, opts)).order;
+  }
+
+  /**
+   * Makes a test-mode order's sourcing fail now (failTestOrder), for the
+   * params' reason (the service's default without one): the order comes
+   * back failed, its payment due back. An order not paid, or shipped or
+   * ended, is a MemocartError of code invalid_order_state.
+   */
+  async failTestOrder(ref: string, params: FailTestOrderParams = {}, opts?: RequestOptions): Promise<Order> {
+    const path = `/v1/test_helpers/orders/${esc(ref)}/fail`;
+    return (await this.#json<SuccessBody<"failTestOrder">>("POST", path, params, opts)).order;
+  }
+
+  /**
+   * Has a test refund's next payout refused as the network would refuse it
+   * (failTestRefund), for the params' reason: the refund comes back as it
+   * stands, and fails when that payout is made. A refund sending, sent or
+   * cancelled is a MemocartError of code invalid_refund_state.
+   */
+  async failTestRefund(id: string, params: FailTestRefundParams = {}, opts?: RequestOptions): Promise<Refund> {
+    const path = `/v1/test_helpers/refunds/${esc(id)}/fail`;
+    return (await this.#json<SuccessBody<"failTestRefund">>("POST", path, params, opts)).refund;
   }
 
   /** Reads one page of the account's events, newest first (listEvents); events() and eventsAfter() iterate. */

@@ -341,6 +341,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/test_helpers/orders/{id_or_number}/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the order's next fulfilment step happen now (test keys only)
+         * @description The sandbox buying provider's next fulfilment step happens now, through the order's workflow, as if the provider had reported it: a paid order becomes `ordered`, an ordered one `shipped` (with its `shipment`), a shipped one `delivered`, with the tracking step, the webhook event and everything else production would do. The steps after it come at the sandbox's usual pace, counted from this one. Answers once the step is recorded, with the order as `GET /v1/orders/{id_or_number}` then returns it. An order awaiting payment, delivered, cancelled or failed is `409 invalid_order_state` naming its status. A live key gets `403 test_mode_only`. No body.
+         */
+        post: operations["advanceTestOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_helpers/orders/{id_or_number}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the order's sourcing fail now (test keys only)
+         * @description Sourcing fails now at the sandbox buying provider, through the order's workflow, as if the provider had refused or cancelled the purchase: the order becomes `failed` with the `failure_reason` of the body's `reason`, its `payment_status` `refund_due`, and its refund is created as production would. Answers once that is recorded, with the order as `GET /v1/orders/{id_or_number}` then returns it. Only a paid order not yet shipped (`paid`, `ordered`) can fail; any other is `409 invalid_order_state` naming its status. An unknown `reason` is `400 invalid_request` (field `reason`). A live key gets `403 test_mode_only`.
+         */
+        post: operations["failTestOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/test_helpers/refunds/{id}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a test refund's next payout be refused (test keys only)
+         * @description The refund's next payout is refused as the network would refuse it, through the refund's workflow: the sandbox payer answers it with the body's `reason` (`no_account`: the destination account does not exist; `no_trust`: it has no trustline for the asset; `no_account` by default), and the refund becomes `failed` with its `failure_reason`, waiting for a new destination, with a `refund.failed` event, as in production. Test payouts are made the moment a refund may be paid, so the refusal is set on the next one: answers the refund as it stands (a refund awaiting its destination fails once it is given one). Only a refund awaiting its destination or approval, or failed, can take it; one `sending`, `sent` or `cancelled` is `409 invalid_refund_state` naming its status. An unknown `reason` is `400 invalid_request` (field `reason`). A live key gets `403 test_mode_only`.
+         */
+        post: operations["failTestRefund"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -1235,6 +1295,22 @@ export interface components {
             data: components["schemas"]["WebhookEvent"][];
             /** @description Whether another page follows in the page's direction: older events (ask with `starting_after` = the last event's `id`), or with `ending_before`, newer ones (ask with `ending_before` = the first event's `id`). */
             has_more: boolean;
+        };
+        FailTestOrderRequest: {
+            /**
+             * @description Why sourcing fails: the buying provider's failure code. The order's `failure_reason` is the sentence for it, as for a real refusal.
+             * @default product_unavailable
+             * @enum {string}
+             */
+            reason?: "cancelled" | "cancelled_by_retailer" | "invalid_product_url" | "max_price_exceeded" | "order_limit_exceeded" | "product_not_found" | "product_out_of_stock" | "product_quantity_unavailable" | "product_unavailable" | "product_variant_required" | "product_variant_unavailable" | "quantity_limit_exceeded" | "retailer_not_supported" | "shipping_address_invalid" | "shipping_method_unavailable" | "shipping_unavailable";
+        };
+        FailTestRefundRequest: {
+            /**
+             * @description How the network refuses the payout: `no_account` (the destination account does not exist), `no_trust` (it has no trustline for the asset).
+             * @default no_account
+             * @enum {string}
+             */
+            reason?: "no_account" | "no_trust";
         };
     };
     responses: {
@@ -2496,6 +2572,199 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description The order no longer awaits payment (`invalid_order_state`); the message names its status. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description With `idempotency_key_in_use`: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    advanceTestOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed in the response if it is 1 to 64 of `A-Za-z0-9._-`; replaced otherwise. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /** @description Makes a POST safe to retry. Keys are scoped to the API key's account and mode and live 24 hours from their first use. The same key with the same request (method, path and body; a JSON body compared in canonical form, so key order and spacing do not matter) replays the first answer, its status and body, with `Idempotent-Replayed: true`, without running the request again. The same key with a different request is `422 idempotency_mismatch`; while the first request with the key is still running, `409 idempotency_key_in_use` with `Retry-After`. Every answer below 500 is kept, refusals (4xx) included; a 5xx is not, so a retry runs again (the key stays bound to its request). A request whose process died is presumed dead after the request timeout plus 30 s, and its key is taken over by the next retry. Without the header nothing is remembered (order creation still returns the cart's order to a repeat of the same body). */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description An order id (`ord_…`) or an order number (11 digits; spaces and dashes between digit groups are accepted). Anything else is `404 order_not_found` without a lookup. */
+                id_or_number: components["parameters"]["IdOrNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order, as it stands once the step is recorded. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order: components["schemas"]["Order"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The order's status allows no next step (`invalid_order_state`); the message names its status. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description With `idempotency_key_in_use`: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    failTestOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed in the response if it is 1 to 64 of `A-Za-z0-9._-`; replaced otherwise. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /** @description Makes a POST safe to retry. Keys are scoped to the API key's account and mode and live 24 hours from their first use. The same key with the same request (method, path and body; a JSON body compared in canonical form, so key order and spacing do not matter) replays the first answer, its status and body, with `Idempotent-Replayed: true`, without running the request again. The same key with a different request is `422 idempotency_mismatch`; while the first request with the key is still running, `409 idempotency_key_in_use` with `Retry-After`. Every answer below 500 is kept, refusals (4xx) included; a 5xx is not, so a retry runs again (the key stays bound to its request). A request whose process died is presumed dead after the request timeout plus 30 s, and its key is taken over by the next retry. Without the header nothing is remembered (order creation still returns the cart's order to a repeat of the same body). */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description An order id (`ord_…`) or an order number (11 digits; spaces and dashes between digit groups are accepted). Anything else is `404 order_not_found` without a lookup. */
+                id_or_number: components["parameters"]["IdOrNumber"];
+            };
+            cookie?: never;
+        };
+        /** @description Optional. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FailTestOrderRequest"];
+            };
+        };
+        responses: {
+            /** @description The order, as it stands once it failed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        order: components["schemas"]["Order"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The order is not paid, or has shipped or ended (`invalid_order_state`); the message names its status. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`). */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /** @description With `idempotency_key_in_use`: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["HeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    failTestRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Echoed in the response if it is 1 to 64 of `A-Za-z0-9._-`; replaced otherwise. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+                /** @description Makes a POST safe to retry. Keys are scoped to the API key's account and mode and live 24 hours from their first use. The same key with the same request (method, path and body; a JSON body compared in canonical form, so key order and spacing do not matter) replays the first answer, its status and body, with `Idempotent-Replayed: true`, without running the request again. The same key with a different request is `422 idempotency_mismatch`; while the first request with the key is still running, `409 idempotency_key_in_use` with `Retry-After`. Every answer below 500 is kept, refusals (4xx) included; a 5xx is not, so a retry runs again (the key stays bound to its request). A request whose process died is presumed dead after the request timeout plus 30 s, and its key is taken over by the next retry. Without the header nothing is remembered (order creation still returns the cart's order to a repeat of the same body). */
+                "Idempotency-Key"?: components["parameters"]["Idempotency-Key"];
+            };
+            path: {
+                /** @description A refund id (`rfd_…`); anything else is `404 refund_not_found` without a lookup. */
+                id: components["parameters"]["RefundIdPath"];
+            };
+            cookie?: never;
+        };
+        /** @description Optional. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["FailTestRefundRequest"];
+            };
+        };
+        responses: {
+            /** @description The refund, as it stands with its next payout set to be refused. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        refund: components["schemas"]["Refund"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The refund has a payout on its way or is settled (`invalid_refund_state`); the message names its status. Or a request with the same `Idempotency-Key` is still being processed (`idempotency_key_in_use`, with `Retry-After`). */
             409: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
