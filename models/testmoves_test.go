@@ -55,3 +55,33 @@ func TestTestFailureCodes(t *testing.T) {
 		assert.NotEqual(t, "The retailer could not complete the purchase.", models.FulfilmentFailureReason(c), "%s has its own sentence", c)
 	}
 }
+
+func TestDecideTestPayoutRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		status models.RefundStatus
+		mode   models.Mode
+		reason string
+		want   models.Code // "" accepted
+	}{
+		{models.RefundAwaitingDestination, models.ModeTest, "no_trust", ""},
+		{models.RefundAwaitingApproval, models.ModeTest, "no_account", ""},
+		{models.RefundFailed, models.ModeTest, "no_account", ""},
+		{models.RefundSending, models.ModeTest, "no_account", models.CodeInvalidRefundState},
+		{models.RefundSent, models.ModeTest, "no_account", models.CodeInvalidRefundState},
+		{models.RefundCancelled, models.ModeTest, "no_account", models.CodeInvalidRefundState},
+		{models.RefundAwaitingDestination, models.ModeLive, "no_account", models.CodeTestModeOnly},
+		{models.RefundAwaitingDestination, models.ModeTest, "underfunded", models.CodeInvalidRequest},
+		{models.RefundAwaitingDestination, models.ModeTest, "", models.CodeInvalidRequest},
+	} {
+		err := models.DecideTestPayoutRefusal(models.Refund{Status: tc.status, Mode: tc.mode}, tc.reason)
+		if tc.want == "" {
+			assert.NoError(t, err, "%s %s %q", tc.mode, tc.status, tc.reason)
+			continue
+		}
+		assert.Equal(t, tc.want, models.CodeOf(err), "%s %s %q: %v", tc.mode, tc.status, tc.reason, err)
+		if tc.want == models.CodeInvalidRefundState {
+			assert.ErrorContains(t, err, string(tc.status), "names the status")
+		}
+	}
+	assert.Contains(t, models.TestPayoutRefusals(), models.DefaultTestPayoutRefusal)
+}
