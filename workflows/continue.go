@@ -83,7 +83,7 @@ func (o *order) grownLong(ctx workflow.Context) bool {
 // this point fails the closing workflow task, and the run takes it in
 // before trying again.
 func (o *order) continueAsNew(ctx workflow.Context, ref string, attempt int, wait time.Duration) error {
-	o.tests.closed = true
+	o.tests.continuing = true
 	if err := o.settle(o.bg); err != nil {
 		return err
 	}

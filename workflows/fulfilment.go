@@ -41,7 +41,7 @@ func (o *order) fulfil(ctx workflow.Context) error {
 	if o.atLatest(ctx, changeFulfilByPolling) {
 		return o.fulfilByPolling(ctx)
 	}
-	o.tests.closed = true
+	o.tests.legacy = true
 	return o.fulfilByBlocking(ctx)
 }
 
@@ -102,7 +102,7 @@ func (o *order) followOrder(ctx workflow.Context, ref string, attempt int, wait 
 	if o.atLatest(ctx, changeWatchByRetry) {
 		w = &watch{}
 	} else {
-		o.tests.closed = true
+		o.tests.legacy = true
 	}
 	for {
 		// The news of the moves taken is written: their updates answer.

@@ -21,10 +21,19 @@ import "slices"
 // shaped is c in the shape this run sends: the input struct from
 // baseline-2026-12 on, the positional arguments before.
 func (o *order) shaped(c call) shapedCall {
-	for _, b := range baselines[:o.book.baseline] {
-		if slices.Contains(b.changes, changeInputStructs) {
-			return shapedCall{fn: c.fn, args: []any{c.in}}
-		}
+	if o.sendsInputStructs() {
+		return shapedCall{fn: c.fn, args: []any{c.in}}
 	}
 	return shapedCall{fn: c.old, args: c.args}
+}
+
+// sendsInputStructs reports whether this run started from a baseline that
+// sends the activities' input structs (baseline-2026-12 on).
+func (o *order) sendsInputStructs() bool {
+	for _, b := range baselines[:o.book.baseline] {
+		if slices.Contains(b.changes, changeInputStructs) {
+			return true
+		}
+	}
+	return false
 }

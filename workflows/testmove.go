@@ -21,10 +21,12 @@ type testMoves struct {
 	// sent counts the moves handed to the loop; taken those it checked;
 	// done those whose outcome it has written (an update answers then).
 	sent, taken, done int
-	// closed: the run follows the order on a path that takes no moves (a
-	// run from before fulfil-by-polling or watch-by-retry), or is
-	// continuing as new, which a move waiting for its answer would block.
-	closed bool
+	// legacy: the run follows the order on a path that takes no moves (a
+	// run from before fulfil-by-polling or watch-by-retry).
+	legacy bool
+	// continuing: the run is continuing as new, which a move waiting for
+	// its answer would block.
+	continuing bool
 }
 
 // maxPendingMoves bounds the moves sent and not yet taken: more are
@@ -41,7 +43,12 @@ func (o *order) validateTestMove(_ workflow.Context, m models.TestMove) error {
 	if err := models.DecideTestMove(o.status, m); err != nil {
 		return refusal(err)
 	}
-	if o.tests.closed || o.tests.sent-o.tests.taken >= maxPendingMoves {
+	// A run from before baseline-2026-12 takes none either: its checks
+	// send positional arguments, which carry no move.
+	if o.tests.legacy || !o.sendsInputStructs() {
+		return refusal(models.Errorf(models.CodeInvalidOrderState, "The order's workflow predates test moves: it moves at the sandbox's pace"))
+	}
+	if o.tests.continuing || o.tests.sent-o.tests.taken >= maxPendingMoves {
 		return refusal(models.Errorf(models.CodeUnavailable, "The order's workflow cannot take a test move now; retry in a moment"))
 	}
 	return nil
@@ -51,9 +58,11 @@ func (o *order) validateTestMove(_ workflow.Context, m models.TestMove) error {
 // following the order and answers once the move's outcome is written, or
 // the order has ended another way (a payment or provider failure first).
 func (o *order) moveByTestHelper(ctx workflow.Context, m models.TestMove) (TestMoveResult, error) {
+	if !o.tests.ch.SendAsync(m) { // the validator keeps it from filling
+		return TestMoveResult{}, refusal(models.Errorf(models.CodeUnavailable, "The order's workflow cannot take a test move now; retry in a moment"))
+	}
 	o.tests.sent++
 	n := o.tests.sent
-	o.tests.ch.SendAsync(m)
 	bg, _ := workflow.NewDisconnectedContext(ctx)
 	if err := workflow.Await(bg, func() bool {
 		return o.tests.done >= n || o.status.Final() && o.persist.written.Status == o.status

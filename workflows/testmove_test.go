@@ -110,6 +110,20 @@ func TestOrderTestMoves(t *testing.T) {
 		})
 	}
 
+	t.Run("refused: a run from before the baselines, whose checks carry no move", func(t *testing.T) {
+		h := newHarness(t)
+		h.beforeRefundPayouts()
+		h.payAt(paidAt, pay("p1", "995.98"))
+		out := h.moveAt(paidAt+10*time.Second, advance)
+		res := h.run()
+		assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
+		require.True(t, out.rejected, "%+v", out)
+		var appErr *temporal.ApplicationError
+		require.ErrorAs(t, out.rejectErr, &appErr)
+		assert.Equal(t, string(models.CodeInvalidOrderState), appErr.Type())
+		assert.Contains(t, appErr.Message(), "predates test moves")
+	})
+
 	t.Run("refused: a live order", func(t *testing.T) {
 		h := newHarness(t)
 		h.in.Mode = models.ModeLive
