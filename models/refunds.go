@@ -28,14 +28,11 @@ const (
 	RefundCancelled           RefundStatus = "cancelled"            // an operator settled it another way; nothing will be sent
 )
 
+// RefundStatuses are every refund status, in the order a refund moves.
+var RefundStatuses = []RefundStatus{RefundAwaitingDestination, RefundAwaitingApproval, RefundSending, RefundSent, RefundFailed, RefundCancelled}
+
 // Valid reports whether s is a known status.
-func (s RefundStatus) Valid() bool {
-	switch s {
-	case RefundAwaitingDestination, RefundAwaitingApproval, RefundSending, RefundSent, RefundFailed, RefundCancelled:
-		return true
-	}
-	return false
-}
+func (s RefundStatus) Valid() bool { return slices.Contains(RefundStatuses, s) }
 
 // Settled reports whether a refund at s owes nothing more: the money was
 // sent, or an operator settled it another way. Both are final.

@@ -408,8 +408,12 @@ var (
 // predicates that group differently; none here do.
 func normalizePredicate(p string) string {
 	p = pgCast.ReplaceAllString(strings.ToLower(p), "")
-	return strings.TrimSpace(spaces.ReplaceAllString(unparen.Replace(p), " "))
+	p = strings.TrimSpace(spaces.ReplaceAllString(unparen.Replace(p), " "))
+	// Postgres prints "x IN (a, b)" as "x = ANY (ARRAY[a, b])".
+	return pgAnyArray.ReplaceAllString(p, "$1 in $2")
 }
+
+var pgAnyArray = regexp.MustCompile(`(\w+) = any array\[([^\]]*)\]`)
 
 // eachRow calls fn for every row, then closes rows and checks their error.
 func eachRow(t *testing.T, rows *sql.Rows, fn func() error) {

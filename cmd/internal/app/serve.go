@@ -218,9 +218,6 @@ func serveAPI(ctx context.Context, e Env, p *production) error {
 	if err != nil {
 		return err
 	}
-	booksCtx, stopBooks := context.WithCancel(ctx) // ends before the store closes
-	defer stopBooks()
-	go e.Tel.watchBooks(booksCtx, p.store, e.Log)
 	return stack.Run(ctx, e, ready)
 }
 

@@ -460,6 +460,12 @@ func useCaseConfig(c Config) checkout.Config {
 func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 	go func() { _ = s.sandbox.Watch(ctx, s.matcher.Handle) }()
 	go s.reconcile(ctx, e)
+	// The operator's gauges: read by every API process, from the database
+	// it serves; they end with Run, before the caller closes the store.
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	go e.Tel.watchBooks(metricsCtx, s.store, e.Log)
+	go e.Tel.watchOps(metricsCtx, s.store, e.Log)
 	err := api.Serve(ctx, e.Cfg.HTTPAddr, s.server.Handler(), e.Log, ready)
 	s.orders.FlushStartMarks()
 	return err

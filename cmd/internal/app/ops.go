@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
+
+	"github.com/memocart/memocart/models"
+)
+
+// opsEvery is how often an API process reads the operator's snapshot
+// (sqlstore.OpsSnapshot) for its gauges. The scrape reads the gauges, never
+// the database, so it stays fast however many orders there are; the
+// snapshot's queries touch only the rows still waiting.
+const opsEvery = time.Minute
+
+// opsStore is the database as the operator's metrics read it.
+type opsStore interface {
+	OpsSnapshot(ctx context.Context, now time.Time) (models.OpsSnapshot, error)
+}
+
+// opsMetrics are the gauges of the money and the work an operator on call
+// watches (docs/production.md, "Metrics"; the alerts in
+// docs/monitoring/memocart.rules.yml).
+type opsMetrics struct {
+	refunds, refundsOldest, refundsOwed            *prometheus.GaugeVec
+	unmatched, unmatchedAmount, unmatchedOldest    *prometheus.GaugeVec
+	ordersStuck                                    *prometheus.GaugeVec
+	endpointsDisabled, eventsWaiting, eventsOldest *prometheus.GaugeVec
+	lastRun                                        prometheus.Gauge
+	// assets are the asset labels set at the last snapshot, by vector, so
+	// an asset no longer owed is dropped rather than left at its old value.
+	assets map[*prometheus.GaugeVec]map[[2]string]bool
+}
+
+func newOpsMetrics(reg prometheus.Registerer) *opsMetrics {
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	m := &opsMetrics{
+		refunds:       gauge("memocart_refunds", "Refunds in each status, per mode.", "mode", "status"),
+		refundsOldest: gauge("memocart_refunds_oldest_seconds", "Seconds since the oldest refund in each unsettled status last moved (0: none), per mode.", "mode", "status"),
+		refundsOwed:   gauge("memocart_refunds_owed", "Amount the unsettled refunds owe back, per mode and asset.", "mode", "asset"),
+		unmatched:     gauge("memocart_unmatched_payments", "Payments whose memo named no order and that no refund returns yet, per mode.", "mode"),
+		unmatchedAmount: gauge("memocart_unmatched_payments_amount",
+			"Amount of the unmatched payments, per mode and asset.", "mode", "asset"),
+		unmatchedOldest: gauge("memocart_unmatched_payments_oldest_seconds", "Seconds since the oldest unmatched payment was stored (0: none), per mode.", "mode"),
+		ordersStuck: gauge("memocart_orders_stuck",
+			"Orders in a status longer than the service promises (models.StuckAfter: created 15 min past the payment deadline, paid 1 h, ordered 7 days, shipped 30 days without a write), per mode and status.", "mode", "status"),
+		endpointsDisabled: gauge("memocart_webhook_endpoints_disabled", "Webhook endpoints disabled after failing (not deleted), per mode.", "mode"),
+		eventsWaiting:     gauge("memocart_webhook_events_waiting", "Events recorded and not yet dispatched to their deliveries, per mode.", "mode"),
+		eventsOldest:      gauge("memocart_webhook_events_oldest_waiting_seconds", "Seconds since the oldest event not yet dispatched was recorded (0: none), per mode.", "mode"),
+		lastRun: prometheus.NewGauge(prometheus.GaugeOpts{Name: "memocart_ops_metrics_last_run_timestamp_seconds",
+			Help: "Unix time this process last read the operator's snapshot (every minute; 0: not yet)."}),
+		assets: map[*prometheus.GaugeVec]map[[2]string]bool{},
+	}
+	reg.MustRegister(m.refunds, m.refundsOldest, m.refundsOwed, m.unmatched, m.unmatchedAmount, m.unmatchedOldest,
+		m.ordersStuck, m.endpointsDisabled, m.eventsWaiting, m.eventsOldest, m.lastRun)
+	return m
+}
+
+// age is the seconds from at to now, 0 for no time.
+func age(now, at time.Time) float64 {
+	if at.IsZero() {
+		return 0
+	}
+	return max(now.Sub(at), 0).Seconds()
+}
+
+// set makes the gauges say s. Every status of every mode has its series,
+// at zero when empty, so a query over them is defined from the start.
+func (m *opsMetrics) set(s models.OpsSnapshot) {
+	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+		ops := s.Mode(mode)
+		md := string(mode)
+		for _, st := range models.RefundStatuses {
+			m.refunds.WithLabelValues(md, string(st)).Set(float64(ops.Refunds[st]))
+			if !st.Settled() {
+				m.refundsOldest.WithLabelValues(md, string(st)).Set(age(s.At, ops.RefundsOldest[st]))
+			}
+		}
+		m.unmatched.WithLabelValues(md).Set(float64(ops.Unmatched))
+		m.unmatchedOldest.WithLabelValues(md).Set(age(s.At, ops.UnmatchedOldest))
+		for _, st := range models.OpenStatuses {
+			m.ordersStuck.WithLabelValues(md, string(st)).Set(float64(ops.OrdersStuck[st]))
+		}
+		m.endpointsDisabled.WithLabelValues(md).Set(float64(ops.EndpointsDisabled))
+		m.eventsWaiting.WithLabelValues(md).Set(float64(ops.EventsWaiting))
+		m.eventsOldest.WithLabelValues(md).Set(age(s.At, ops.EventsOldestWaiting))
+	}
+	m.setByAsset(m.refundsOwed, s, func(o *models.ModeOps) map[string]float64 { return floats(o.RefundsOwed) })
+	m.setByAsset(m.unmatchedAmount, s, func(o *models.ModeOps) map[string]float64 { return floats(o.UnmatchedOwed) })
+	m.lastRun.Set(float64(s.At.Unix()))
+}
+
+// setByAsset sets v's series of each mode and asset s has, and deletes
+// those set before that s no longer has.
+func (m *opsMetrics) setByAsset(v *prometheus.GaugeVec, s models.OpsSnapshot, of func(*models.ModeOps) map[string]float64) {
+	now := map[[2]string]bool{}
+	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+		for asset, amount := range of(s.Mode(mode)) {
+			v.WithLabelValues(string(mode), asset).Set(amount)
+			now[[2]string{string(mode), asset}] = true
+		}
+	}
+	for k := range m.assets[v] {
+		if !now[k] {
+			v.DeleteLabelValues(k[0], k[1])
+		}
+	}
+	m.assets[v] = now
+}
+
+// floats are amounts as a metric holds them: a gauge is a float64, so an
+// amount shows to about 15 digits; the database keeps the exact one.
+func floats(amounts map[string]decimal.Decimal) map[string]float64 {
+	out := make(map[string]float64, len(amounts))
+	for asset, d := range amounts {
+		out[asset] = d.InexactFloat64()
+	}
+	return out
+}
+
+// watchOps keeps the operator's gauges until ctx ends, reading the
+// snapshot every opsEvery; nothing without telemetry. On an error the
+// gauges stay as they were and the last run's timestamp ages, which its
+// alert watches.
+func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger) {
+	if t == nil {
+		return
+	}
+	m := newOpsMetrics(t.registry)
+	for {
+		s, err := st.OpsSnapshot(ctx, time.Now())
+		if err == nil {
+			m.set(s)
+		} else if ctx.Err() == nil {
+			log.Warn("reading the operator's metrics", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(opsEvery):
+		}
+	}
+}

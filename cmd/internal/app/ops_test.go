@@ -1,0 +1,91 @@
+package app
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shopspring/decimal"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/models"
+)
+
+// series are the values of the metric name in reg, by their labels
+// written "k=v,k=v" in the labels' order.
+func series(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			sort.Strings(labels)
+			out[strings.Join(labels, ",")] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// TestOpsMetrics: the gauges say the snapshot, every status of every mode
+// at zero when empty, ages as of the snapshot; an asset no longer owed
+// loses its series.
+func TestOpsMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newOpsMetrics(reg)
+	at := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	s := models.OpsSnapshot{At: at}
+	test := s.Mode(models.ModeTest)
+	test.Refunds[models.RefundAwaitingDestination] = 2
+	test.Refunds[models.RefundSent] = 5
+	test.RefundsOldest[models.RefundAwaitingDestination] = at.Add(-time.Hour)
+	test.RefundsOwed["USDC"] = decimal.RequireFromString("12.5")
+	test.RefundsOwed["XLM"] = decimal.RequireFromString("40.0000001")
+	test.Unmatched = 1
+	test.UnmatchedOwed["USDC"] = decimal.RequireFromString("3.25")
+	test.UnmatchedOldest = at.Add(-2 * time.Hour)
+	test.OrdersStuck[models.OrderPaid] = 3
+	live := s.Mode(models.ModeLive)
+	live.EndpointsDisabled = 1
+	live.EventsWaiting = 4
+	live.EventsOldestWaiting = at.Add(-5 * time.Minute)
+	m.set(s)
+
+	refunds := series(t, reg, "memocart_refunds")
+	assert.Len(t, refunds, 2*len(models.RefundStatuses), "every status of every mode")
+	assert.Equal(t, 2.0, refunds["mode=test,status=awaiting_destination"])
+	assert.Equal(t, 5.0, refunds["mode=test,status=sent"])
+	assert.Equal(t, 0.0, refunds["mode=live,status=failed"])
+	oldest := series(t, reg, "memocart_refunds_oldest_seconds")
+	assert.Equal(t, 3600.0, oldest["mode=test,status=awaiting_destination"])
+	assert.Equal(t, 0.0, oldest["mode=test,status=sending"])
+	assert.NotContains(t, oldest, "mode=test,status=sent", "settled refunds do not wait")
+	assert.Equal(t, map[string]float64{"asset=USDC,mode=test": 12.5, "asset=XLM,mode=test": 40.0000001}, series(t, reg, "memocart_refunds_owed"))
+	assert.Equal(t, map[string]float64{"mode=test": 1, "mode=live": 0}, series(t, reg, "memocart_unmatched_payments"))
+	assert.Equal(t, map[string]float64{"asset=USDC,mode=test": 3.25}, series(t, reg, "memocart_unmatched_payments_amount"))
+	assert.Equal(t, map[string]float64{"mode=test": 7200, "mode=live": 0}, series(t, reg, "memocart_unmatched_payments_oldest_seconds"))
+	stuck := series(t, reg, "memocart_orders_stuck")
+	assert.Len(t, stuck, 2*len(models.OpenStatuses))
+	assert.Equal(t, 3.0, stuck["mode=test,status=paid"])
+	assert.Equal(t, map[string]float64{"mode=test": 0, "mode=live": 1}, series(t, reg, "memocart_webhook_endpoints_disabled"))
+	assert.Equal(t, map[string]float64{"mode=test": 0, "mode=live": 4}, series(t, reg, "memocart_webhook_events_waiting"))
+	assert.Equal(t, map[string]float64{"mode=test": 0, "mode=live": 300}, series(t, reg, "memocart_webhook_events_oldest_waiting_seconds"))
+	assert.Equal(t, map[string]float64{"": float64(at.Unix())}, series(t, reg, "memocart_ops_metrics_last_run_timestamp_seconds"))
+
+	next := models.OpsSnapshot{At: at.Add(time.Minute)}
+	next.Mode(models.ModeTest).RefundsOwed["USDC"] = decimal.RequireFromString("12.5")
+	m.set(next)
+	assert.Equal(t, map[string]float64{"asset=USDC,mode=test": 12.5}, series(t, reg, "memocart_refunds_owed"), "XLM is owed no more")
+	assert.Empty(t, series(t, reg, "memocart_unmatched_payments_amount"))
+	assert.Equal(t, 0.0, series(t, reg, "memocart_refunds")["mode=test,status=awaiting_destination"])
+}

@@ -1,0 +1,2 @@
+-- See the Postgres migration of the same number.
+CREATE INDEX orders_open_idx ON orders (status, updated_at) WHERE status IN ('created', 'paid', 'ordered', 'shipped');

@@ -1,0 +1,161 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"gorm.io/gorm"
+
+	"github.com/memocart/memocart/models"
+)
+
+// OpsSnapshot reads what an operator's metrics show as of now (see
+// models.OpsSnapshot). Its cost does not grow with the orders, payments
+// and events that have ended: those are counted on indexes of the rows
+// still waiting (orders_open_idx, the payments' status index, the events'
+// pending index), and each oldest row is one index lookup. The refunds
+// are counted and summed in one grouped scan of their table: one row per
+// refund, which only a small share of orders owes.
+func (s *Store) OpsSnapshot(ctx context.Context, now time.Time) (models.OpsSnapshot, error) {
+	snap := models.OpsSnapshot{At: now.UTC()}
+	db := s.db.WithContext(ctx)
+	steps := []func(*gorm.DB, *models.OpsSnapshot, time.Time) error{opsRefunds, opsUnmatched, opsStuckOrders, opsWebhooks}
+	for _, step := range steps {
+		if err := step(db, &snap, now); err != nil {
+			return models.OpsSnapshot{}, fmt.Errorf("reading the operator's metrics: %w", err)
+		}
+	}
+	return snap, nil
+}
+
+// modes are both modes: a metric's series exist in each, at zero when empty.
+var modes = []models.Mode{models.ModeTest, models.ModeLive}
+
+type groupCount struct {
+	Mode   string
+	Status string
+	Asset  string
+	N      int
+	Amount decimal.NullDecimal
+}
+
+// oldest reads the one timestamp column col of the oldest row q selects,
+// by col; zero without one.
+func oldest(q *gorm.DB, col string) (time.Time, error) {
+	var row struct{ At time.Time }
+	err := q.Select(col + " AS at").Order(col).Limit(1).Take(&row).Error
+	if err == gorm.ErrRecordNotFound {
+		return time.Time{}, nil
+	}
+	return row.At.UTC(), err
+}
+
+func opsRefunds(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
+	var groups []groupCount
+	if err := db.Table("refunds").Select("mode, status, asset, count(*) AS n, sum(amount) AS amount").
+		Group("mode, status, asset").Scan(&groups).Error; err != nil {
+		return err
+	}
+	for _, m := range modes {
+		snap.Mode(m)
+	}
+	for _, g := range groups {
+		ops, st := snap.Mode(models.Mode(g.Mode)), models.RefundStatus(g.Status)
+		ops.Refunds[st] += g.N
+		if !st.Settled() && g.Amount.Valid {
+			ops.RefundsOwed[g.Asset] = ops.RefundsOwed[g.Asset].Add(g.Amount.Decimal)
+		}
+	}
+	for _, m := range modes {
+		for _, st := range models.RefundStatuses {
+			if st.Settled() {
+				continue
+			}
+			at, err := oldest(db.Table("refunds").Where("status = ? AND mode = ?", string(st), string(m)), "updated_at")
+			if err != nil {
+				return err
+			}
+			if !at.IsZero() {
+				snap.Mode(m).RefundsOldest[st] = at
+			}
+		}
+	}
+	return nil
+}
+
+func opsUnmatched(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
+	var groups []groupCount
+	if err := db.Table("payments").Select("mode, asset, count(*) AS n, sum(amount) AS amount").
+		Where("status = ?", PaymentUnmatched).Group("mode, asset").Scan(&groups).Error; err != nil {
+		return err
+	}
+	for _, g := range groups {
+		ops := snap.Mode(models.Mode(g.Mode))
+		ops.Unmatched += g.N
+		if g.Amount.Valid {
+			ops.UnmatchedOwed[g.Asset] = ops.UnmatchedOwed[g.Asset].Add(g.Amount.Decimal)
+		}
+	}
+	for _, m := range modes {
+		at, err := oldest(db.Table("payments").Where("status = ? AND mode = ?", PaymentUnmatched, string(m)), "created_at")
+		if err != nil {
+			return err
+		}
+		snap.Mode(m).UnmatchedOldest = at
+	}
+	return nil
+}
+
+func opsStuckOrders(db *gorm.DB, snap *models.OpsSnapshot, now time.Time) error {
+	open := make([]string, len(models.OpenStatuses))
+	stuck := db.Where("1 = 0")
+	for i, st := range models.OpenStatuses {
+		open[i] = string(st)
+		after, _ := models.StuckAfter(st)
+		col := "updated_at"
+		if st == models.OrderCreated {
+			col = "payment_expires_at" // measured from its deadline
+		}
+		stuck = stuck.Or("status = ? AND "+col+" < ?", string(st), now.Add(-after).UTC())
+	}
+	var groups []groupCount
+	// The status list repeats the index's predicate, so the planner
+	// takes the partial index of open orders.
+	if err := db.Table("orders").Select("mode, status, count(*) AS n").
+		Where("status IN ?", open).Where(stuck).Group("mode, status").Scan(&groups).Error; err != nil {
+		return err
+	}
+	for _, g := range groups {
+		snap.Mode(models.Mode(g.Mode)).OrdersStuck[models.OrderStatus(g.Status)] += g.N
+	}
+	return nil
+}
+
+func opsWebhooks(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
+	var disabled []groupCount
+	if err := db.Table("webhook_endpoints").Select("mode, count(*) AS n").
+		Where("disabled_at IS NOT NULL AND deleted_at IS NULL").Group("mode").Scan(&disabled).Error; err != nil {
+		return err
+	}
+	for _, g := range disabled {
+		snap.Mode(models.Mode(g.Mode)).EndpointsDisabled += g.N
+	}
+	var waiting []groupCount
+	if err := db.Table("webhook_events").Select("mode, count(*) AS n").
+		Where("dispatched_at IS NULL").Group("mode").Scan(&waiting).Error; err != nil {
+		return err
+	}
+	for _, g := range waiting {
+		snap.Mode(models.Mode(g.Mode)).EventsWaiting += g.N
+	}
+	for _, m := range modes {
+		at, err := oldest(db.Table("webhook_events").Where("dispatched_at IS NULL AND mode = ?", string(m)), "recorded_at")
+		if err != nil {
+			return err
+		}
+		snap.Mode(m).EventsOldestWaiting = at
+	}
+	return nil
+}
