@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -378,4 +379,68 @@ func BenchmarkPruneEvents(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkOpsSnapshot is the operator's snapshot (sqlstore.OpsSnapshot,
+// read by every API process each minute) on Postgres: first on the empty
+// database, the reference, then with MEMOCART_BENCH_OPS_ORDERS orders
+// (default 1,000,000), as they pile up: one in fifty failed with its
+// refund (one in ten of those still awaiting a destination), one in ten
+// with its payment, one in a thousand still paid and stuck, a thousand
+// unmatched payments, and an event per order, dispatched but for a
+// hundred (one in ten thousand). What it reads follows what waits, not
+// what has ended.
+func BenchmarkOpsSnapshot(b *testing.B) {
+	n := benchOrderCount(b, "MEMOCART_BENCH_OPS_ORDERS", 1000000)
+	ctx := context.Background()
+	st, raw, _ := benchPostgres(b, models.OrderDelivered)
+	now := t0.Add(24 * time.Hour)
+	snapshot := func(b *testing.B) {
+		for b.Loop() {
+			if _, err := st.OpsSnapshot(ctx, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("empty", snapshot)
+
+	start := time.Now()
+	seedOrders(b, raw, "ord_tmpl", n, "t.account_id")
+	seedStepsAndPayments(b, raw)
+	for _, q := range []string{
+		`UPDATE orders SET status = 'paid', payment_status = 'confirmed', updated_at = created_at WHERE right(number, 3) = '501'`,
+		`INSERT INTO refunds (id, "key", order_id, account_id, mode, reason, amount, asset, status, created_at, updated_at)
+			SELECT 'rfd_' || o.id, 'order:' || o.id || ':1', o.id, o.account_id, o.mode, 'order_failed', o.payment_amount, o.payment_asset,
+				CASE WHEN right(o.number, 3) IN ('000', '500') THEN 'awaiting_destination' ELSE 'sent' END, o.created_at, o.created_at
+			FROM orders o WHERE o.status = 'failed'`,
+		`INSERT INTO payments (id, mode, asset, amount, memo, received_at, status, created_at)
+			SELECT 'unmatched_' || g, 'live', 'USDC', 1.5, 'nobody', $1::timestamptz - g * interval '1 second', 'unmatched', $1::timestamptz - g * interval '1 second'
+			FROM generate_series(1, 1000) g`,
+		`INSERT INTO webhook_events (id, account_id, mode, type, order_id, created_at, recorded_at, payload, dispatched_at)
+			SELECT 'evt_' || o.id, o.account_id, o.mode, 'order.created', o.id, o.created_at, o.created_at, '{}',
+				CASE WHEN right(o.number, 4) = '0001' THEN NULL ELSE o.created_at END
+			FROM orders o`,
+		`ANALYZE`,
+	} {
+		var err error
+		if strings.Contains(q, "$1") {
+			_, err = raw.Exec(q, now)
+		} else {
+			_, err = raw.Exec(q)
+		}
+		if err != nil {
+			b.Fatalf("%v\n%s", err, q)
+		}
+	}
+	b.Logf("seeded %d orders in %s", n, time.Since(start).Round(time.Second))
+	s, err := st.OpsSnapshot(ctx, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	test := s.Mode(models.ModeTest)
+	if test.OrdersStuck[models.OrderPaid] != n/1000 || test.Refunds[models.RefundAwaitingDestination] == 0 || s.Mode(models.ModeLive).Unmatched != 1000 || test.EventsWaiting == 0 {
+		b.Fatalf("the seeded snapshot is not what was seeded: %+v %+v", *test, *s.Mode(models.ModeLive))
+	}
+	b.Logf("stuck paid %d, refunds %v, events waiting %d", test.OrdersStuck[models.OrderPaid], test.Refunds, test.EventsWaiting)
+	b.Run(fmt.Sprintf("orders=%d", n), snapshot)
 }
