@@ -159,3 +159,22 @@ func opsWebhooks(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 	}
 	return nil
 }
+
+// RefundsSentSince sums the refunds of mode sent at since or later, by
+// asset: the recent rate at which the payout account pays out. It reads a
+// range of refunds_sent_idx.
+func (s *Store) RefundsSentSince(ctx context.Context, mode models.Mode, since time.Time) (map[string]decimal.Decimal, error) {
+	var groups []groupCount
+	if err := s.db.WithContext(ctx).Table("refunds").Select("asset, sum(amount) AS amount").
+		Where("status = ? AND sent_at >= ? AND mode = ?", string(models.RefundSent), since.UTC(), string(mode)).
+		Group("asset").Scan(&groups).Error; err != nil {
+		return nil, fmt.Errorf("summing the refunds sent since %s: %w", since.Format(time.RFC3339), err)
+	}
+	out := map[string]decimal.Decimal{}
+	for _, g := range groups {
+		if g.Amount.Valid {
+			out[g.Asset] = g.Amount.Decimal
+		}
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,5 +75,45 @@ func TestOpsSnapshot(t *testing.T) {
 		assert.Empty(t, live.OrdersStuck)
 		assert.Zero(t, live.EventsWaiting)
 		assert.True(t, live.EventsOldestWaiting.IsZero())
+	})
+}
+
+// The refunds sent since a time, summed by asset, of one mode.
+func TestRefundsSentSince(t *testing.T) {
+	eachDialect(t, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		a := newAccount(t, st, "a")
+		dest := models.RefundDestination{Address: "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H"}
+		send := func(cart string, at time.Time) {
+			hash := fmt.Sprintf("%064x", at.Unix())
+			o := failedOrder(t, st, a.ID, cart, nil)
+			r := owedRefund(t, st, o.ID, at)
+			for _, move := range []func(models.Refund) (models.Refund, error){
+				func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, dest) },
+				func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, at) },
+				func(r models.Refund) (models.Refund, error) {
+					return models.MarkRefundSent(r, hash, at)
+				},
+			} {
+				var err error
+				r, err = st.UpdateRefund(ctx, r.ID, at, move)
+				require.NoError(t, err)
+			}
+			require.Equal(t, models.RefundSent, r.Status)
+		}
+		send("crt_sent_old", t0)
+		send("crt_sent_new", t0.Add(48*time.Hour))
+		owedRefund(t, st, failedOrder(t, st, a.ID, "crt_not_sent", nil).ID, t0.Add(48*time.Hour))
+
+		got, err := st.RefundsSentSince(ctx, models.ModeTest, t0.Add(24*time.Hour))
+		require.NoError(t, err)
+		require.Contains(t, got, "USDC")
+		assert.Equal(t, "12.5", got["USDC"].String(), "the newer one only")
+		got, err = st.RefundsSentSince(ctx, models.ModeTest, t0)
+		require.NoError(t, err)
+		assert.Equal(t, "25", got["USDC"].String())
+		got, err = st.RefundsSentSince(ctx, models.ModeLive, t0)
+		require.NoError(t, err)
+		assert.Empty(t, got)
 	})
 }

@@ -167,6 +167,7 @@ type accountBody struct {
 }
 
 type balanceBody struct {
+	Balance      string `json:"balance"`
 	AssetType    string `json:"asset_type"`
 	AssetCode    string `json:"asset_code"`
 	AssetIssuer  string `json:"asset_issuer"`

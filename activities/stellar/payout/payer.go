@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/txnbuild"
 	"github.com/stellar/go-stellar-sdk/xdr"
@@ -204,6 +205,35 @@ func NewPayer(cfg Config) (*Payer, error) {
 
 // Address returns the payout account.
 func (p *Payer) Address() string { return p.source }
+
+// Balances returns what the payout account holds of the assets it pays
+// out, as Horizon says now: XLM (the whole native balance, its reserve
+// included) and USDC of the configured issuer (absent without a
+// trustline).
+func (p *Payer) Balances(ctx context.Context) (map[string]decimal.Decimal, error) {
+	acc, err := p.account(ctx, p.source)
+	if err != nil {
+		return nil, fmt.Errorf("reading the payout account %s: %w", p.source, err)
+	}
+	out := map[string]decimal.Decimal{}
+	for _, b := range acc.Balances {
+		var asset string
+		switch {
+		case b.AssetType == "native":
+			asset = AssetXLM
+		case b.AssetCode == AssetUSDC && b.AssetIssuer == p.issuer && b.AssetType == "credit_alphanum4":
+			asset = AssetUSDC
+		default:
+			continue
+		}
+		d, err := decimal.NewFromString(b.Balance)
+		if err != nil {
+			return nil, fmt.Errorf("the payout account's %s balance %q: %w", asset, b.Balance, err)
+		}
+		out[asset] = d
+	}
+	return out, nil
+}
 
 // The request fields CheckDestination's errors name.
 const (

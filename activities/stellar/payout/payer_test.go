@@ -1191,3 +1191,23 @@ func TestPayRefusesAnUnsignedTransaction(t *testing.T) {
 	assert.Zero(t, rec.count())
 	assert.Zero(t, h.s.Submissions())
 }
+
+// Balances reads the payout account's XLM and USDC (of the configured
+// issuer) from Horizon; a USDC of another issuer is not the one paid out.
+func TestBalances(t *testing.T) {
+	h := newHarness(t, nil)
+	got, err := h.p.Balances(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"XLM": "1000", "USDC": "1000"}, map[string]string{"XLM": got["XLM"].String(), "USDC": got["USDC"].String()})
+
+	require.NoError(t, h.s.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "12.5"}))
+	got, err = h.p.Balances(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "12.5", got["XLM"].String())
+	assert.NotContains(t, got, "USDC", "no trustline: no USDC to pay out")
+
+	other := newHarness(t, func(c *payout.Config) { c.USDCIssuer = payoutKey.Address() })
+	got, err = other.p.Balances(t.Context())
+	require.NoError(t, err)
+	assert.NotContains(t, got, "USDC", "USDC of another issuer")
+}

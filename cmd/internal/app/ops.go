@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -144,6 +145,83 @@ func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger)
 		case <-ctx.Done():
 			return
 		case <-time.After(opsEvery):
+		}
+	}
+}
+
+// The payout account's metrics: its balance per asset, read from the chain
+// every payoutEvery by each worker that pays live refunds, and the days of
+// refunds it covers at the rate of the last coverageWindow.
+const (
+	payoutEvery    = 5 * time.Minute
+	coverageWindow = 7 * 24 * time.Hour
+)
+
+// balanceReader is the live payout account as its metrics read it
+// (payout.Payer).
+type balanceReader interface {
+	Balances(ctx context.Context) (map[string]decimal.Decimal, error)
+}
+
+// sentReader is the database as the payout's coverage reads it.
+type sentReader interface {
+	RefundsSentSince(ctx context.Context, mode models.Mode, since time.Time) (map[string]decimal.Decimal, error)
+}
+
+type payoutMetrics struct {
+	balance, coverage *prometheus.GaugeVec
+}
+
+func newPayoutMetrics(reg prometheus.Registerer) *payoutMetrics {
+	m := &payoutMetrics{
+		balance: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memocart_payout_balance",
+			Help: "The payout account's balance per asset, as Horizon says (XLM includes the account's reserve), read every 5 minutes."}, []string{"mode", "asset"}),
+		coverage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "memocart_payout_coverage_days",
+			Help: "Days of refunds the payout account's balance covers at the rate sent over the last 7 days (+Inf when none was sent)."}, []string{"mode", "asset"}),
+	}
+	reg.MustRegister(m.balance, m.coverage)
+	return m
+}
+
+// observe reads the balance and the week's refunds and sets the gauges
+// of mode's payout account.
+func (m *payoutMetrics) observe(ctx context.Context, mode models.Mode, payer balanceReader, st sentReader, now time.Time) error {
+	balances, err := payer.Balances(ctx)
+	if err != nil {
+		return err
+	}
+	sent, err := st.RefundsSentSince(ctx, mode, now.Add(-coverageWindow))
+	if err != nil {
+		return err
+	}
+	days := decimal.NewFromFloat(coverageWindow.Hours() / 24)
+	for asset, b := range balances {
+		m.balance.WithLabelValues(string(mode), asset).Set(b.InexactFloat64())
+		perDay := sent[asset].Div(days)
+		cover := math.Inf(1)
+		if perDay.IsPositive() {
+			cover = b.Div(perDay).InexactFloat64()
+		}
+		m.coverage.WithLabelValues(string(mode), asset).Set(cover)
+	}
+	return nil
+}
+
+// watchPayout keeps the live payout account's gauges until ctx ends;
+// nothing without telemetry. On an error they stay as they were.
+func (t *Telemetry) watchPayout(ctx context.Context, payer balanceReader, st sentReader, log *slog.Logger) {
+	if t == nil {
+		return
+	}
+	m := newPayoutMetrics(t.registry)
+	for {
+		if err := m.observe(ctx, models.ModeLive, payer, st, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("reading the payout account's balance", slog.Any("error", err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(payoutEvery):
 		}
 	}
 }

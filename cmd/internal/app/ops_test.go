@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -129,4 +131,32 @@ func BenchmarkScrape(b *testing.B) {
 		size = rec.Body.Len()
 	}
 	b.ReportMetric(float64(size)/1024, "KiB")
+}
+
+type fixedBalances map[string]decimal.Decimal
+
+func (b fixedBalances) Balances(context.Context) (map[string]decimal.Decimal, error) { return b, nil }
+
+type fixedSent map[string]decimal.Decimal
+
+func (s fixedSent) RefundsSentSince(_ context.Context, mode models.Mode, _ time.Time) (map[string]decimal.Decimal, error) {
+	if mode != models.ModeLive {
+		return nil, nil
+	}
+	return s, nil
+}
+
+// TestPayoutMetrics: the balance per asset, and the days it covers at
+// the week's rate: 700 USDC sent in 7 days is 100 a day, so 250 covers
+// 2.5 days; an asset none was sent of is covered for ever.
+func TestPayoutMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := newPayoutMetrics(reg)
+	d := decimal.RequireFromString
+	require.NoError(t, m.observe(t.Context(), models.ModeLive, fixedBalances{"USDC": d("250"), "XLM": d("40")},
+		fixedSent{"USDC": d("700")}, time.Now()))
+	assert.Equal(t, map[string]float64{"asset=USDC,mode=live": 250, "asset=XLM,mode=live": 40}, series(t, reg, "memocart_payout_balance"))
+	cover := series(t, reg, "memocart_payout_coverage_days")
+	assert.Equal(t, 2.5, cover["asset=USDC,mode=live"])
+	assert.True(t, math.IsInf(cover["asset=XLM,mode=live"], 1))
 }

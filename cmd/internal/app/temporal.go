@@ -261,6 +261,9 @@ func RunWorkerLoop(ctx context.Context, e Env, c client.Client, st *sqlstore.Sto
 		watch = &in
 	}
 	acts.Watches = activities.NewWatches(watchers)
+	if live, ok := payouts.Payers[models.ModeLive].(balanceReader); ok {
+		go e.Tel.watchPayout(ctx, live, st, e.Log)
+	}
 	tuning := memoworker.Tuning{
 		StickyCacheSize:            e.Cfg.WorkerStickyCacheSize,
 		MaxConcurrentWorkflowTasks: e.Cfg.WorkerMaxWorkflowTasks,
