@@ -134,6 +134,10 @@ func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger)
 		return
 	}
 	m := newOpsMetrics(t.registry)
+	every := opsEvery
+	if TestHooks.OpsEvery > 0 {
+		every = TestHooks.OpsEvery
+	}
 	for {
 		s, err := st.OpsSnapshot(ctx, time.Now())
 		if err == nil {
@@ -144,7 +148,7 @@ func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(opsEvery):
+		case <-time.After(every):
 		}
 	}
 }

@@ -339,6 +339,9 @@ var TestHooks struct {
 	SpanExporter sdktrace.SpanExporter
 	// WebhookRetry replaces the webhook deliveries' retry policy.
 	WebhookRetry *workflows.WebhookRetry
+	// OpsEvery, when set, replaces opsEvery: how often the operator's
+	// metrics are read.
+	OpsEvery time.Duration
 }
 
 // APIStack is the API and what it drives: the sandbox payment source with

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/memocart/memocart/cmd/internal/app"
+)
+
+// dashboardFile is the Grafana dashboard shipped for operators.
+const dashboardFile = "../../docs/monitoring/memocart.dashboard.json"
+
+// dashboardQueries are the PromQL expressions of every panel's targets,
+// with the dashboard's variables given a value ($mode: live).
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(b, &d))
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			require.NotEmpty(t, tg.Expr, "panel %q has a target without a query", p.Title)
+			out = append(out, strings.ReplaceAll(tg.Expr, "$mode", "live"))
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+// metricName is a metric the service exports, as a query names it.
+var metricName = regexp.MustCompile(`\b(?:memocart|temporal)_[a-z0-9_]+\b`)
+
+// exportedOnFirstIncrement are the counters the Temporal SDK exports only
+// once they have counted something: a healthy run never shows them. Each
+// is named in Temporal's SDK metrics reference.
+var exportedOnFirstIncrement = []string{"temporal_workflow_task_execution_failed_total"}
+
+// TestE2EDashboard: every query of the dashboard parses as Prometheus does
+// (promtool check rules, each query a recording rule), and names only
+// metrics a live dev stack exports on its /metrics once a live order has
+// been paid by the chain, a test order delivered, a live order failed
+// with its refund owed and a payment sent naming no order: the service's,
+// the watcher's and payout account's, and the Temporal SDK's.
+func TestE2EDashboard(t *testing.T) {
+	queries := dashboardQueries(t)
+	type rule struct {
+		Record string `json:"record"`
+		Expr   string `json:"expr"`
+	}
+	var rules []rule
+	for i, q := range queries {
+		rules = append(rules, rule{Record: "dashboard:query" + string(rune('a'+i/26)) + string(rune('a'+i%26)), Expr: q})
+	}
+	doc, err := json.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "dashboard.rules.json") // JSON is YAML
+	require.NoError(t, os.WriteFile(file, doc, 0o644))
+	out, err := exec.Command("promtool", "check", "rules", file).CombinedOutput()
+	require.NoError(t, err, "promtool check rules (Debian's prometheus package; .ci/run installs it): %s", out)
+
+	app.TestHooks.OpsEvery = 200 * time.Millisecond
+	t.Cleanup(func() { app.TestHooks.OpsEvery = 0 })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	adminAddr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	s := startLive(t, "sqlite", map[string]string{"MEMOCART_ADMIN_ADDR": adminAddr})
+	live := s.liveCartOrder("https://www.amazon.com/dp/B0LIVE0001")
+	s.payInFull(live)
+	test := s.newOrder(s.key, product)
+	code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(test, "number")+"/payments", nil)
+	require.Equal(t, http.StatusCreated, code, body)
+	s.waitStatus(s.key, str(test, "number"), "delivered")
+	// Money owed back, and a payment that names no order: the per-asset
+	// series exist while there is an amount to show.
+	s.failedLiveOrder()
+	s.pay(usdc("1.50", "00000000000"))
+
+	var names []string
+	for _, q := range queries {
+		names = append(names, metricName.FindAllString(q, -1)...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var missing []string
+	require.Eventually(t, func() bool {
+		mf := scrape(t, "http://"+adminAddr+"/metrics")
+		missing = missing[:0]
+		for _, n := range names {
+			if !exported(mf, n) && !slices.Contains(exportedOnFirstIncrement, n) {
+				missing = append(missing, n)
+			}
+		}
+		return len(missing) == 0
+	}, 90*time.Second, 500*time.Millisecond, "the dashboard names metrics the stack does not export: %v", &missing)
+	t.Logf("%d queries name %d metrics, all exported", len(queries), len(names))
+}
+
+// exported reports whether the scrape mf has the series name: a family of
+// that name, or a histogram whose _bucket, _sum or _count it is.
+func exported(mf map[string]*dto.MetricFamily, name string) bool {
+	if _, ok := mf[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if f, ok := mf[strings.TrimSuffix(name, suffix)]; ok && strings.HasSuffix(name, suffix) && f.GetType() == dto.MetricType_HISTOGRAM {
+			return true
+		}
+	}
+	return false
+}
