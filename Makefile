@@ -1,7 +1,8 @@
 # Memocart. `make run` starts the whole service on embedded defaults;
 # `make test` runs vet, the lint gates (tidy go.mod, workflowcheck,
-# staticcheck), the unit and store tests (SQLite, Postgres, Redis),
-# and the end-to-end tests against an in-process Temporal server.
+# staticcheck), the alert rules' tests (promtool), the unit and store
+# tests (SQLite, Postgres, Redis), and the end-to-end tests against an
+# in-process Temporal server.
 #
 # Three modules: the root is the service (cmd/memocart, the binary that
 # ships); cmd/devstack is the developer tooling (the embedded dev stack,
@@ -30,7 +31,7 @@ export MEMOCART_TEST_DATABASE_URL MEMOCART_TEST_REDIS_URL
 MEMOCART_TEST_CHROMIUM ?= chromium
 export MEMOCART_TEST_CHROMIUM
 
-.PHONY: run build devstack ts test vet test-unit test-e2e lint bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos payouts
+.PHONY: run build devstack ts test vet test-unit test-e2e lint rules bench loadtest clean cluster cluster-stop cluster-status cluster-test chaos payouts
 
 run: devstack
 	bin/devstack dev
@@ -44,7 +45,7 @@ build:
 devstack:
 	$(GO) -C $(DEVSTACK) build -o $(CURDIR)/bin/devstack .
 
-test: vet lint test-unit test-e2e
+test: vet lint rules test-unit test-e2e
 
 # The TypeScript client compiled to $(TS)/dist. Its dev dependencies (the
 # pinned TypeScript and openapi-typescript; it has no runtime ones) are
@@ -70,6 +71,17 @@ lint:
 	$(GO) -C $(DEVSTACK) run $(STATICCHECK) ./...
 	$(GO) -C $(CLIENT) mod tidy -diff
 	$(GO) -C $(CLIENT) run $(STATICCHECK) ./...
+
+# The Prometheus rules (docs/monitoring): promtool (Debian's prometheus
+# package, which .ci/run installs) checks them and runs their unit tests;
+# the Go test holds every alert to its labels, annotations and runbook in
+# docs/operators.md, and to a test where it fires and one where it must not.
+PROMTOOL ?= promtool
+RULES := docs/monitoring/memocart.rules.yml
+rules:
+	$(PROMTOOL) check rules $(RULES)
+	$(PROMTOOL) test rules $(RULES:.yml=.test.yml)
+	$(GO) -C $(DEVSTACK) test -count=1 ./monitoring/
 
 vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
