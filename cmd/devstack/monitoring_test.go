@@ -19,8 +19,11 @@ import (
 	"github.com/memocart/memocart/cmd/internal/app"
 )
 
-// dashboardFile is the Grafana dashboard shipped for operators.
-const dashboardFile = "../../docs/monitoring/memocart.dashboard.json"
+// The Grafana dashboard and the alert rules shipped for operators.
+const (
+	dashboardFile = "../../docs/monitoring/memocart.dashboard.json"
+	rulesFile     = "../../docs/monitoring/memocart.rules.yml"
+)
 
 // dashboardQueries are the PromQL expressions of every panel's targets,
 // with the dashboard's variables given a value ($mode: live).
@@ -56,13 +59,15 @@ var metricName = regexp.MustCompile(`\b(?:memocart|temporal)_[a-z0-9_]+\b`)
 // is named in Temporal's SDK metrics reference.
 var exportedOnFirstIncrement = []string{"temporal_workflow_task_execution_failed_total"}
 
-// TestE2EDashboard: every query of the dashboard parses as Prometheus does
-// (promtool check rules, each query a recording rule), and names only
-// metrics a live dev stack exports on its /metrics once a live order has
+// TestE2EMonitoringNamesExportedMetrics: every query of the dashboard
+// parses as Prometheus does (promtool check rules, each query a recording
+// rule; make rules checks the alert rules' own), and the dashboard and the
+// alert rules name only metrics a live dev stack exports on its /metrics
+// once a live order has
 // been paid by the chain, a test order delivered, a live order failed
 // with its refund owed and a payment sent naming no order: the service's,
 // the watcher's and payout account's, and the Temporal SDK's.
-func TestE2EDashboard(t *testing.T) {
+func TestE2EMonitoringNamesExportedMetrics(t *testing.T) {
 	queries := dashboardQueries(t)
 	type rule struct {
 		Record string `json:"record"`
@@ -101,6 +106,9 @@ func TestE2EDashboard(t *testing.T) {
 	for _, q := range queries {
 		names = append(names, metricName.FindAllString(q, -1)...)
 	}
+	ruleText, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	names = append(names, metricName.FindAllString(string(ruleText), -1)...)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	var missing []string
@@ -113,8 +121,8 @@ func TestE2EDashboard(t *testing.T) {
 			}
 		}
 		return len(missing) == 0
-	}, 90*time.Second, 500*time.Millisecond, "the dashboard names metrics the stack does not export: %v", &missing)
-	t.Logf("%d queries name %d metrics, all exported", len(queries), len(names))
+	}, 90*time.Second, 500*time.Millisecond, "the dashboard or the rules name metrics the stack does not export: %v", &missing)
+	t.Logf("the dashboard's %d queries and the rules name %d metrics, all exported", len(queries), len(names))
 }
 
 // exported reports whether the scrape mf has the series name: a family of
