@@ -45,7 +45,12 @@ build:
 devstack:
 	$(GO) -C $(DEVSTACK) build -o $(CURDIR)/bin/devstack .
 
-test: vet lint rules test-unit test-e2e
+# The gates first (quick, and a failure there is the cheapest to read), then
+# the unit and the end-to-end tests at once: the end-to-end tests mostly wait
+# on Temporal, so the two share the machine's cores well; each one's output
+# is printed whole as it ends (--output-sync).
+test: vet lint rules
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-unit test-e2e
 
 # The TypeScript client compiled to $(TS)/dist. Its dev dependencies (the
 # pinned TypeScript and openapi-typescript; it has no runtime ones) are
