@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -108,7 +110,10 @@ func opsUnmatched(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 	return nil
 }
 
-func opsStuckOrders(db *gorm.DB, snap *models.OpsSnapshot, now time.Time) error {
+// stuckOrders is the count of the orders stuck as of now, by mode and
+// status. The status list repeats the index's predicate, so the planner
+// takes the partial index of open orders (TestStuckOrdersReadOpenOrdersOnly).
+func stuckOrders(db *gorm.DB, now time.Time) *gorm.DB {
 	open := make([]string, len(models.OpenStatuses))
 	stuck := db.Where("1 = 0")
 	for i, st := range models.OpenStatuses {
@@ -120,11 +125,27 @@ func opsStuckOrders(db *gorm.DB, snap *models.OpsSnapshot, now time.Time) error 
 		}
 		stuck = stuck.Or("status = ? AND "+col+" < ?", string(st), now.Add(-after).UTC())
 	}
+	return db.Table("orders").Select("mode, status, count(*) AS n").Where("status IN ?", open).Where(stuck).Group("mode, status")
+}
+
+// StuckOrdersPlan is Postgres's plan of the stuck orders' count, for the
+// test that holds it to the index of open orders.
+func (s *Store) StuckOrdersPlan(ctx context.Context, now time.Time) (string, error) {
+	if s.dialect != DialectPostgres {
+		return "", errors.New("query plans are read on Postgres only")
+	}
 	var groups []groupCount
-	// The status list repeats the index's predicate, so the planner
-	// takes the partial index of open orders.
-	if err := db.Table("orders").Select("mode, status, count(*) AS n").
-		Where("status IN ?", open).Where(stuck).Group("mode, status").Scan(&groups).Error; err != nil {
+	stmt := stuckOrders(s.db.WithContext(ctx).Session(&gorm.Session{DryRun: true}), now).Scan(&groups).Statement
+	var lines []string
+	if err := s.db.WithContext(ctx).Raw("EXPLAIN (COSTS OFF) "+stmt.SQL.String(), stmt.Vars...).Scan(&lines).Error; err != nil {
+		return "", fmt.Errorf("explaining the stuck orders' count: %w", err)
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func opsStuckOrders(db *gorm.DB, snap *models.OpsSnapshot, now time.Time) error {
+	var groups []groupCount
+	if err := stuckOrders(db, now).Scan(&groups).Error; err != nil {
 		return err
 	}
 	for _, g := range groups {

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -116,4 +117,34 @@ func TestRefundsSentSince(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, got)
 	})
+}
+
+// TestStuckOrdersReadOpenOrdersOnly: with 100,000 orders ended and a
+// hundred on their way, statistics gathered, the stuck orders' count is
+// read on the partial index of the orders on their way, never a scan of
+// the orders.
+func TestStuckOrdersReadOpenOrdersOnly(t *testing.T) {
+	ctx := context.Background()
+	st, dsn := openPostgres(t)
+	a := newAccount(t, st, "big")
+	seedListOrder(t, st, a.ID, models.ModeTest, "ord_tmpl", t0, models.OrderDelivered)
+	raw, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer raw.Close()
+	seedOrders(t, raw, "ord_tmpl", 100000, "t.account_id")
+	for _, q := range []string{
+		`UPDATE orders SET status = 'paid', updated_at = created_at WHERE right(number, 3) = '501'`,
+		`ANALYZE`,
+	} {
+		_, err := raw.Exec(q)
+		require.NoError(t, err)
+	}
+	plan, err := st.StuckOrdersPlan(ctx, t0)
+	require.NoError(t, err)
+	t.Logf("plan:\n%s", plan)
+	assert.Contains(t, plan, "orders_open_idx")
+	assert.NotContains(t, plan, "Seq Scan")
+	snap, err := st.OpsSnapshot(ctx, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 100, snap.Mode(models.ModeTest).OrdersStuck[models.OrderPaid])
 }
