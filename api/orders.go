@@ -604,25 +604,25 @@ type failTestOrderRequest struct {
 // models.DefaultTestFailure), through the order's workflow; answers the
 // order as it then stands. Test keys only.
 func (s *Server) failTestOrder(c *gin.Context) {
-	req := failTestOrderRequest{}
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
-	}
-	code := models.DefaultTestFailure
-	if req.Reason != nil {
-		code = *req.Reason
-	}
 	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
+		req := failTestOrderRequest{}
+		if c.Request.ContentLength != 0 {
+			if err := decodeJSON(c, &req); err != nil {
+				return models.Order{}, err
+			}
+		}
+		code := models.DefaultTestFailure
+		if req.Reason != nil {
+			code = *req.Reason
+		}
 		return s.deps.TestHelpers.Move(ctx, r, models.TestMove{Fail: code})
 	})
 }
 
 // testHelper answers a test helper acting on the order the path names:
-// a live key is refused before anything else, as is an order it cannot
-// name; the helper's order is rendered as it then stands.
+// a live key is refused before anything else (its body is not read), then
+// a path that names no order; act reads the body, if any, and acts; the
+// order is rendered as it then stands.
 func (s *Server) testHelper(c *gin.Context, act func(context.Context, checkout.TestOrder) (models.Order, error)) {
 	key := mustKey(c)
 	if key.Mode != models.ModeTest {

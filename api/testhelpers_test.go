@@ -152,6 +152,7 @@ func TestAdvanceAndFailTestHelpers(t *testing.T) {
 		for _, helper := range []string{"advance", "fail"} {
 			requireError(t, e.move(t, other, fresh.ID, helper, ""), http.StatusNotFound, models.CodeOrderNotFound, "")
 			requireError(t, e.move(t, live, fresh.ID, helper, ""), http.StatusForbidden, models.CodeTestModeOnly, "")
+			requireError(t, e.move(t, live, fresh.ID, helper, `{"reason":`), http.StatusForbidden, models.CodeTestModeOnly, "") // refused before its body is read
 			requireError(t, e.move(t, key, "nope", helper, ""), http.StatusNotFound, models.CodeOrderNotFound, "")
 		}
 		assert.Equal(t, "paid", decodeOrderView(t, e.get(t, "/v1/orders/"+fresh.ID, key)).Status, "refusals moved nothing")
