@@ -21,6 +21,9 @@ const (
 	ModeLive Mode = "live"
 )
 
+// Modes are both modes.
+var Modes = []Mode{ModeTest, ModeLive}
+
 // Valid reports whether m is a known mode.
 func (m Mode) Valid() bool { return m == ModeTest || m == ModeLive }
 

@@ -71,7 +71,7 @@ func NewSender(cfg Config) *Sender {
 		cfg.Resolver = net.DefaultResolver
 	}
 	s := &Sender{clients: map[models.Mode]*http.Client{}, policies: map[models.Mode]models.WebhookURLPolicy{}}
-	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+	for _, mode := range models.Modes {
 		policy := models.WebhookPolicyFor(mode, cfg.TestLoopback)
 		s.policies[mode] = policy
 		d := &dialer{policy: policy, resolver: cfg.Resolver, timeout: cfg.Timeout}

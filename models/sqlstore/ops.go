@@ -32,9 +32,6 @@ func (s *Store) OpsSnapshot(ctx context.Context, now time.Time) (models.OpsSnaps
 	return snap, nil
 }
 
-// modes are both modes: a metric's series exist in each, at zero when empty.
-var modes = []models.Mode{models.ModeTest, models.ModeLive}
-
 type groupCount struct {
 	Mode   string
 	Status string
@@ -60,9 +57,6 @@ func opsRefunds(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 		Group("mode, status, asset").Scan(&groups).Error; err != nil {
 		return err
 	}
-	for _, m := range modes {
-		snap.Mode(m)
-	}
 	for _, g := range groups {
 		ops, st := snap.Mode(models.Mode(g.Mode)), models.RefundStatus(g.Status)
 		ops.Refunds[st] += g.N
@@ -70,7 +64,7 @@ func opsRefunds(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 			ops.RefundsOwed[g.Asset] = ops.RefundsOwed[g.Asset].Add(g.Amount.Decimal)
 		}
 	}
-	for _, m := range modes {
+	for _, m := range models.Modes {
 		for _, st := range models.RefundStatuses {
 			if st.Settled() {
 				continue
@@ -100,7 +94,7 @@ func opsUnmatched(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 			ops.UnmatchedOwed[g.Asset] = ops.UnmatchedOwed[g.Asset].Add(g.Amount.Decimal)
 		}
 	}
-	for _, m := range modes {
+	for _, m := range models.Modes {
 		at, err := oldest(db.Table("payments").Where("status = ? AND mode = ?", PaymentUnmatched, string(m)), "created_at")
 		if err != nil {
 			return err
@@ -171,7 +165,7 @@ func opsWebhooks(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
 	for _, g := range waiting {
 		snap.Mode(models.Mode(g.Mode)).EventsWaiting += g.N
 	}
-	for _, m := range modes {
+	for _, m := range models.Modes {
 		at, err := oldest(db.Table("webhook_events").Where("dispatched_at IS NULL AND mode = ?", string(m)), "recorded_at")
 		if err != nil {
 			return err

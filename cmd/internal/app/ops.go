@@ -74,7 +74,7 @@ func age(now, at time.Time) float64 {
 // set makes the gauges say s. Every status of every mode has its series,
 // at zero when empty, so a query over them is defined from the start.
 func (m *opsMetrics) set(s models.OpsSnapshot) {
-	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+	for _, mode := range models.Modes {
 		ops := s.Mode(mode)
 		md := string(mode)
 		for _, st := range models.RefundStatuses {
@@ -92,18 +92,19 @@ func (m *opsMetrics) set(s models.OpsSnapshot) {
 		m.eventsWaiting.WithLabelValues(md).Set(float64(ops.EventsWaiting))
 		m.eventsOldest.WithLabelValues(md).Set(age(s.At, ops.EventsOldestWaiting))
 	}
-	m.setByAsset(m.refundsOwed, s, func(o *models.ModeOps) map[string]float64 { return floats(o.RefundsOwed) })
-	m.setByAsset(m.unmatchedAmount, s, func(o *models.ModeOps) map[string]float64 { return floats(o.UnmatchedOwed) })
+	m.setByAsset(m.refundsOwed, s, func(o *models.ModeOps) map[string]decimal.Decimal { return o.RefundsOwed })
+	m.setByAsset(m.unmatchedAmount, s, func(o *models.ModeOps) map[string]decimal.Decimal { return o.UnmatchedOwed })
 	m.lastRun.Set(float64(s.At.Unix()))
 }
 
 // setByAsset sets v's series of each mode and asset s has, and deletes
-// those set before that s no longer has.
-func (m *opsMetrics) setByAsset(v *prometheus.GaugeVec, s models.OpsSnapshot, of func(*models.ModeOps) map[string]float64) {
+// those set before that s no longer has. A gauge is a float64, so an
+// amount shows to about 15 digits; the database keeps the exact one.
+func (m *opsMetrics) setByAsset(v *prometheus.GaugeVec, s models.OpsSnapshot, of func(*models.ModeOps) map[string]decimal.Decimal) {
 	now := map[[2]string]bool{}
-	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+	for _, mode := range models.Modes {
 		for asset, amount := range of(s.Mode(mode)) {
-			v.WithLabelValues(string(mode), asset).Set(amount)
+			v.WithLabelValues(string(mode), asset).Set(amount.InexactFloat64())
 			now[[2]string{string(mode), asset}] = true
 		}
 	}
@@ -115,20 +116,8 @@ func (m *opsMetrics) setByAsset(v *prometheus.GaugeVec, s models.OpsSnapshot, of
 	m.assets[v] = now
 }
 
-// floats are amounts as a metric holds them: a gauge is a float64, so an
-// amount shows to about 15 digits; the database keeps the exact one.
-func floats(amounts map[string]decimal.Decimal) map[string]float64 {
-	out := make(map[string]float64, len(amounts))
-	for asset, d := range amounts {
-		out[asset] = d.InexactFloat64()
-	}
-	return out
-}
-
 // watchOps keeps the operator's gauges until ctx ends, reading the
-// snapshot every opsEvery; nothing without telemetry. On an error the
-// gauges stay as they were and the last run's timestamp ages, which its
-// alert watches.
+// snapshot every opsEvery; nothing without telemetry.
 func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger) {
 	if t == nil {
 		return
@@ -138,17 +127,27 @@ func (t *Telemetry) watchOps(ctx context.Context, st opsStore, log *slog.Logger)
 	if TestHooks.OpsEvery > 0 {
 		every = TestHooks.OpsEvery
 	}
-	for {
-		s, err := st.OpsSnapshot(ctx, time.Now())
+	repeatEvery(ctx, every, log, "reading the operator's metrics", func(ctx context.Context, now time.Time) error {
+		s, err := st.OpsSnapshot(ctx, now)
 		if err == nil {
 			m.set(s)
-		} else if ctx.Err() == nil {
-			log.Warn("reading the operator's metrics", slog.Any("error", err))
+		}
+		return err
+	})
+}
+
+// repeatEvery runs observe at once, then every interval, until ctx ends.
+// A failed run is logged (what failed) and leaves the gauges it sets as
+// they were, so their last-run timestamps age for the alerts to see.
+func repeatEvery(ctx context.Context, interval time.Duration, log *slog.Logger, what string, observe func(context.Context, time.Time) error) {
+	for {
+		if err := observe(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn(what, slog.Any("error", err))
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(every):
+		case <-time.After(interval):
 		}
 	}
 }
@@ -198,7 +197,7 @@ func (m *payoutMetrics) observe(ctx context.Context, mode models.Mode, payer bal
 	if err != nil {
 		return err
 	}
-	days := decimal.NewFromFloat(coverageWindow.Hours() / 24)
+	days := decimal.NewFromInt(int64(coverageWindow / (24 * time.Hour)))
 	for asset, b := range balances {
 		m.balance.WithLabelValues(string(mode), asset).Set(b.InexactFloat64())
 		perDay := sent[asset].Div(days)
@@ -212,20 +211,13 @@ func (m *payoutMetrics) observe(ctx context.Context, mode models.Mode, payer bal
 }
 
 // watchPayout keeps the live payout account's gauges until ctx ends;
-// nothing without telemetry. On an error they stay as they were.
+// nothing without telemetry.
 func (t *Telemetry) watchPayout(ctx context.Context, payer balanceReader, st sentReader, log *slog.Logger) {
 	if t == nil {
 		return
 	}
 	m := newPayoutMetrics(t.registry)
-	for {
-		if err := m.observe(ctx, models.ModeLive, payer, st, time.Now()); err != nil && ctx.Err() == nil {
-			log.Warn("reading the payout account's balance", slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(payoutEvery):
-		}
-	}
+	repeatEvery(ctx, payoutEvery, log, "reading the payout account's balance", func(ctx context.Context, now time.Time) error {
+		return m.observe(ctx, models.ModeLive, payer, st, now)
+	})
 }

@@ -283,7 +283,7 @@ func newBooksMetrics(reg prometheus.Registerer) *booksMetrics {
 			Help: "Unix time the deployment last checked the books (0: not yet).",
 		}),
 	}
-	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+	for _, mode := range models.Modes {
 		m.discrepancies.WithLabelValues(string(mode))
 	}
 	reg.MustRegister(m.discrepancies, m.lastRun)
@@ -315,7 +315,7 @@ func (m *booksMetrics) observe(ctx context.Context, st booksStore, now time.Time
 	if c.CheckedAt.IsZero() {
 		return nil
 	}
-	for _, mode := range []models.Mode{models.ModeTest, models.ModeLive} {
+	for _, mode := range models.Modes {
 		m.discrepancies.WithLabelValues(string(mode)).Set(float64(c.Discrepancies[mode]))
 	}
 	m.lastRun.Set(float64(c.CheckedAt.Unix()))
@@ -329,14 +329,7 @@ func (t *Telemetry) watchBooks(ctx context.Context, st booksStore, log *slog.Log
 		return
 	}
 	m := newBooksMetrics(t.registry)
-	for {
-		if err := m.observe(ctx, st, time.Now()); err != nil && ctx.Err() == nil {
-			log.Warn("checking the books", slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(booksReportEvery):
-		}
-	}
+	repeatEvery(ctx, booksReportEvery, log, "checking the books", func(ctx context.Context, now time.Time) error {
+		return m.observe(ctx, st, now)
+	})
 }
