@@ -74,5 +74,6 @@ func StuckAfter(status OrderStatus) (time.Duration, bool) {
 	return 0, false
 }
 
-// OpenStatuses are the order statuses StuckAfter watches, in order.
-var OpenStatuses = []OrderStatus{OrderCreated, OrderPaid, OrderOrdered, OrderShipped}
+// OpenStatuses are the order statuses StuckAfter watches, in order: every
+// tracking step but the last.
+var OpenStatuses = OrderSteps[:len(OrderSteps)-1]

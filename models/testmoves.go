@@ -27,11 +27,12 @@ const DefaultTestFailure = "product_unavailable"
 // test helper, sorted: every buying-provider failure of sourcing (the
 // order's failure_reason is the code's sentence). A carrier's failure to
 // deliver (undeliverable) is not sourcing, so it is not one.
-func TestFailureCodes() []string {
-	// Sorted, so the map's order never shows (workflows call this).
-	codes := slices.Sorted(maps.Keys(fulfilmentFailureReasons)) //workflowcheck:ignore
-	return slices.DeleteFunc(codes, func(c string) bool { return c == "undeliverable" })
-}
+func TestFailureCodes() []string { return slices.Clone(testFailureCodes) }
+
+// testFailureCodes is TestFailureCodes' list, made once (workflows check
+// codes against it, and may not iterate a map).
+var testFailureCodes = slices.DeleteFunc(slices.Sorted(maps.Keys(fulfilmentFailureReasons)),
+	func(c string) bool { return c == "undeliverable" })
 
 // DecideTestMove is whether test mode's helper may make move m of an order
 // at status: advance an order paid and on its way (paid, ordered or
@@ -42,8 +43,8 @@ func DecideTestMove(status OrderStatus, m TestMove) error {
 	switch {
 	case m.Advance == (m.Fail != ""):
 		return Errorf(CodeInvalidRequest, "a test move either advances the order or fails it")
-	case m.Fail != "" && !slices.Contains(TestFailureCodes(), m.Fail):
-		return FieldError(CodeInvalidRequest, "reason", "reason must be one of the documented failure codes: %s", strings.Join(TestFailureCodes(), ", "))
+	case m.Fail != "" && !slices.Contains(testFailureCodes, m.Fail):
+		return FieldError(CodeInvalidRequest, "reason", "reason must be one of the documented failure codes: %s", strings.Join(testFailureCodes, ", "))
 	case status == OrderCreated:
 		return Errorf(CodeInvalidOrderState, "The order is awaiting payment: pay it first (a test payment), or expire it")
 	case m.Advance && (status == OrderPaid || status == OrderOrdered || status == OrderShipped):

@@ -145,8 +145,9 @@ func (f *Fulfiller) snapshot(o models.Order, ref string, advance bool) models.Fu
 	return out
 }
 
-// sandboxSteps are the steps the sandbox moves an order through, by index.
-var sandboxSteps = []models.OrderStatus{models.OrderPaid, models.OrderOrdered, models.OrderShipped, models.OrderDelivered}
+// sandboxSteps are the steps the sandbox moves an order through, by index:
+// the tracking steps from paid on.
+var sandboxSteps = models.OrderSteps[1:]
 
 func (f *Fulfiller) clock() time.Time {
 	if f.now != nil {
