@@ -174,6 +174,9 @@ func TestE2EAdvanceAndFail(t *testing.T) {
 	waitRefund("failed")
 	setDestination("GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN")
 	waitRefund("sent")
+	if *recordHistories {
+		writeWorkflowHistory(t, s, models.RefundWorkflowID(str(refund, "id")), "refund_test_payouts_refused.json")
+	}
 	code, body = s.do(s.key, "POST", refundPath, nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_refund_state", str(obj(body, "error"), "code"), "sent: nothing left to refuse")
