@@ -27,12 +27,21 @@ func (s *liveStack) refundRun(id string) (string, enumspb.WorkflowExecutionStatu
 }
 
 // closeRefundRun terminates or cancels (as an operator does in the UI) the
-// refund's open run, waits until it closed so, and returns its run id.
+// refund's open run, waits until it closed so, and returns its run id. The
+// refund's row is written before its run starts, so it first waits for the
+// run.
 func (s *liveStack) closeRefundRun(id string, terminate bool) string {
 	s.t.Helper()
 	wid := models.RefundWorkflowID(id)
-	run, status := s.refundRun(id)
-	require.Equal(s.t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, status)
+	var run string
+	require.Eventually(s.t, func() bool {
+		desc, err := s.client.DescribeWorkflowExecution(context.Background(), wid, "")
+		if err != nil {
+			return false
+		}
+		run = desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		return desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, 30*time.Second, 20*time.Millisecond, "the refund's run started")
 	want := enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
 	if terminate {
 		want = enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED
