@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestPortsAreDistinct(t *testing.T) {
@@ -134,4 +136,95 @@ func TestNewKeepsTheRunningClustersPorts(t *testing.T) {
 	_, err = New(Options{StateDir: dir, PortBase: 31000})
 	assert.ErrorContains(t, err, "running on port base 30000")
 	assert.Equal(t, map[string]int{"redis": cmd.Process.Pid}, c.PIDs(), "only the running components, by name")
+}
+
+// shmChildEnv names the segment id a child of TestShmHelperProcess
+// attaches; shmChildExitAfter, when it leaves on its own.
+const (
+	shmChildEnv       = "MEMOCART_TEST_SHM_ATTACH"
+	shmChildExitAfter = "MEMOCART_TEST_SHM_EXIT_AFTER"
+)
+
+// TestShmHelperProcess is not a test: run by the shm tests as a child
+// process, it attaches a segment (as a Postgres backend does) and stays.
+func TestShmHelperProcess(t *testing.T) {
+	id, err := strconv.Atoi(os.Getenv(shmChildEnv))
+	if err != nil {
+		return
+	}
+	if _, err := unix.SysvShmAttach(id, 0, 0); err != nil {
+		os.Exit(3)
+	}
+	d, err := time.ParseDuration(os.Getenv(shmChildExitAfter))
+	if err != nil {
+		d = time.Hour
+	}
+	time.Sleep(d)
+	os.Exit(0)
+}
+
+// oldServerSegment makes a System V segment, a child attached to it that
+// leaves after exitAfter (or stays), and a stale postmaster.pid naming
+// it in dir; it returns the child and the segment.
+func oldServerSegment(t *testing.T, dir, exitAfter string) (*exec.Cmd, shmSegment) {
+	t.Helper()
+	key := 0x4d430000 | os.Getpid()&0xffff
+	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+	child := exec.Command(os.Args[0], "-test.run=^TestShmHelperProcess$")
+	child.Env = append(os.Environ(), shmChildEnv+"="+strconv.Itoa(id), shmChildExitAfter+"="+exitAfter)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill() })
+	seg := shmSegment{key: key, id: id}
+	require.Eventually(t, func() bool { n, _ := attachments(seg); return n == 1 }, 10*time.Second, 10*time.Millisecond)
+	// The killed postmaster's pid (0: none alive), data directory, start
+	// time, port, socket directory, listen address, segment, status.
+	pidFile := fmt.Sprintf("0\n%s\n0\n5432\n\n127.0.0.1\n %9d %9d\nready   \n", dir, key, id)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(pidFile), 0o600))
+	return child, seg
+}
+
+// TestShmReleasedWaitsForTheOldServer: a backend of a killed postmaster
+// still attached to its segment is waited for while it leaves on its own,
+// and killed once the wait is over, so that Postgres can start again.
+func TestShmReleasedWaitsForTheOldServer(t *testing.T) {
+	t.Run("leaves on its own", func(t *testing.T) {
+		dir := t.TempDir()
+		child, seg := oldServerSegment(t, dir, "300ms")
+		killed, err := shmReleased(dir, time.Minute)
+		require.NoError(t, err)
+		assert.Empty(t, killed)
+		n, _ := attachments(seg)
+		assert.Zero(t, n, "released when it returned")
+		assert.NoError(t, child.Wait(), "the child left on its own")
+	})
+	t.Run("killed after the wait", func(t *testing.T) {
+		dir := t.TempDir()
+		child, seg := oldServerSegment(t, dir, "")
+		killed, err := shmReleased(dir, 300*time.Millisecond)
+		require.NoError(t, err)
+		assert.Equal(t, []int{child.Process.Pid}, killed)
+		n, _ := attachments(seg)
+		assert.Zero(t, n, "released when it returned")
+		var exit *exec.ExitError
+		require.ErrorAs(t, child.Wait(), &exit)
+		assert.Equal(t, syscall.SIGKILL, exit.Sys().(syscall.WaitStatus).Signal())
+	})
+	t.Run("no pid file", func(t *testing.T) {
+		killed, err := shmReleased(t.TempDir(), time.Minute)
+		assert.NoError(t, err)
+		assert.Empty(t, killed)
+	})
+	t.Run("the postmaster runs", func(t *testing.T) {
+		dir := t.TempDir()
+		live := exec.Command("sleep", "30")
+		live.Dir = dir
+		require.NoError(t, live.Start())
+		t.Cleanup(func() { _ = live.Process.Kill(); _ = live.Wait() })
+		pidFile := fmt.Sprintf("%d\n%s\n0\n5432\n\n127.0.0.1\n   1   1\nready   \n", live.Process.Pid, dir)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(pidFile), 0o600))
+		_, err := shmReleased(dir, time.Minute)
+		assert.ErrorContains(t, err, "still runs")
+	})
 }

@@ -42,7 +42,7 @@ func (c *Cluster) components() []component {
 	comps := []component{
 		{
 			name: "postgres", addr: addr(p.Postgres),
-			prepare: c.initPostgres, command: c.postgresCommand, healthy: c.postgresHealthy,
+			prepare: c.preparePostgres, command: c.postgresCommand, healthy: c.postgresHealthy,
 			// SIGINT is Postgres's fast shutdown: it ends open sessions
 			// instead of waiting for clients to leave (SIGTERM).
 			stopSignal: syscall.SIGINT, startBudget: 60 * time.Second, stopBudget: 60 * time.Second,
@@ -92,6 +92,20 @@ func (c *Cluster) components() []component {
 // credential so the recorded pid is the postmaster itself.
 
 func (c *Cluster) pgData() string { return c.path("postgres", "data") }
+
+// preparePostgres initialises the data directory the first time, and
+// before every start waits until a killed server's processes have left
+// its shared memory (see shmReleased).
+func (c *Cluster) preparePostgres(ctx context.Context) error {
+	if err := c.initPostgres(ctx); err != nil {
+		return err
+	}
+	killed, err := shmReleased(c.pgData(), 15*time.Second)
+	if len(killed) > 0 {
+		fmt.Fprintf(c.opts.Out, "  postgres     killed %v, still attached to the killed server's shared memory\n", killed)
+	}
+	return err
+}
 
 func (c *Cluster) initPostgres(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(c.pgData(), "PG_VERSION")); err == nil {
