@@ -68,6 +68,7 @@ func runChaos(ctx context.Context, e app.Env, args []string) error {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Second, "the cluster's MEMOCART_REQUEST_TIMEOUT (the bound on a 503 during the Postgres outage)")
 	fs.DurationVar(&o.Slack, "slack", 2*time.Second, "added to -request-timeout for the bound")
 	fs.DurationVar(&o.Settle, "settle", 3*time.Minute, "how long past the last payment deadline to wait for every order to end")
+	fs.DurationVar(&o.AlertWait, "alert-wait", 10*time.Minute, "how long after the checks to wait for every alert of the cluster's Prometheus to resolve")
 	var own ownClusterFlags
 	own.register(fs)
 	fs.Usage = func() {

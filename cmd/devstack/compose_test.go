@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +44,7 @@ type composeService struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
 	Configs []struct{ Source, Target string } `yaml:"configs"`
+	Volumes []string                          `yaml:"volumes"`
 }
 
 func readCompose(t *testing.T) composeFile {
@@ -93,6 +96,19 @@ func TestComposeMatchesCluster(t *testing.T) {
 		require.Len(t, temporal.Configs, 1)
 		assert.Equal(t, temporal.Environment["DYNAMIC_CONFIG_FILE_PATH"], temporal.Configs[0].Target)
 		assert.Equal(t, cluster.DynamicConfig, f.Configs[temporal.Configs[0].Source].Content)
+	})
+
+	t.Run("Prometheus scrapes every app process with the rules", func(t *testing.T) {
+		prom := f.Services["prometheus"]
+		require.Len(t, prom.Configs, 1)
+		assert.Contains(t, prom.Command, "--config.file="+prom.Configs[0].Target)
+		assert.Contains(t, prom.Volumes, "./docs/monitoring/memocart.rules.yml:/etc/prometheus/memocart.rules.yml:ro")
+		want := cluster.PrometheusConfig(15*time.Second, "/etc/prometheus/memocart.rules.yml", func(role string, i int) string {
+			return fmt.Sprintf("%s-%d:6060", role, i+1)
+		})
+		assert.Equal(t, want, f.Configs[prom.Configs[0].Source].Content)
+		_, port, _ := strings.Cut(f.Services["worker-1"].Environment["MEMOCART_ADMIN_ADDR"], ":")
+		assert.Equal(t, "6060", port, "the admin listener Prometheus scrapes")
 	})
 
 	t.Run("schema steps", func(t *testing.T) {

@@ -122,13 +122,14 @@ API:          http://%s  http://%s   (admin: http://%s, http://%s)
 Temporal:     %s   namespace %s, task queue %s
 Temporal UI:  http://%s/namespaces/%s/workflows
 Postgres:     %s   Redis: %s
+Prometheus:   %s/alerts   (scrapes api and worker every %s; rules %s)
 Test API key: %s
 Environment:  . %s
 Logs:         %s/<component>.log
 Stop:         devstack cluster down   (make cluster-stop)
 `, addr(p.API[0]), addr(p.API[1]), addr(p.APIAdmin[0]), addr(p.APIAdmin[1]),
 		addr(p.Frontend), Namespace, TaskQueue, addr(p.UI), Namespace,
-		c.PostgresURL(AppDB), c.RedisURL(), c.state.APIKey, c.EnvFile(), c.path("logs"))
+		c.PostgresURL(AppDB), c.RedisURL(), c.PrometheusURL(), ScrapeInterval, c.opts.RulesFile, c.state.APIKey, c.EnvFile(), c.path("logs"))
 	return nil
 }
 

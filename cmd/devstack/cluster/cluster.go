@@ -77,7 +77,7 @@ type Ports struct {
 	Postgres, Redis                                     int
 	Frontend, FrontendHTTP, History, Matching, Worker   int
 	FrontendMember, HistoryMember, MatchingMember, WMem int
-	UI                                                  int
+	UI, Prometheus                                      int
 	API, APIAdmin, WorkerAdmin                          [2]int
 }
 
@@ -87,7 +87,7 @@ func PortsAt(base int) Ports {
 		Base: base, Postgres: base + 432, Redis: base + 379,
 		Frontend: base + 233, FrontendHTTP: base + 243, History: base + 234, Matching: base + 235, Worker: base + 239,
 		FrontendMember: base + 933, HistoryMember: base + 934, MatchingMember: base + 935, WMem: base + 939,
-		UI:          base + 880,
+		UI: base + 880, Prometheus: base + 90,
 		API:         [2]int{base + 81, base + 82},
 		APIAdmin:    [2]int{base + 71, base + 72},
 		WorkerAdmin: [2]int{base + 61, base + 62},
@@ -97,7 +97,7 @@ func PortsAt(base int) Ports {
 // All lists every port, for the free-port check before a first start.
 func (p Ports) All() []int {
 	return []int{p.Postgres, p.Redis, p.Frontend, p.FrontendHTTP, p.History, p.Matching, p.Worker,
-		p.FrontendMember, p.HistoryMember, p.MatchingMember, p.WMem, p.UI,
+		p.FrontendMember, p.HistoryMember, p.MatchingMember, p.WMem, p.UI, p.Prometheus,
 		p.API[0], p.API[1], p.APIAdmin[0], p.APIAdmin[1], p.WorkerAdmin[0], p.WorkerAdmin[1]}
 }
 
@@ -117,6 +117,10 @@ type Options struct {
 	ModuleDir string
 	// Memocart is the service binary run as api and worker (make build).
 	Memocart string
+	// RulesFile is the Prometheus rules file the cluster's Prometheus
+	// evaluates; default docs/monitoring/memocart.rules.yml of the
+	// repository ModuleDir is in.
+	RulesFile string
 	// PortBase places the ports (PortsAt); 0 = the running cluster's, or
 	// DefaultPortBase.
 	PortBase int
@@ -168,6 +172,9 @@ func New(opts Options) (*Cluster, error) {
 	}
 	if opts.Go == "" {
 		opts.Go = "go"
+	}
+	if opts.RulesFile == "" {
+		opts.RulesFile = rulesFileBeside(opts.ModuleDir)
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard

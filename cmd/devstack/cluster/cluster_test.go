@@ -228,3 +228,25 @@ func TestShmReleasedWaitsForTheOldServer(t *testing.T) {
 		assert.ErrorContains(t, err, "still runs")
 	})
 }
+
+// TestPrometheusConfigChecks: the configuration the cluster's Prometheus
+// starts with passes promtool's check, rules file included, and scrapes
+// each api and worker admin listener.
+func TestPrometheusConfigChecks(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	require.NoError(t, err, "promtool (Debian's prometheus package) checks the configuration")
+	rules, err := filepath.Abs("../../../docs/monitoring/memocart.rules.yml")
+	require.NoError(t, err)
+	c, err := New(Options{StateDir: t.TempDir(), RulesFile: rules})
+	require.NoError(t, err)
+	require.NoError(t, c.prometheusConfig(t.Context()))
+	out, err := exec.Command(promtool, "check", "config", c.prometheusConfigPath()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "SUCCESS: 1 rule files found")
+	conf, err := os.ReadFile(c.prometheusConfigPath())
+	require.NoError(t, err)
+	p := c.Ports()
+	for _, port := range []int{p.APIAdmin[0], p.APIAdmin[1], p.WorkerAdmin[0], p.WorkerAdmin[1]} {
+		assert.Contains(t, string(conf), "['127.0.0.1:"+strconv.Itoa(port)+"']")
+	}
+}

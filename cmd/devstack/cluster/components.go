@@ -81,7 +81,7 @@ func (c *Cluster) components() []component {
 			stopSignal: syscall.SIGTERM, startBudget: 90 * time.Second, stopBudget: 40 * time.Second,
 		})
 	}
-	return comps
+	return append(comps, c.prometheusComponent())
 }
 
 // --- Postgres ---

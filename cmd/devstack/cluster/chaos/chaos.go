@@ -66,6 +66,9 @@ type Options struct {
 	// long past the last deadline the run waits for every order to end.
 	PaymentWindow time.Duration
 	Settle        time.Duration
+	// AlertWait bounds the wait, after the checks, for every alert of
+	// the cluster's Prometheus to resolve.
+	AlertWait time.Duration
 	// Live is the providers' test servers the cluster's live mode runs
 	// against (nil: sandbox orders only); LiveShare is the fraction of the
 	// paid orders that are live, and Overpaid, Late and Failed the
@@ -150,6 +153,9 @@ func Run(ctx context.Context, c *cluster.Cluster, opts Options) (*Report, error)
 			return nil, err
 		}
 	}
+	if err := waitScraped(ctx, c); err != nil {
+		return nil, err
+	}
 
 	r.began = time.Now()
 	r.one(ctx, r.orders[0], 0)
@@ -178,6 +184,11 @@ func Run(ctx context.Context, c *cluster.Cluster, opts Options) (*Report, error)
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
+	spans, err := waitAlerts(ctx, c, r.began, opts.AlertWait, r.logf)
+	if err != nil {
+		return nil, fmt.Errorf("reading the alerts: %w", err)
+	}
+	r.report.alerts(spans, r.began, opts.AlertWait)
 	r.report.WallTime = time.Since(r.began)
 	r.report.Log = r.log
 	return &r.report, nil

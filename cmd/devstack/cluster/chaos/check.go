@@ -42,7 +42,12 @@ type Report struct {
 	Kills   []killRecord
 	// Unplanned lists components that died or stayed unhealthy without
 	// being killed.
-	Unplanned          []string
+	Unplanned []string
+	// Alerts were pending or firing on the cluster's Prometheus during
+	// the run (alerts.go); times are after Began.
+	Alerts             []AlertSpan
+	AlertWait          time.Duration
+	Began              time.Time
 	LoadTime, WallTime time.Duration
 	Log                []string
 }
@@ -80,9 +85,31 @@ func (rep *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (%d), e.g.:\n  %s\n", inv.Name, inv.Count, strings.Join(inv.Examples, "\n  "))
 		}
 	}
+	fmt.Fprintln(w)
+	if len(rep.Alerts) == 0 {
+		fmt.Fprintln(w, "No alert was pending or fired during the run.")
+	} else {
+		printAlerts(w, rep.Alerts, rep.Began, rep.AlertWait)
+	}
 	if len(rep.Unplanned) > 0 {
 		fmt.Fprintf(w, "\nComponents that died or stayed unhealthy without being killed:\n  %s\n", strings.Join(rep.Unplanned, "\n  "))
 	}
+}
+
+// alerts records the run's alerts and the invariant that each one whose
+// window fits in the wait resolved: one still firing once the cluster has
+// recovered would page an operator about a failure that is over, or one
+// that is not.
+func (rep *Report) alerts(spans []AlertSpan, began time.Time, wait time.Duration) {
+	rep.Alerts, rep.Began, rep.AlertWait = spans, began, wait
+	inv := Invariant{Name: "alerts still firing after the run (of those reading windows within the wait)"}
+	for _, s := range spans {
+		if s.Firing && !s.Outlasts(wait) {
+			inv.Count++
+			inv.Examples = append(inv.Examples, s.Name+" {"+s.Labels+"}")
+		}
+	}
+	rep.Invariants = append(rep.Invariants, inv)
 }
 
 func (rep *Report) figure(name, format string, args ...any) {
