@@ -35,7 +35,8 @@
 //   - only payment operations are taken; accounts have one signer (their
 //     master key, weight 1, thresholds 0) and no liabilities or offers.
 //
-// It may import the standard library, models, and the Stellar SDK's
+// It may import the standard library, models, stellar/resultcodes (Horizon's
+// names of results, which the payout client reads), and the Stellar SDK's
 // amount, keypair, network and xdr packages (the same envelope code the
 // service signs with, so a test cannot pass on a home-made decoder).
 package horizontest
