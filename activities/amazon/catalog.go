@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -309,19 +308,13 @@ var errNoTime = errors.New("amazon: not enough time left before the deadline")
 // interprets the answer. Throttling, outages and rejected tokens come back
 // as *upstreamError for product to act on.
 func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin string) (models.Product, error) {
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	token, err := g.tokens.Token(tctx)
-	cancel()
+	token, err := g.tokens.TokenWithin(ctx, c.timeout, func(err error) error {
+		c.log.Error("amazon: credentials rejected by the token endpoint", "region_group", string(g.name),
+			"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
+		return marketplaceUnavailable(err)
+	}, func(status int, err error) error { return &upstreamError{Status: status, Err: err} })
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		if upstream.CredentialsRejected(err) {
-			c.log.Error("amazon: credentials rejected by the token endpoint", "region_group", string(g.name),
-				"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
-			return models.Product{}, marketplaceUnavailable(err)
-		}
-		return models.Product{}, &upstreamError{Status: upstream.TokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+		return models.Product{}, err
 	}
 
 	if err := c.pace(ctx, g); err != nil {
@@ -347,30 +340,12 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("x-marketplace", sf.host)
-	resp, err := c.client.Do(req)
+	// A body cut short is retried as if no answer arrived (Status 0).
+	resp, data, err := upstream.Exchange(ctx, c.client, req, maxBodySize, func(_ int, err error) error {
+		return &upstreamError{Err: fmt.Errorf("getItems: %w", err)}
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Err: err}
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize))
-	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("reading getItems answer: %w", err)}
-	}
-	// A deadline passed during the exchange, the caller's or this
-	// request's own: what arrived (a server giving up on a cancelled
-	// request may send an empty 200) is not an answer. The request's own
-	// is a timeout, retried like an outage.
-	if ctx.Err() != nil {
-		return models.Product{}, ctx.Err()
-	}
-	if rctx.Err() != nil {
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("getItems: %w", rctx.Err())}
+		return models.Product{}, err
 	}
 
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)
