@@ -205,8 +205,7 @@ type Server struct {
 	closeOnce    sync.Once
 
 	mu          sync.Mutex
-	tokens      map[string]time.Time // access token → expiry, on the server's clock
-	issued      int
+	tokens      upstreamtest.Tokens // on the server's clock
 	items       map[string]Item
 	requests    []Request
 	clockSet    bool
@@ -248,7 +247,6 @@ func New(opts ...Option) *Server {
 		clientID:     o.clientID,
 		clientSecret: o.clientSecret,
 		done:         make(chan struct{}),
-		tokens:       make(map[string]time.Time),
 		items:        make(map[string]Item),
 		slowDelay:    5 * time.Second,
 	}
@@ -319,19 +317,11 @@ func (s *Server) nowLocked() time.Time {
 
 // TokensIssued returns how many access tokens the token endpoint has
 // granted.
-func (s *Server) TokensIssued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.issued
-}
+func (s *Server) TokensIssued() int { return s.tokens.Issued() }
 
 // ExpireTokens revokes every token issued so far: item requests bearing
 // one answer 401, as eBay does for an expired token.
-func (s *Server) ExpireTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.tokens)
-}
+func (s *Server) ExpireTokens() { s.tokens.Revoke() }
 
 // Requests returns the item requests received, in arrival order.
 func (s *Server) Requests() []Request {
@@ -444,10 +434,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := newToken()
-	s.mu.Lock()
-	s.tokens[token] = s.nowLocked().Add(tokenLifetime)
-	s.issued++
-	s.mu.Unlock()
+	s.tokens.Grant(token, s.Now().Add(tokenLifetime))
 	upstreamtest.WriteJSON(w, http.StatusOK, map[string]any{
 		"access_token": token,
 		"expires_in":   int(tokenLifetime / time.Second),
@@ -533,7 +520,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	now := s.nowLocked()
-	authorized := s.authorizedLocked(r.Header.Get("Authorization"), now)
+	authorized := s.liveToken(r.Header.Get("Authorization"), now)
 	overQuota := false
 	if authorized && s.quota > 0 {
 		if day := now.UTC().Format(time.DateOnly); day != s.quotaDay {
@@ -607,14 +594,14 @@ func supportedMarketplaces() string {
 	return strings.Join(slices.Sorted(maps.Keys(marketplaces)), ", ")
 }
 
-// authorizedLocked reports whether header carries a live token.
-func (s *Server) authorizedLocked(header string, now time.Time) bool {
+// liveToken reports whether header carries a live token.
+func (s *Server) liveToken(header string, now time.Time) bool {
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok {
 		return false
 	}
-	exp, ok := s.tokens[token]
-	return ok && now.Before(exp)
+	_, live := s.tokens.Check(token, now)
+	return live
 }
 
 // contextCountry reads the country of an X-EBAY-C-ENDUSERCTX header, whose

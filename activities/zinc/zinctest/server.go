@@ -329,6 +329,8 @@ type Server struct {
 	// effects (FailNext: Zinc's error body with the code Zinc uses for
 	// that status) and delay every answer (SetLatency, wall time).
 	upstreamtest.Faults
+	// FailAfterCreate's, DropAfterCreate's and HoldAfterCreate's orders.
+	failAfter, dropAfter, holdAfter upstreamtest.Next
 
 	srv       *httptest.Server
 	apiKey    string
@@ -350,9 +352,6 @@ type Server struct {
 	created    map[string]int    // idempotency key → orders created
 	posts      map[string]int    // idempotency key → POST /orders received
 	families   map[string]int    // RateLimitedOnce: orders created per Memocart order
-	failAfterN int
-	dropAfterN int
-	holdAfterN int
 	hookURL    string
 	hookSecret string
 	hookDup    bool
@@ -500,29 +499,17 @@ func (s *Server) RateLimitNext(n int) { s.Faults.RateLimitNext(n, time.Second) }
 // FailAfterCreate makes the next n order creations create the order, then
 // answer 500 internal_error instead of 201: the client cannot tell the
 // order exists.
-func (s *Server) FailAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failAfterN = n
-}
+func (s *Server) FailAfterCreate(n int) { s.failAfter.Arm(n) }
 
 // DropAfterCreate makes the next n order creations create the order, then
 // cut the connection without answering.
-func (s *Server) DropAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropAfterN = n
-}
+func (s *Server) DropAfterCreate(n int) { s.dropAfter.Arm(n) }
 
 // HoldAfterCreate makes the next n order creations create the order, then
 // hold the answer until the client gives up (or the server closes), and
 // cut the connection: the window in which a caller that dies has bought
 // without knowing it. Tests kill the caller inside it.
-func (s *Server) HoldAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.holdAfterN = n
-}
+func (s *Server) HoldAfterCreate(n int) { s.holdAfter.Arm(n) }
 
 // OrdersCreated returns how many orders the server created under the
 // idempotency key.
@@ -861,17 +848,10 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 	o.last = s.stateLocked(o, now)
 	s.emitLocked(o, "order.started", o.last, nil)
 	body := s.renderLocked(o, now)
-	failAfter := s.failAfterN > 0
-	dropAfter := !failAfter && s.dropAfterN > 0
-	holdAfter := !failAfter && !dropAfter && s.holdAfterN > 0
-	switch {
-	case failAfter:
-		s.failAfterN--
-	case dropAfter:
-		s.dropAfterN--
-	case holdAfter:
-		s.holdAfterN--
-	}
+	// One fault at most, in this order.
+	failAfter := s.failAfter.Take()
+	dropAfter := !failAfter && s.dropAfter.Take()
+	holdAfter := !failAfter && !dropAfter && s.holdAfter.Take()
 	s.mu.Unlock()
 
 	if holdAfter {
