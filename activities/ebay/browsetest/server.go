@@ -204,17 +204,15 @@ type Server struct {
 	done         chan struct{}
 	closeOnce    sync.Once
 
-	mu          sync.Mutex
-	tokens      upstreamtest.Tokens // on the server's clock
-	items       map[string]Item
-	requests    []Request
-	clockSet    bool
-	clockBase   time.Time     // the clock's reading when clockSet
-	clockOffset time.Duration // added to real time otherwise
-	slowDelay   time.Duration
-	quota       int
-	quotaDay    string
-	quotaUsed   int
+	mu        sync.Mutex
+	tokens    upstreamtest.Tokens // on the server's clock
+	items     map[string]Item
+	requests  []Request
+	clock     upstreamtest.Clock
+	slowDelay time.Duration
+	quota     int
+	quotaDay  string
+	quotaUsed int
 }
 
 // Option configures a Server.
@@ -248,6 +246,7 @@ func New(opts ...Option) *Server {
 		clientSecret: o.clientSecret,
 		done:         make(chan struct{}),
 		items:        make(map[string]Item),
+		clock:        upstreamtest.RealClock(),
 		slowDelay:    5 * time.Second,
 	}
 	mux := http.NewServeMux()
@@ -287,32 +286,21 @@ func (s *Server) SetItem(id string, it Item) {
 func (s *Server) SetNow(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clockSet, s.clockBase = true, t
+	s.clock = upstreamtest.FrozenAt(t)
 }
 
 // Advance moves the server's clock forward by d.
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.clockSet {
-		s.clockBase = s.clockBase.Add(d)
-	} else {
-		s.clockOffset += d
-	}
+	s.clock = s.clock.Advanced(d)
 }
 
 // Now returns the server's clock reading.
 func (s *Server) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.nowLocked()
-}
-
-func (s *Server) nowLocked() time.Time {
-	if s.clockSet {
-		return s.clockBase
-	}
-	return time.Now().Add(s.clockOffset)
+	return s.clock.Now()
 }
 
 // TokensIssued returns how many access tokens the token endpoint has
@@ -519,7 +507,7 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	now := s.nowLocked()
+	now := s.clock.Now()
 	authorized := s.liveToken(r.Header.Get("Authorization"), now)
 	overQuota := false
 	if authorized && s.quota > 0 {
@@ -631,7 +619,7 @@ func (s *Server) item(id string) (Item, bool) {
 	s.mu.Lock()
 	it, ok := s.items[id]
 	slow := s.slowDelay
-	now := s.nowLocked()
+	now := s.clock.Now()
 	s.mu.Unlock()
 	if ok {
 		return it, !it.NotFound

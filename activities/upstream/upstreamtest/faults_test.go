@@ -72,3 +72,22 @@ func TestTokens(t *testing.T) {
 	assert.False(t, known)
 	assert.Equal(t, 1, tk.Issued())
 }
+
+// TestClock: a frozen clock reads what it was set to, moved only by
+// Advanced; a running one keeps moving from where it was put.
+func TestClock(t *testing.T) {
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	c := FrozenAt(at)
+	assert.Equal(t, at, c.Now())
+	c = c.Advanced(time.Hour)
+	assert.Equal(t, at.Add(time.Hour), c.Now())
+	c = c.Running(60)
+	time.Sleep(20 * time.Millisecond)
+	assert.True(t, c.Now().After(at.Add(time.Hour+time.Second)), "a minute a second: 20ms is over a second")
+	c = c.Running(0)
+	assert.Equal(t, c.Now(), c.Now(), "speed 0 freezes it")
+	real := RealClock().Advanced(time.Hour)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), real.Now(), time.Second)
+	time.Sleep(10 * time.Millisecond)
+	assert.WithinDuration(t, time.Now().Add(time.Hour), real.Now(), time.Second, "still running")
+}
