@@ -272,9 +272,6 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 	switch {
 	case err == nil:
 		return p, nil
-	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
-		// The caller's deadline, not Amazon: still "retry later".
-		return models.Product{}, marketplaceUnavailable(err)
 	case stop == upstream.Answered:
 		// An answer about the product, or an error already decided.
 		return models.Product{}, err
@@ -299,10 +296,6 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 	}
 	return models.Product{}, marketplaceUnavailable(err)
 }
-
-// errNoTime marks a call not made because the caller's deadline would
-// pass first.
-var errNoTime = errors.New("amazon: not enough time left before the deadline")
 
 // lookup makes one getItems call, fetching a token first if needed, and
 // interprets the answer. Throttling, outages and rejected tokens come back
@@ -366,7 +359,7 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 	now := c.now()
 	r := g.limiter.ReserveN(now, 1)
 	if !r.OK() {
-		return errNoTime
+		return upstream.ErrNoTime
 	}
 	d := r.DelayFrom(now)
 	if d <= 0 {
@@ -374,7 +367,7 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 	}
 	if !upstream.Fits(ctx, d) {
 		r.CancelAt(now)
-		return errNoTime
+		return upstream.ErrNoTime
 	}
 	if err := c.sleep(ctx, d); err != nil {
 		r.CancelAt(c.now())

@@ -143,9 +143,6 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	switch {
 	case err == nil:
 		return p, nil
-	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
-		// The caller's deadline, not eBay: still "retry later".
-		return models.Product{}, marketplaceUnavailable(err)
 	case stop == upstream.Answered:
 		// An answer about the listing itself.
 		return models.Product{}, err
@@ -163,10 +160,6 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	}
 	return models.Product{}, marketplaceUnavailable(err)
 }
-
-// errNoTime marks a call not made because the caller's deadline would
-// pass first.
-var errNoTime = errors.New("ebay: not enough time left before the deadline")
 
 // lookup makes one getItemByLegacyId call, fetching a token first if
 // needed, and interprets the answer. Throttling, outages and rejected
@@ -187,7 +180,7 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 		if ctx.Err() != nil {
 			return models.Product{}, ctx.Err()
 		}
-		return models.Product{}, fmt.Errorf("%w: %w", errNoTime, err)
+		return models.Product{}, fmt.Errorf("%w: %w", upstream.ErrNoTime, err)
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
