@@ -710,15 +710,21 @@ func TestPayRefusesInvalidRequests(t *testing.T) {
 	assert.Empty(t, h.s.Requests(), "refused before asking Horizon")
 }
 
+// destinations are n destination accounts holding 5 XLM, trusting USDC
+// or not.
+func destinations(n int, trustUSDC bool) ([]string, []horizontest.Account) {
+	dests := make([]string, n)
+	accounts := make([]horizontest.Account, n)
+	for i := range n {
+		dests[i] = key(fmt.Sprintf("destination %d", i)).Address()
+		accounts[i] = horizontest.Account{ID: dests[i], XLM: "5", TrustUSDC: trustUSDC}
+	}
+	return dests, accounts
+}
+
 func TestPayConcurrentRefundsAreSerialised(t *testing.T) {
 	const n = 8
-	var accounts []horizontest.Account
-	var dests []string
-	for i := range n {
-		d := key(fmt.Sprintf("destination %d", i)).Address()
-		dests = append(dests, d)
-		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5", TrustUSDC: true})
-	}
+	dests, accounts := destinations(n, true)
 	h := newHarness(t, nil, accounts...)
 	results := make([]models.PayoutResult, n)
 	errs := make([]error, n)
@@ -800,13 +806,7 @@ func (r *refundRecords) recordFor(id, prior string) payout.RecordFunc {
 // no submission meets another's sequence number (tx_bad_seq).
 func TestPayTwoWorkersShareTheAccount(t *testing.T) {
 	const n = 20
-	var accounts []horizontest.Account
-	var dests []string
-	for i := range n {
-		d := key(fmt.Sprintf("destination %d", i)).Address()
-		dests = append(dests, d)
-		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5"})
-	}
+	dests, accounts := destinations(n, false)
 	h := newHarness(t, nil, accounts...)
 	lock := &sharedLock{slot: make(chan struct{}, 1)}
 	var workers [2]*payout.Payer
