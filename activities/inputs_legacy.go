@@ -183,72 +183,51 @@ func (a *Payments) recordRefundEitherShape(ctx context.Context, in RecordRefundI
 	return a.RecordRefund(ctx, in)
 }
 
-// firstPositional decodes data as the old first positional argument (a
-// JSON string) into first, and reports whether it was one.
-func firstPositional(data []byte, first *string) (bool, error) {
-	if len(data) == 0 || data[0] != '"' {
-		return false, nil
+// unmarshalEitherShape decodes data as the old first positional argument
+// (a JSON string) into first, marking the input positional, or else as
+// the input struct into plain (the input's type without its
+// UnmarshalJSON).
+func unmarshalEitherShape[T any](data []byte, plain *T, first *string, positional *bool) error {
+	if len(data) > 0 && data[0] == '"' {
+		*positional = true
+		return json.Unmarshal(data, first)
 	}
-	return true, json.Unmarshal(data, first)
+	return json.Unmarshal(data, plain)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order id).
 func (in *PlaceOrderInput) UnmarshalJSON(data []byte) error {
 	type plain PlaceOrderInput
-	if ok, err := firstPositional(data, &in.OrderID); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderID, &in.positional)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order id).
 func (in *CheckOrderInput) UnmarshalJSON(data []byte) error {
 	type plain CheckOrderInput
-	if ok, err := firstPositional(data, &in.OrderID); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderID, &in.positional)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order id).
 func (in *RecordPaymentInput) UnmarshalJSON(data []byte) error {
 	type plain RecordPaymentInput
-	if ok, err := firstPositional(data, &in.OrderID); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderID, &in.positional)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order id).
 func (in *RecordLatePaymentInput) UnmarshalJSON(data []byte) error {
 	type plain RecordLatePaymentInput
-	if ok, err := firstPositional(data, &in.OrderID); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderID, &in.positional)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order id).
 func (in *RecordTransitionInput) UnmarshalJSON(data []byte) error {
 	type plain RecordTransitionInput
-	if ok, err := firstPositional(data, &in.OrderID); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderID, &in.positional)
 }
 
 // UnmarshalJSON takes the input, or the old first argument (the order
 // number).
 func (in *RecordRefundInput) UnmarshalJSON(data []byte) error {
 	type plain RecordRefundInput
-	if ok, err := firstPositional(data, &in.OrderNumber); ok || err != nil {
-		in.positional = true
-		return err
-	}
-	return json.Unmarshal(data, (*plain)(in))
+	return unmarshalEitherShape(data, (*plain)(in), &in.OrderNumber, &in.positional)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -273,9 +272,6 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 	switch {
 	case err == nil:
 		return p, nil
-	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
-		// The caller's deadline, not Amazon: still "retry later".
-		return models.Product{}, marketplaceUnavailable(err)
 	case stop == upstream.Answered:
 		// An answer about the product, or an error already decided.
 		return models.Product{}, err
@@ -301,27 +297,17 @@ func (c *Catalog) product(ctx context.Context, g *group, sf storefront, asin str
 	return models.Product{}, marketplaceUnavailable(err)
 }
 
-// errNoTime marks a call not made because the caller's deadline would
-// pass first.
-var errNoTime = errors.New("amazon: not enough time left before the deadline")
-
 // lookup makes one getItems call, fetching a token first if needed, and
 // interprets the answer. Throttling, outages and rejected tokens come back
 // as *upstreamError for product to act on.
 func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin string) (models.Product, error) {
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	token, err := g.tokens.Token(tctx)
-	cancel()
+	token, err := g.tokens.TokenWithin(ctx, c.timeout, func(err error) error {
+		c.log.Error("amazon: credentials rejected by the token endpoint", "region_group", string(g.name),
+			"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
+		return marketplaceUnavailable(err)
+	}, func(status int, err error) error { return &upstreamError{Status: status, Err: err} })
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		if upstream.CredentialsRejected(err) {
-			c.log.Error("amazon: credentials rejected by the token endpoint", "region_group", string(g.name),
-				"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
-			return models.Product{}, marketplaceUnavailable(err)
-		}
-		return models.Product{}, &upstreamError{Status: upstream.TokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+		return models.Product{}, err
 	}
 
 	if err := c.pace(ctx, g); err != nil {
@@ -347,30 +333,12 @@ func (c *Catalog) lookup(ctx context.Context, g *group, sf storefront, asin stri
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("x-marketplace", sf.host)
-	resp, err := c.client.Do(req)
+	// A body cut short is retried as if no answer arrived (Status 0).
+	resp, data, err := upstream.Exchange(ctx, c.client, req, maxBodySize, func(_ int, err error) error {
+		return &upstreamError{Err: fmt.Errorf("getItems: %w", err)}
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Err: err}
-	}
-	defer func() { _ = resp.Body.Close() }()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize))
-	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("reading getItems answer: %w", err)}
-	}
-	// A deadline passed during the exchange, the caller's or this
-	// request's own: what arrived (a server giving up on a cancelled
-	// request may send an empty 200) is not an answer. The request's own
-	// is a timeout, retried like an outage.
-	if ctx.Err() != nil {
-		return models.Product{}, ctx.Err()
-	}
-	if rctx.Err() != nil {
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("getItems: %w", rctx.Err())}
+		return models.Product{}, err
 	}
 
 	p, err := readAnswer(resp.StatusCode, data, asin, sf)
@@ -391,7 +359,7 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 	now := c.now()
 	r := g.limiter.ReserveN(now, 1)
 	if !r.OK() {
-		return errNoTime
+		return upstream.ErrNoTime
 	}
 	d := r.DelayFrom(now)
 	if d <= 0 {
@@ -399,7 +367,7 @@ func (c *Catalog) pace(ctx context.Context, g *group) error {
 	}
 	if !upstream.Fits(ctx, d) {
 		r.CancelAt(now)
-		return errNoTime
+		return upstream.ErrNoTime
 	}
 	if err := c.sleep(ctx, d); err != nil {
 		r.CancelAt(c.now())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -144,9 +143,6 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	switch {
 	case err == nil:
 		return p, nil
-	case stop == upstream.Answered && (errors.Is(err, errNoTime) || ctx.Err() != nil):
-		// The caller's deadline, not eBay: still "retry later".
-		return models.Product{}, marketplaceUnavailable(err)
 	case stop == upstream.Answered:
 		// An answer about the listing itself.
 		return models.Product{}, err
@@ -165,27 +161,17 @@ func (c *Catalog) Product(ctx context.Context, ref models.ProductRef) (models.Pr
 	return models.Product{}, marketplaceUnavailable(err)
 }
 
-// errNoTime marks a call not made because the caller's deadline would
-// pass first.
-var errNoTime = errors.New("ebay: not enough time left before the deadline")
-
 // lookup makes one getItemByLegacyId call, fetching a token first if
 // needed, and interprets the answer. Throttling, outages and rejected
 // tokens come back as *upstreamError for Product to act on.
 func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace string) (models.Product, error) {
-	tctx, cancel := context.WithTimeout(ctx, c.timeout)
-	token, err := c.tokens.Token(tctx)
-	cancel()
+	token, err := c.tokens.TokenWithin(ctx, c.timeout, func(err error) error {
+		c.log.Error("ebay: credentials rejected by the token endpoint",
+			"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
+		return marketplaceUnavailable(err)
+	}, func(status int, err error) error { return &upstreamError{Status: status, Err: err} })
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		if upstream.CredentialsRejected(err) {
-			c.log.Error("ebay: credentials rejected by the token endpoint",
-				"status", upstream.TokenStatus(err), "oauth_error", upstream.TokenErrorCode(err))
-			return models.Product{}, marketplaceUnavailable(err)
-		}
-		return models.Product{}, &upstreamError{Status: upstream.TokenStatus(err), Err: fmt.Errorf("token: %w", err)}
+		return models.Product{}, err
 	}
 
 	// The pacing wait uses the caller's context, not the request timeout:
@@ -194,7 +180,7 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 		if ctx.Err() != nil {
 			return models.Product{}, ctx.Err()
 		}
-		return models.Product{}, fmt.Errorf("%w: %w", errNoTime, err)
+		return models.Product{}, fmt.Errorf("%w: %w", upstream.ErrNoTime, err)
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -209,30 +195,11 @@ func (c *Catalog) lookup(ctx context.Context, ref models.ProductRef, marketplace
 	if ctxHeader := endUserContext(ref.ShipTo); ctxHeader != "" {
 		req.Header.Set("X-EBAY-C-ENDUSERCTX", ctxHeader)
 	}
-	resp, err := c.client.Do(req)
+	resp, body, err := upstream.Exchange(ctx, c.client, req, maxBodySize, func(status int, err error) error {
+		return &upstreamError{Status: status, Err: fmt.Errorf("getItem: %w", err)}
+	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Err: err}
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize))
-	if err != nil {
-		if ctx.Err() != nil {
-			return models.Product{}, ctx.Err()
-		}
-		return models.Product{}, &upstreamError{Status: resp.StatusCode, Err: fmt.Errorf("reading body: %w", err)}
-	}
-	// A deadline passed during the exchange, the caller's or this
-	// request's own: what arrived (a server giving up on a cancelled
-	// request may send an empty 200) is not an answer. The request's own
-	// is a timeout, retried like an outage.
-	if ctx.Err() != nil {
-		return models.Product{}, ctx.Err()
-	}
-	if rctx.Err() != nil {
-		return models.Product{}, &upstreamError{Err: fmt.Errorf("getItem: %w", rctx.Err())}
+		return models.Product{}, err
 	}
 
 	p, err := readAnswer(ref, resp.StatusCode, body, c.now())

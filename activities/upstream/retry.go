@@ -38,7 +38,8 @@ type Stop int
 
 const (
 	// Answered: the call succeeded, or failed with an error that is no
-	// Failure (an answer about the thing asked, or a call not made).
+	// Failure (an answer about the thing asked, or a call not made for
+	// another reason than time).
 	Answered Stop = iota
 	// Unauthorized: a 401 again, with a fresh token.
 	Unauthorized
@@ -47,9 +48,15 @@ const (
 	// Exhausted: the attempts are used up.
 	Exhausted
 	// NoTime: the next wait is beyond MaxWait or the caller's deadline,
-	// or the caller gave up while it waited (err is then ctx's).
+	// the call was not made for want of time (ErrNoTime), or the caller
+	// gave up (err is then ctx's, or the call's). It is the caller's
+	// deadline, not the provider: still "retry later".
 	NoTime
 )
+
+// ErrNoTime marks a call not made because the caller's deadline would
+// pass first.
+var ErrNoTime = errors.New("not enough time left before the deadline")
 
 // Do makes call as r says and returns its last value, why it stopped,
 // the attempts made and its last error. The caller turns a stop into its own
@@ -63,6 +70,9 @@ func Do[T any](ctx context.Context, r Retry, call func() (T, error)) (v T, stop 
 	for attempt = 1; ; {
 		v, err = call()
 		var f Failure
+		if err != nil && !errors.As(err, &f) && (errors.Is(err, ErrNoTime) || ctx.Err() != nil) {
+			return v, NoTime, attempt, err
+		}
 		if err == nil || !errors.As(err, &f) {
 			return v, Answered, attempt, err
 		}

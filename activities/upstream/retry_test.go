@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -61,4 +62,16 @@ func TestDo(t *testing.T) {
 		})
 	}
 	assert.NotEmpty(t, slept)
+
+	// A call not made for want of time, or cut off by the caller, is the
+	// caller's deadline, whatever it returned.
+	_, stop, attempts, err := Do(context.Background(), r, answers(fmt.Errorf("pacing: %w", ErrNoTime)))
+	assert.Equal(t, NoTime, stop)
+	assert.Equal(t, 1, attempts)
+	assert.ErrorIs(t, err, ErrNoTime)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, stop, _, err = Do(ctx, r, answers(errors.New("cut off")))
+	assert.Equal(t, NoTime, stop)
+	assert.Error(t, err)
 }

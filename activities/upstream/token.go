@@ -121,6 +121,27 @@ func (t *TokenCache) Token(ctx context.Context) (string, error) {
 	return t.tok, nil
 }
 
+// TokenWithin returns a live access token for one call, fetching one
+// within timeout if needed. The caller's ctx ending is ctx.Err(). The
+// endpoint refusing the credentials (CredentialsRejected), which retrying
+// cannot fix, is refused(err), for the caller to log and answer; any other
+// failure is failed(its status, err), retried like an outage.
+func (t *TokenCache) TokenWithin(ctx context.Context, timeout time.Duration,
+	refused func(err error) error, failed func(status int, err error) error) (string, error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	token, err := t.Token(tctx)
+	cancel()
+	switch {
+	case err == nil:
+		return token, nil
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case CredentialsRejected(err):
+		return "", refused(err)
+	}
+	return "", failed(TokenStatus(err), fmt.Errorf("token: %w", err))
+}
+
 // Invalidate forgets access, a token the API just rejected (a 401), if it
 // is still the cached one; a token another caller already replaced stays.
 func (t *TokenCache) Invalidate(access string) {

@@ -332,6 +332,23 @@ func TestTokenRefused(t *testing.T) {
 			}
 			assert.Equal(t, wantStatus, TokenStatus(err))
 
+			// TokenWithin hands a refusal to refused, anything else to
+			// failed with the answer's status.
+			var refusedErr, failedErr error
+			failedStatus := -1
+			_, err = c.TokenWithin(t.Context(), time.Second,
+				func(err error) error { refusedErr = err; return errors.New("refused") },
+				func(status int, err error) error { failedStatus, failedErr = status, err; return errors.New("failed") })
+			require.Error(t, err)
+			if tt.rejected {
+				assert.Error(t, refusedErr)
+				assert.NoError(t, failedErr)
+			} else {
+				assert.NoError(t, refusedErr)
+				assert.Error(t, failedErr)
+				assert.Equal(t, wantStatus, failedStatus)
+			}
+
 			// A refusal is not cached: the next call asks again.
 			srv.set(func(s *tokenServer) { s.status = 0 })
 			tok, err := c.Token(t.Context())

@@ -158,14 +158,7 @@ func (s *Server) tokenPreamble(w http.ResponseWriter, r *http.Request, mediaType
 		oauthError(http.StatusMethodNotAllowed, "invalid_request", "The token endpoint accepts POST only.")
 		return rec, oauthError, false
 	}
-	s.mu.Lock()
-	failStatus := 0
-	if s.tokenFailN > 0 {
-		s.tokenFailN--
-		failStatus = s.tokenFailCode
-	}
-	s.mu.Unlock()
-	if failStatus != 0 {
+	if failStatus := s.tokenFaults.Take().Status; failStatus != 0 {
 		oauthError(failStatus, "server_error", "Injected failure.")
 		return rec, oauthError, false
 	}
@@ -181,10 +174,7 @@ func (s *Server) issueToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	token := "Atc|creatorstest|" + hex.EncodeToString(b)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokens[token] = time.Now().Add(tokenLifetime)
-	s.issued++
+	s.tokens.Grant(token, time.Now().Add(tokenLifetime))
 	return token
 }
 
@@ -418,13 +408,11 @@ func (s *Server) checkToken(header string) (errorBody, bool) {
 		return errorBody{Type: "UnauthorizedException", Message: "The Authorization header must be Bearer <access token>.",
 			Reason: "InvalidToken"}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	exp, ok := s.tokens[token]
+	known, live := s.tokens.Check(token, time.Now())
 	switch {
-	case !ok:
+	case !known:
 		return errorBody{Type: "UnauthorizedException", Message: "The access token is invalid.", Reason: "InvalidToken"}, false
-	case !time.Now().Before(exp):
+	case !live:
 		return errorBody{Type: "UnauthorizedException", Message: "Authentication token has expired.", Reason: "TokenExpired"}, false
 	}
 	return errorBody{}, true

@@ -181,6 +181,8 @@ type Server struct {
 	// retryAfterSeconds, rounded up) and hold answers back (SetLatency),
 	// before any other check.
 	upstreamtest.Faults
+	// tokenFaults are FailTokenNext's failures of token requests.
+	tokenFaults upstreamtest.Faults
 
 	srv       *httptest.Server
 	transport *http.Transport
@@ -189,16 +191,13 @@ type Server struct {
 	done      chan struct{}
 	closeOnce sync.Once
 
-	mu            sync.Mutex
-	tokens        map[string]time.Time // access token → expiry
-	issued        int
-	items         map[string]Item
-	requests      []*Request
-	dials         map[string]int
-	slowDelay     time.Duration
-	tokenFailCode int
-	tokenFailN    int
-	container     Container
+	mu        sync.Mutex
+	tokens    upstreamtest.Tokens // on the real clock
+	items     map[string]Item
+	requests  []*Request
+	dials     map[string]int
+	slowDelay time.Duration
+	container Container
 }
 
 // Option configures a Server.
@@ -249,7 +248,6 @@ func New(opts ...Option) *Server {
 	s := &Server{
 		creds:     o.creds,
 		done:      make(chan struct{}),
-		tokens:    make(map[string]time.Time),
 		items:     make(map[string]Item),
 		dials:     make(map[string]int),
 		slowDelay: 5 * time.Second,
@@ -360,26 +358,14 @@ func (s *Server) SetSlowDelay(d time.Duration) {
 
 // FailTokenNext makes the next n token requests answer status with an
 // OAuth error body, before any other check.
-func (s *Server) FailTokenNext(status, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokenFailCode, s.tokenFailN = status, n
-}
+func (s *Server) FailTokenNext(status, n int) { s.tokenFaults.FailNext(status, n) }
 
 // ExpireTokens revokes every token issued so far: getItems calls bearing
 // one answer 401.
-func (s *Server) ExpireTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.tokens)
-}
+func (s *Server) ExpireTokens() { s.tokens.Revoke() }
 
 // TokensIssued returns how many access tokens the token endpoint granted.
-func (s *Server) TokensIssued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.issued
-}
+func (s *Server) TokensIssued() int { return s.tokens.Issued() }
 
 // Requests returns every request received, in arrival order.
 func (s *Server) Requests() []Request {

@@ -204,18 +204,15 @@ type Server struct {
 	done         chan struct{}
 	closeOnce    sync.Once
 
-	mu          sync.Mutex
-	tokens      map[string]time.Time // access token → expiry, on the server's clock
-	issued      int
-	items       map[string]Item
-	requests    []Request
-	clockSet    bool
-	clockBase   time.Time     // the clock's reading when clockSet
-	clockOffset time.Duration // added to real time otherwise
-	slowDelay   time.Duration
-	quota       int
-	quotaDay    string
-	quotaUsed   int
+	mu        sync.Mutex
+	tokens    upstreamtest.Tokens // on the server's clock
+	items     map[string]Item
+	requests  []Request
+	clock     upstreamtest.Clock
+	slowDelay time.Duration
+	quota     int
+	quotaDay  string
+	quotaUsed int
 }
 
 // Option configures a Server.
@@ -248,8 +245,8 @@ func New(opts ...Option) *Server {
 		clientID:     o.clientID,
 		clientSecret: o.clientSecret,
 		done:         make(chan struct{}),
-		tokens:       make(map[string]time.Time),
 		items:        make(map[string]Item),
+		clock:        upstreamtest.RealClock(),
 		slowDelay:    5 * time.Second,
 	}
 	mux := http.NewServeMux()
@@ -289,49 +286,30 @@ func (s *Server) SetItem(id string, it Item) {
 func (s *Server) SetNow(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clockSet, s.clockBase = true, t
+	s.clock = upstreamtest.FrozenAt(t)
 }
 
 // Advance moves the server's clock forward by d.
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.clockSet {
-		s.clockBase = s.clockBase.Add(d)
-	} else {
-		s.clockOffset += d
-	}
+	s.clock = s.clock.Advanced(d)
 }
 
 // Now returns the server's clock reading.
 func (s *Server) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.nowLocked()
-}
-
-func (s *Server) nowLocked() time.Time {
-	if s.clockSet {
-		return s.clockBase
-	}
-	return time.Now().Add(s.clockOffset)
+	return s.clock.Now()
 }
 
 // TokensIssued returns how many access tokens the token endpoint has
 // granted.
-func (s *Server) TokensIssued() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.issued
-}
+func (s *Server) TokensIssued() int { return s.tokens.Issued() }
 
 // ExpireTokens revokes every token issued so far: item requests bearing
 // one answer 401, as eBay does for an expired token.
-func (s *Server) ExpireTokens() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	clear(s.tokens)
-}
+func (s *Server) ExpireTokens() { s.tokens.Revoke() }
 
 // Requests returns the item requests received, in arrival order.
 func (s *Server) Requests() []Request {
@@ -444,10 +422,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := newToken()
-	s.mu.Lock()
-	s.tokens[token] = s.nowLocked().Add(tokenLifetime)
-	s.issued++
-	s.mu.Unlock()
+	s.tokens.Grant(token, s.Now().Add(tokenLifetime))
 	upstreamtest.WriteJSON(w, http.StatusOK, map[string]any{
 		"access_token": token,
 		"expires_in":   int(tokenLifetime / time.Second),
@@ -532,8 +507,8 @@ func (s *Server) serveItem(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	now := s.nowLocked()
-	authorized := s.authorizedLocked(r.Header.Get("Authorization"), now)
+	now := s.clock.Now()
+	authorized := s.liveToken(r.Header.Get("Authorization"), now)
 	overQuota := false
 	if authorized && s.quota > 0 {
 		if day := now.UTC().Format(time.DateOnly); day != s.quotaDay {
@@ -607,14 +582,14 @@ func supportedMarketplaces() string {
 	return strings.Join(slices.Sorted(maps.Keys(marketplaces)), ", ")
 }
 
-// authorizedLocked reports whether header carries a live token.
-func (s *Server) authorizedLocked(header string, now time.Time) bool {
+// liveToken reports whether header carries a live token.
+func (s *Server) liveToken(header string, now time.Time) bool {
 	token, ok := strings.CutPrefix(header, "Bearer ")
 	if !ok {
 		return false
 	}
-	exp, ok := s.tokens[token]
-	return ok && now.Before(exp)
+	_, live := s.tokens.Check(token, now)
+	return live
 }
 
 // contextCountry reads the country of an X-EBAY-C-ENDUSERCTX header, whose
@@ -644,7 +619,7 @@ func (s *Server) item(id string) (Item, bool) {
 	s.mu.Lock()
 	it, ok := s.items[id]
 	slow := s.slowDelay
-	now := s.nowLocked()
+	now := s.clock.Now()
 	s.mu.Unlock()
 	if ok {
 		return it, !it.NotFound

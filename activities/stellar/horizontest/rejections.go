@@ -4,6 +4,8 @@ import (
 	"maps"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/memocart/memocart/activities/stellar/resultcodes"
 )
 
 // Rejections returns how many submissions the server refused before any
@@ -21,5 +23,5 @@ func (s *Server) countRejectionLocked(code xdr.TransactionResultCode) {
 	if s.rejections == nil {
 		s.rejections = map[string]int{}
 	}
-	s.rejections[txCodes[code]]++
+	s.rejections[resultcodes.Transaction(code)]++
 }

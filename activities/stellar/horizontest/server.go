@@ -35,7 +35,8 @@
 //   - only payment operations are taken; accounts have one signer (their
 //     master key, weight 1, thresholds 0) and no liabilities or offers.
 //
-// It may import the standard library, models, and the Stellar SDK's
+// It may import the standard library, models, stellar/resultcodes (Horizon's
+// names of results, which the payout client reads), and the Stellar SDK's
 // amount, keypair, network and xdr packages (the same envelope code the
 // service signs with, so a test cannot pass on a home-made decoder).
 package horizontest
@@ -132,6 +133,8 @@ type Server struct {
 	// status with a Horizon problem body, 429 and 503 carrying a
 	// Retry-After header (SetRetryAfter).
 	upstreamtest.Faults
+	// GoneNext's, DuplicateNext's and WithholdNext's requests and records.
+	gone, dup, withhold upstreamtest.Next
 
 	srv     *httptest.Server
 	account string
@@ -149,9 +152,6 @@ type Server struct {
 	open       int // streams open now
 	keepAlive  time.Duration
 	retryAfter int
-	goneN      int
-	dupN       int
-	withholdN  int
 	dropArmed  bool
 	dropLeft   int
 	silentTill time.Time
@@ -272,14 +272,7 @@ func (s *Server) appendLocked(p Payment, ledger, op int64, tx json.RawMessage) s
 	if p.Type == "account_merge" {
 		rec.effects = s.mergeEffects(p, rec.token)
 	}
-	if s.dupN > 0 {
-		s.dupN--
-		rec.dup = true
-	}
-	if s.withholdN > 0 {
-		s.withholdN--
-		rec.withheld = true
-	}
+	rec.dup, rec.withheld = s.dup.Take(), s.withhold.Take()
 	s.records = append(s.records, rec)
 	s.notifyLocked()
 	return strconv.FormatInt(rec.token, 10)
@@ -390,11 +383,7 @@ func (s *Server) SetUSDCIssuer(issuer string) {
 
 // GoneNext makes the next n requests answer 410 Gone with Horizon's
 // before_history problem, as when a cursor predates the server's history.
-func (s *Server) GoneNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.goneN = n
-}
+func (s *Server) GoneNext(n int) { s.gone.Arm(n) }
 
 // DropStreamAfter cuts the connection of the open stream (or the next one)
 // abruptly, without a closing event, once streams have sent that many more
@@ -408,19 +397,11 @@ func (s *Server) DropStreamAfter(events int) {
 
 // DuplicateNext makes the next n operations added be sent twice on streams
 // and listed twice in pages.
-func (s *Server) DuplicateNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dupN = n
-}
+func (s *Server) DuplicateNext(n int) { s.dup.Arm(n) }
 
 // WithholdNext makes the next n operations added appear in pages but never
 // on streams: a stream that silently missed them.
-func (s *Server) WithholdNext(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.withholdN = n
-}
+func (s *Server) WithholdNext(n int) { s.withhold.Arm(n) }
 
 // SilenceStream makes streams, open and new, send nothing at all (no
 // records, no keep-alives, not even response headers) for d. Pages are
@@ -647,8 +628,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, r.URL.RequestURI())
 	var injected func()
 	switch {
-	case s.goneN > 0:
-		s.goneN--
+	case s.gone.Take():
 		injected = func() {
 			writeProblem(w, http.StatusGone, "before_history", "Data Requested Is Before Recorded History",
 				"This horizon instance is configured to only track a portion of the stellar network's latest history. "+

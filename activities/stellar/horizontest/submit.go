@@ -14,6 +14,8 @@ import (
 	"github.com/stellar/go-stellar-sdk/keypair"
 	"github.com/stellar/go-stellar-sdk/network"
 	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/memocart/memocart/activities/stellar/resultcodes"
 )
 
 // txEntry is a transaction that made it into a ledger, successful or not:
@@ -471,52 +473,19 @@ type opOutcome struct {
 	result xdr.OperationResult
 }
 
-// paymentCodes and opCodes are Horizon's names of the result codes (its
-// codes package); txCodes likewise for transactions.
-var (
-	paymentCodes = map[xdr.PaymentResultCode]string{
-		xdr.PaymentResultCodePaymentSuccess:          "op_success",
-		xdr.PaymentResultCodePaymentMalformed:        "op_malformed",
-		xdr.PaymentResultCodePaymentUnderfunded:      "op_underfunded",
-		xdr.PaymentResultCodePaymentSrcNoTrust:       "op_src_no_trust",
-		xdr.PaymentResultCodePaymentSrcNotAuthorized: "op_src_not_authorized",
-		xdr.PaymentResultCodePaymentNoDestination:    "op_no_destination",
-		xdr.PaymentResultCodePaymentNoTrust:          "op_no_trust",
-		xdr.PaymentResultCodePaymentNotAuthorized:    "op_not_authorized",
-		xdr.PaymentResultCodePaymentLineFull:         "op_line_full",
-		xdr.PaymentResultCodePaymentNoIssuer:         "op_no_issuer",
-	}
-	opCodes = map[xdr.OperationResultCode]string{
-		xdr.OperationResultCodeOpBadAuth:      "op_bad_auth",
-		xdr.OperationResultCodeOpNoAccount:    "op_no_source_account",
-		xdr.OperationResultCodeOpNotSupported: "op_not_supported",
-	}
-	txCodes = map[xdr.TransactionResultCode]string{
-		xdr.TransactionResultCodeTxSuccess:             "tx_success",
-		xdr.TransactionResultCodeTxFailed:              "tx_failed",
-		xdr.TransactionResultCodeTxTooEarly:            "tx_too_early",
-		xdr.TransactionResultCodeTxTooLate:             "tx_too_late",
-		xdr.TransactionResultCodeTxMissingOperation:    "tx_missing_operation",
-		xdr.TransactionResultCodeTxBadSeq:              "tx_bad_seq",
-		xdr.TransactionResultCodeTxBadAuth:             "tx_bad_auth",
-		xdr.TransactionResultCodeTxInsufficientBalance: "tx_insufficient_balance",
-		xdr.TransactionResultCodeTxNoAccount:           "tx_no_source_account",
-		xdr.TransactionResultCodeTxInsufficientFee:     "tx_insufficient_fee",
-		xdr.TransactionResultCodeTxBadAuthExtra:        "tx_bad_auth_extra",
-		xdr.TransactionResultCodeTxNotSupported:        "tx_not_supported",
-		xdr.TransactionResultCodeTxMalformed:           "tx_malformed",
-	}
-)
-
 func payOutcome(c xdr.PaymentResultCode) opOutcome {
-	return opOutcome{code: paymentCodes[c], result: xdr.OperationResult{
+	return outcomeOf(xdr.OperationResult{
 		Code: xdr.OperationResultCodeOpInner,
 		Tr:   &xdr.OperationResultTr{Type: xdr.OperationTypePayment, PaymentResult: &xdr.PaymentResult{Code: c}},
-	}}
+	})
 }
 
 func opResult(c xdr.OperationResultCode) opOutcome {
-	return opOutcome{code: opCodes[c], result: xdr.OperationResult{Code: c}}
+	return outcomeOf(xdr.OperationResult{Code: c})
+}
+
+func outcomeOf(r xdr.OperationResult) opOutcome {
+	return opOutcome{code: resultcodes.Operation(r), result: r}
 }
 
 // resultXDR is the transaction's TransactionResult, base64 as Horizon
@@ -568,9 +537,9 @@ type failureExtras struct {
 // failureProblem is Horizon's transaction_failed problem (status 400).
 // Operation codes are listed only when operations ran (tx_failed).
 func failureProblem(raw string, bump *feeBump, code xdr.TransactionResultCode, ops []opOutcome, resultXDR string) []byte {
-	rc := resultCodes{Transaction: txCodes[code]}
+	rc := resultCodes{Transaction: resultcodes.Transaction(code)}
 	if bump != nil {
-		rc = resultCodes{Transaction: "tx_fee_bump_inner_failed", InnerTransaction: txCodes[code]}
+		rc = resultCodes{Transaction: "tx_fee_bump_inner_failed", InnerTransaction: resultcodes.Transaction(code)}
 	}
 	if code == xdr.TransactionResultCodeTxFailed {
 		for _, o := range ops {

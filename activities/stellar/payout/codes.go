@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/stellar/go-stellar-sdk/xdr"
+
+	"github.com/memocart/memocart/activities/stellar/resultcodes"
 )
 
 // action is what a transaction result leads to.
@@ -87,52 +89,8 @@ func reason(o outcome, asset string) string {
 	return RefusalReason(strings.Join(o.codes, ", "), asset)
 }
 
-// Horizon's names of the result codes, as in its codes package.
-var (
-	txCodes = map[xdr.TransactionResultCode]string{
-		xdr.TransactionResultCodeTxSuccess:             "tx_success",
-		xdr.TransactionResultCodeTxFailed:              "tx_failed",
-		xdr.TransactionResultCodeTxTooEarly:            "tx_too_early",
-		xdr.TransactionResultCodeTxTooLate:             "tx_too_late",
-		xdr.TransactionResultCodeTxMissingOperation:    "tx_missing_operation",
-		xdr.TransactionResultCodeTxBadSeq:              "tx_bad_seq",
-		xdr.TransactionResultCodeTxBadAuth:             "tx_bad_auth",
-		xdr.TransactionResultCodeTxInsufficientBalance: "tx_insufficient_balance",
-		xdr.TransactionResultCodeTxNoAccount:           "tx_no_source_account",
-		xdr.TransactionResultCodeTxInsufficientFee:     "tx_insufficient_fee",
-		xdr.TransactionResultCodeTxBadAuthExtra:        "tx_bad_auth_extra",
-		xdr.TransactionResultCodeTxInternalError:       "tx_internal_error",
-		xdr.TransactionResultCodeTxNotSupported:        "tx_not_supported",
-		xdr.TransactionResultCodeTxBadSponsorship:      "tx_bad_sponsorship",
-		xdr.TransactionResultCodeTxBadMinSeqAgeOrGap:   "tx_bad_minseq_age_or_gap",
-		xdr.TransactionResultCodeTxMalformed:           "tx_malformed",
-	}
-	opCodes = map[xdr.OperationResultCode]string{
-		xdr.OperationResultCodeOpBadAuth:           "op_bad_auth",
-		xdr.OperationResultCodeOpNoAccount:         "op_no_source_account",
-		xdr.OperationResultCodeOpNotSupported:      "op_not_supported",
-		xdr.OperationResultCodeOpTooManySubentries: "op_too_many_subentries",
-		xdr.OperationResultCodeOpExceededWorkLimit: "op_exceeded_work_limit",
-		xdr.OperationResultCodeOpTooManySponsoring: "op_too_many_sponsoring",
-	}
-	paymentCodes = map[xdr.PaymentResultCode]string{
-		xdr.PaymentResultCodePaymentSuccess:          "op_success",
-		xdr.PaymentResultCodePaymentMalformed:        "op_malformed",
-		xdr.PaymentResultCodePaymentUnderfunded:      "op_underfunded",
-		xdr.PaymentResultCodePaymentSrcNoTrust:       "op_src_no_trust",
-		xdr.PaymentResultCodePaymentSrcNotAuthorized: "op_src_not_authorized",
-		xdr.PaymentResultCodePaymentNoDestination:    "op_no_destination",
-		xdr.PaymentResultCodePaymentNoTrust:          "op_no_trust",
-		xdr.PaymentResultCodePaymentNotAuthorized:    "op_not_authorized",
-		xdr.PaymentResultCodePaymentLineFull:         "op_line_full",
-		xdr.PaymentResultCodePaymentNoIssuer:         "op_no_issuer",
-	}
-)
-
 // resultCodes decodes a transaction's result_xdr into Horizon's codes; a
-// fee bump's are its inner transaction's. Only payments are ever
-// submitted, so other operations' inner results are named by their XDR
-// type.
+// fee bump's are its inner transaction's.
 func resultCodes(resultXDR string) (string, []string, error) {
 	var res xdr.TransactionResult
 	if err := xdr.SafeUnmarshalBase64(resultXDR, &res); err != nil {
@@ -142,31 +100,12 @@ func resultCodes(resultXDR string) (string, []string, error) {
 	if pair, ok := res.Result.GetInnerResultPair(); ok {
 		code, results = pair.Result.Result.Code, pair.Result.Result.Results
 	}
-	tx, ok := txCodes[code]
-	if !ok {
-		tx = code.String()
-	}
+	tx := resultcodes.Transaction(code)
 	var ops []string
 	if results != nil {
 		for _, r := range *results {
-			ops = append(ops, operationCode(r))
+			ops = append(ops, resultcodes.Operation(r))
 		}
 	}
 	return tx, ops, nil
-}
-
-func operationCode(r xdr.OperationResult) string {
-	if r.Code != xdr.OperationResultCodeOpInner {
-		if c, ok := opCodes[r.Code]; ok {
-			return c
-		}
-		return r.Code.String()
-	}
-	if pr, ok := r.Tr.GetPaymentResult(); ok {
-		if c, ok := paymentCodes[pr.Code]; ok {
-			return c
-		}
-		return pr.Code.String()
-	}
-	return r.Tr.Type.String()
 }

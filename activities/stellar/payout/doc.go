@@ -17,6 +17,7 @@
 // The secret key stays behind Signer: a FileSigner reads it from a file,
 // and a KMS or remote signer can take its place.
 //
-// It may import models, shopspring/decimal, the standard library and the
-// Stellar SDK's txnbuild, keypair, network, amount and xdr packages.
+// It may import models, shopspring/decimal, the standard library,
+// stellar/resultcodes and the Stellar SDK's txnbuild, keypair, network,
+// amount and xdr packages.
 package payout

@@ -402,11 +402,20 @@ func priorNeverSubmitted(t *testing.T, h *harness, req models.PayoutRequest) (*r
 	return rec, rec.last()
 }
 
-func TestPayPriorExpiredIsRebuilt(t *testing.T) {
+// refundNeverSubmitted is a refund of 2 XLM to a destination holding 5
+// whose transaction was recorded but never reached Horizon
+// (priorNeverSubmitted).
+func refundNeverSubmitted(t *testing.T) (*harness, string, models.PayoutRequest, *recorder, models.PayoutPrior) {
+	t.Helper()
 	dest := key("destination").Address()
 	h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5"})
 	req := refund("rfd_1", dest, "XLM", "2")
 	rec, prior := priorNeverSubmitted(t, h, req)
+	return h, dest, req, rec, prior
+}
+
+func TestPayPriorExpiredIsRebuilt(t *testing.T) {
+	h, dest, req, rec, prior := refundNeverSubmitted(t)
 
 	h.clock.Advance(payout.DefaultWindow + payout.DefaultMargin + time.Second)
 	req.Prior = prior
@@ -426,10 +435,7 @@ func TestPayPriorExpiredIsRebuilt(t *testing.T) {
 }
 
 func TestPayPriorExpiredWhileHorizonLagsIsNotRebuilt(t *testing.T) {
-	dest := key("destination").Address()
-	h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5"})
-	req := refund("rfd_1", dest, "XLM", "2")
-	rec, prior := priorNeverSubmitted(t, h, req)
+	h, dest, req, rec, prior := refundNeverSubmitted(t)
 
 	// By the clock the old transaction has expired, but Horizon has not
 	// ingested a ledger that closed after its time bounds: it may yet
@@ -704,15 +710,21 @@ func TestPayRefusesInvalidRequests(t *testing.T) {
 	assert.Empty(t, h.s.Requests(), "refused before asking Horizon")
 }
 
+// destinations are n destination accounts holding 5 XLM, trusting USDC
+// or not.
+func destinations(n int, trustUSDC bool) ([]string, []horizontest.Account) {
+	dests := make([]string, n)
+	accounts := make([]horizontest.Account, n)
+	for i := range n {
+		dests[i] = key(fmt.Sprintf("destination %d", i)).Address()
+		accounts[i] = horizontest.Account{ID: dests[i], XLM: "5", TrustUSDC: trustUSDC}
+	}
+	return dests, accounts
+}
+
 func TestPayConcurrentRefundsAreSerialised(t *testing.T) {
 	const n = 8
-	var accounts []horizontest.Account
-	var dests []string
-	for i := range n {
-		d := key(fmt.Sprintf("destination %d", i)).Address()
-		dests = append(dests, d)
-		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5", TrustUSDC: true})
-	}
+	dests, accounts := destinations(n, true)
 	h := newHarness(t, nil, accounts...)
 	results := make([]models.PayoutResult, n)
 	errs := make([]error, n)
@@ -794,13 +806,7 @@ func (r *refundRecords) recordFor(id, prior string) payout.RecordFunc {
 // no submission meets another's sequence number (tx_bad_seq).
 func TestPayTwoWorkersShareTheAccount(t *testing.T) {
 	const n = 20
-	var accounts []horizontest.Account
-	var dests []string
-	for i := range n {
-		d := key(fmt.Sprintf("destination %d", i)).Address()
-		dests = append(dests, d)
-		accounts = append(accounts, horizontest.Account{ID: d, XLM: "5"})
-	}
+	dests, accounts := destinations(n, false)
 	h := newHarness(t, nil, accounts...)
 	lock := &sharedLock{slot: make(chan struct{}, 1)}
 	var workers [2]*payout.Payer
@@ -1128,10 +1134,7 @@ func bumpByHand(t *testing.T, h *harness, envelope string, baseFee int64) {
 // one used the sequence number. It is sent, not paid again.
 func TestPayPriorAppliedInAFeeBumpIsFoundInTheHistory(t *testing.T) {
 	const lagBehind = 10
-	dest := key("destination").Address()
-	h := newHarness(t, nil, horizontest.Account{ID: dest, XLM: "5"})
-	req := refund("rfd_1", dest, "XLM", "2")
-	rec, prior := priorNeverSubmitted(t, h, req)
+	h, dest, req, rec, prior := refundNeverSubmitted(t)
 	h.s.SetBaseFee(400)
 	bumpByHand(t, h, prior.Envelope, 400)
 	require.Len(t, paidTo(h.s, dest), 1)

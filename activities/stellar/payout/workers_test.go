@@ -117,11 +117,9 @@ func TestPayTwoWorkerProcesses(t *testing.T) {
 		t.Cleanup(s.Close)
 		s.SetUSDCIssuer(issuerKey.Address())
 		require.NoError(t, s.SetAccount(horizontest.Account{ID: payoutKey.Address(), XLM: "1000", Sequence: payoutSequence}))
-		var dests []string
-		for i := range n {
-			d := key(fmt.Sprintf("destination %d", i)).Address()
-			dests = append(dests, d)
-			require.NoError(t, s.SetAccount(horizontest.Account{ID: d, XLM: "5"}))
+		dests, accounts := destinations(n, false)
+		for _, a := range accounts {
+			require.NoError(t, s.SetAccount(a))
 		}
 		// Every submission waits for its ledger, as on the network, so
 		// that the workers' payouts overlap.

@@ -1,8 +1,9 @@
 // Package upstreamtest holds what the providers' test servers
 // (creatorstest, browsetest, zinctest, horizontest) share: the failures a
-// test injects, and the plumbing of serving HTTP. They and the sandbox
-// catalog invent products from its words and ids. The tests of the
-// clients that talk to them share its log sink and scripted upstream.
+// test injects, the tokens a token endpoint grants, and the plumbing of
+// serving HTTP. They and the sandbox catalog invent products from its
+// words and ids. The tests of the clients that talk to them share its log
+// sink and scripted upstream.
 package upstreamtest
 
 import (
@@ -80,4 +81,30 @@ func (f *Faults) Latency() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.latency
+}
+
+// Next arms a fault for the next n requests (or records, or orders: what
+// the server counts) and hands each its share. The zero value is disarmed.
+// Safe for concurrent use.
+type Next struct {
+	mu sync.Mutex
+	n  int
+}
+
+// Arm makes the next n Takes report true; n <= 0 disarms.
+func (c *Next) Arm(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = n
+}
+
+// Take reports whether the fault applies to this one, using up its share.
+func (c *Next) Take() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return false
+	}
+	c.n--
+	return true
 }

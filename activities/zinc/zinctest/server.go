@@ -329,6 +329,8 @@ type Server struct {
 	// effects (FailNext: Zinc's error body with the code Zinc uses for
 	// that status) and delay every answer (SetLatency, wall time).
 	upstreamtest.Faults
+	// FailAfterCreate's, DropAfterCreate's and HoldAfterCreate's orders.
+	failAfter, dropAfter, holdAfter upstreamtest.Next
 
 	srv       *httptest.Server
 	apiKey    string
@@ -342,7 +344,7 @@ type Server struct {
 
 	mu         sync.Mutex
 	closed     bool
-	clock      clock
+	clock      upstreamtest.Clock
 	timings    Timings
 	orders     map[string]*order
 	seq        int
@@ -350,9 +352,6 @@ type Server struct {
 	created    map[string]int    // idempotency key → orders created
 	posts      map[string]int    // idempotency key → POST /orders received
 	families   map[string]int    // RateLimitedOnce: orders created per Memocart order
-	failAfterN int
-	dropAfterN int
-	holdAfterN int
 	hookURL    string
 	hookSecret string
 	hookDup    bool
@@ -374,20 +373,6 @@ type order struct {
 	last        state // what webhooks last reported
 }
 
-// clock reads base, moved by wall time since anchor times speed (0 is
-// frozen).
-type clock struct {
-	base, anchor time.Time
-	speed        float64
-}
-
-func (c clock) now() time.Time {
-	if c.speed == 0 {
-		return c.base
-	}
-	return c.base.Add(time.Duration(float64(time.Since(c.anchor)) * c.speed))
-}
-
 // tick is how often the server looks for orders that moved, to send their
 // webhooks while its clock runs.
 const tick = 50 * time.Millisecond
@@ -407,7 +392,7 @@ func New(opts ...Option) *Server {
 		ctx:      ctx,
 		cancel:   cancel,
 		hookHTTP: &http.Client{Timeout: 10 * time.Second},
-		clock:    clock{base: now, anchor: now},
+		clock:    upstreamtest.FrozenAt(now),
 		timings:  o.timings.withDefaults(),
 		orders:   make(map[string]*order),
 		byKey:    make(map[string]string),
@@ -416,7 +401,7 @@ func New(opts ...Option) *Server {
 		families: make(map[string]int),
 	}
 	if o.realClock {
-		s.clock.speed = 1
+		s.clock.Speed = 1
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", s.serveCreate)
@@ -454,7 +439,7 @@ func (s *Server) APIKey() string { return s.apiKey }
 func (s *Server) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.clock.now()
+	return s.clock.Now()
 }
 
 // SetNow sets the server's clock to t and freezes it there: it then moves
@@ -462,7 +447,7 @@ func (s *Server) Now() time.Time {
 func (s *Server) SetNow(t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clock = clock{base: t, anchor: time.Now()}
+	s.clock = upstreamtest.FrozenAt(t)
 	s.sweepLocked()
 }
 
@@ -471,7 +456,7 @@ func (s *Server) SetNow(t time.Time) {
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clock = clock{base: s.clock.now().Add(d), anchor: time.Now(), speed: s.clock.speed}
+	s.clock = s.clock.Advanced(d)
 	s.sweepLocked()
 }
 
@@ -481,7 +466,7 @@ func (s *Server) Advance(d time.Duration) {
 func (s *Server) SetAutoClock(speed float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.clock = clock{base: s.clock.now(), anchor: time.Now(), speed: max(speed, 0)}
+	s.clock = s.clock.Running(speed)
 }
 
 // SetTimings replaces the timings; zero fields take DefaultTimings'. Orders
@@ -500,29 +485,17 @@ func (s *Server) RateLimitNext(n int) { s.Faults.RateLimitNext(n, time.Second) }
 // FailAfterCreate makes the next n order creations create the order, then
 // answer 500 internal_error instead of 201: the client cannot tell the
 // order exists.
-func (s *Server) FailAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failAfterN = n
-}
+func (s *Server) FailAfterCreate(n int) { s.failAfter.Arm(n) }
 
 // DropAfterCreate makes the next n order creations create the order, then
 // cut the connection without answering.
-func (s *Server) DropAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.dropAfterN = n
-}
+func (s *Server) DropAfterCreate(n int) { s.dropAfter.Arm(n) }
 
 // HoldAfterCreate makes the next n order creations create the order, then
 // hold the answer until the client gives up (or the server closes), and
 // cut the connection: the window in which a caller that dies has bought
 // without knowing it. Tests kill the caller inside it.
-func (s *Server) HoldAfterCreate(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.holdAfterN = n
-}
+func (s *Server) HoldAfterCreate(n int) { s.holdAfter.Arm(n) }
 
 // OrdersCreated returns how many orders the server created under the
 // idempotency key.
@@ -544,7 +517,7 @@ func (s *Server) CreateRequests(idempotencyKey string) int {
 func (s *Server) Orders() []Order {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.clock.now()
+	now := s.clock.Now()
 	out := make([]Order, 0, len(s.orders))
 	for _, o := range s.orders {
 		rec := Order{
@@ -848,7 +821,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 			map[string]string{"resource": "Order", "identifier": key})
 		return
 	}
-	now := s.clock.now()
+	now := s.clock.Now()
 	s.seq++
 	o := &order{seq: s.seq, id: newID(), key: key, req: req, created: now, scenario: sc}
 	if sc == rateLimitedOnce {
@@ -861,17 +834,10 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request) {
 	o.last = s.stateLocked(o, now)
 	s.emitLocked(o, "order.started", o.last, nil)
 	body := s.renderLocked(o, now)
-	failAfter := s.failAfterN > 0
-	dropAfter := !failAfter && s.dropAfterN > 0
-	holdAfter := !failAfter && !dropAfter && s.holdAfterN > 0
-	switch {
-	case failAfter:
-		s.failAfterN--
-	case dropAfter:
-		s.dropAfterN--
-	case holdAfter:
-		s.holdAfterN--
-	}
+	// One fault at most, in this order.
+	failAfter := s.failAfter.Take()
+	dropAfter := !failAfter && s.dropAfter.Take()
+	holdAfter := !failAfter && !dropAfter && s.holdAfter.Take()
 	s.mu.Unlock()
 
 	if holdAfter {
@@ -956,7 +922,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	o, ok := s.orders[r.PathValue("id")]
 	var body orderJSON
 	if ok {
-		body = s.renderLocked(o, s.clock.now())
+		body = s.renderLocked(o, s.clock.Now())
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -974,7 +940,7 @@ func (s *Server) serveCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "Order not found", nil)
 		return
 	}
-	now := s.clock.now()
+	now := s.clock.Now()
 	if s.stateLocked(o, now).status != zinc.StatusPending {
 		s.mu.Unlock()
 		writeError(w, http.StatusConflict, "order_not_cancellable", "Order cannot be cancelled in its current status", nil)
@@ -1034,7 +1000,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
 		offset = n
 	}
 	s.mu.Lock()
-	now := s.clock.now()
+	now := s.clock.Now()
 	var match []*order
 	for _, o := range s.orders {
 		switch {
@@ -1419,7 +1385,7 @@ func (s *Server) ticker() {
 // sweepLocked compares every order's state with what webhooks last
 // reported, and sends the events of the differences.
 func (s *Server) sweepLocked() {
-	now := s.clock.now()
+	now := s.clock.Now()
 	for _, o := range s.orders {
 		cur := s.stateLocked(o, now)
 		prev := o.last
