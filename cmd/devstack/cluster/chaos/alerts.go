@@ -55,10 +55,10 @@ var rangeSelector = regexp.MustCompile(`\[([0-9a-z]+)(?::[0-9a-z]*)?\]`)
 
 // ruleWindows returns, per alert of the cluster's rules, the longest range
 // its expression reads, itself or through a recording rule it names.
-func ruleWindows(ctx context.Context, c *cluster.Cluster) (map[string]time.Duration, error) {
+func ruleWindows(ctx context.Context, prometheus string) (map[string]time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.PrometheusURL()+"/api/v1/rules", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prometheus+"/api/v1/rules", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func firingNow(ctx context.Context, c *cluster.Cluster, windows map[string]time.
 // at most wait, and returns every alert seen since began.
 func waitAlerts(ctx context.Context, c *cluster.Cluster, began time.Time, wait time.Duration, logf func(string, ...any)) ([]AlertSpan, error) {
 	time.Sleep(2 * cluster.ScrapeInterval)
-	windows, err := ruleWindows(ctx, c)
+	windows, err := ruleWindows(ctx, c.PrometheusURL())
 	if err != nil {
 		return nil, err
 	}

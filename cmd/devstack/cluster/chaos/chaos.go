@@ -12,12 +12,14 @@
 // delivered and placed once, every order with its workflow and every
 // workflow with its order, every unpaid order cancelled, every refund owed
 // sent, no destination paid twice, `memocart reconcile` balanced) and
-// prints them as a table with the figures of the run. Payouts (payouts.go)
+// prints them as a table with the figures of the run and the alerts the
+// cluster's Prometheus raised (alerts.go). Payouts (payouts.go)
 // measures refunds approved at once on the same cluster.
 //
 // It may import the standard library, package cluster, package
 // testservers and the test servers it runs, pgx, decimal, the Temporal SDK
-// client and API modules, and models (ids, workflow ids, statuses).
+// client and API modules, Prometheus's model (its durations), and models
+// (ids, workflow ids, statuses).
 package chaos
 
 import (
