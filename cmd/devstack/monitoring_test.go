@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 const (
 	dashboardFile = "../../docs/monitoring/memocart.dashboard.json"
 	rulesFile     = "../../docs/monitoring/memocart.rules.yml"
+	operatorsFile = "../../docs/operators.md"
 )
 
 // dashboardQueries are the PromQL expressions of every panel's targets,
@@ -51,6 +53,27 @@ func dashboardQueries(t *testing.T) []string {
 	return out
 }
 
+// runbookQueries are the PromQL queries of docs/operators.md's runbooks:
+// the inline code of "Alerts and runbooks" that names a metric.
+func runbookQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(operatorsFile)
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(b), "\n## Alerts and runbooks\n")
+	require.True(t, ok, "docs/operators.md has no \"Alerts and runbooks\"")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var out []string
+	for _, m := range inlineCode.FindAllStringSubmatch(section, -1) {
+		if q := m[1]; q == "up" || metricName.MatchString(q) {
+			out = append(out, q)
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+var inlineCode = regexp.MustCompile("`([^`]+)`")
+
 // metricName is a metric the service exports, as a query names it.
 var metricName = regexp.MustCompile(`\b(?:memocart|temporal)_[a-z0-9_]+\b`)
 
@@ -59,23 +82,24 @@ var metricName = regexp.MustCompile(`\b(?:memocart|temporal)_[a-z0-9_]+\b`)
 // is named in Temporal's SDK metrics reference.
 var exportedOnFirstIncrement = []string{"temporal_workflow_task_execution_failed_total"}
 
-// TestE2EMonitoringNamesExportedMetrics: every query of the dashboard
-// parses as Prometheus does (promtool check rules, each query a recording
-// rule; make rules checks the alert rules' own), and the dashboard and the
-// alert rules name only metrics a live dev stack exports on its /metrics
+// TestE2EMonitoringNamesExportedMetrics: every query of the dashboard and
+// of the runbooks parses as Prometheus does (promtool check rules, each
+// query a recording rule; make rules checks the alert rules' own), and
+// they and the alert rules name only metrics a live dev stack exports on
+// its /metrics
 // once a live order has
 // been paid by the chain, a test order delivered, a live order failed
 // with its refund owed and a payment sent naming no order: the service's,
 // the watcher's and payout account's, and the Temporal SDK's.
 func TestE2EMonitoringNamesExportedMetrics(t *testing.T) {
-	queries := dashboardQueries(t)
+	queries := append(dashboardQueries(t), runbookQueries(t)...)
 	type rule struct {
 		Record string `json:"record"`
 		Expr   string `json:"expr"`
 	}
 	var rules []rule
 	for i, q := range queries {
-		rules = append(rules, rule{Record: "dashboard:query" + string(rune('a'+i/26)) + string(rune('a'+i%26)), Expr: q})
+		rules = append(rules, rule{Record: fmt.Sprintf("monitoring:query%d", i), Expr: q})
 	}
 	doc, err := json.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
 	require.NoError(t, err)
@@ -122,7 +146,7 @@ func TestE2EMonitoringNamesExportedMetrics(t *testing.T) {
 		}
 		return len(missing) == 0
 	}, 90*time.Second, 500*time.Millisecond, "the dashboard or the rules name metrics the stack does not export: %v", &missing)
-	t.Logf("the dashboard's %d queries and the rules name %d metrics, all exported", len(queries), len(names))
+	t.Logf("the dashboard's and runbooks' %d queries and the rules name %d metrics, all exported", len(queries), len(names))
 }
 
 // exported reports whether the scrape mf has the series name: a family of
