@@ -198,7 +198,7 @@ func (s *Refunds) FailTestPayout(ctx context.Context, accountID string, mode mod
 // refund's rules, checked here on the stored refund, read again if it
 // settled meanwhile.
 func (s *Refunds) moveRefund(ctx context.Context, r models.Refund, orderNumber string, move workflows.RefundMove) (models.Refund, error) {
-	got, err := s.workflows.MoveRefund(ctx, r.ID, move)
+	got, err := s.askRun(ctx, r, move)
 	if !errors.Is(err, models.ErrRefundClosed) {
 		return got, err
 	}
@@ -206,7 +206,7 @@ func (s *Refunds) moveRefund(ctx context.Context, r models.Refund, orderNumber s
 		if err := s.start(ctx, r, orderNumber); err != nil {
 			return models.Refund{}, err
 		}
-		got, err = s.workflows.MoveRefund(ctx, r.ID, move)
+		got, err = s.askRun(ctx, r, move)
 		if !errors.Is(err, models.ErrRefundClosed) {
 			return got, err
 		}
@@ -219,6 +219,35 @@ func (s *Refunds) moveRefund(ctx context.Context, r models.Refund, orderNumber s
 		}
 	}
 	return settledMove(r, move)
+}
+
+// A run takes in a payout's outcome once the payout's activity has written
+// it: for that moment the stored refund allows a move the run still
+// refuses (a refused payout's refund is failed in the store, and sending
+// in the run, while its refund.failed event may already have reached the
+// client). Such a refusal is stale: the move is asked again, every
+// staleRefusalPause for up to staleRefusalTries, before it is answered.
+const (
+	staleRefusalTries = 10
+	staleRefusalPause = 100 * time.Millisecond
+)
+
+// askRun asks r's run for the move; stored is the refund as read before.
+func (s *Refunds) askRun(ctx context.Context, stored models.Refund, move workflows.RefundMove) (models.Refund, error) {
+	for try := 1; ; try++ {
+		got, err := s.workflows.MoveRefund(ctx, stored.ID, move)
+		if try == staleRefusalTries || models.CodeOf(err) != models.CodeInvalidRefundState {
+			return got, err
+		}
+		if _, ruled := move.Rule(stored, s.now()); ruled != nil {
+			return got, err // the stored refund refuses it too
+		}
+		select {
+		case <-ctx.Done():
+			return got, err
+		case <-time.After(staleRefusalPause):
+		}
+	}
 }
 
 // settledMove answers a move asked of a settled refund, whose workflow has

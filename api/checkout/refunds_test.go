@@ -193,3 +193,54 @@ func TestRestartedRefundRunNamesItsOrder(t *testing.T) {
 	assert.Equal(t, []string{"rfd_order", "rfd_payment"}, wf.starts)
 	assert.Equal(t, []string{"1234-5678-903", ""}, wf.numbers)
 }
+
+// behindRun is a refund's run that has not yet taken in what its payout
+// wrote: it refuses every move as the refund still sending, the first
+// behind times, then answers the move.
+type behindRun struct {
+	closedRuns
+	behind, asked int
+}
+
+func (w *behindRun) MoveRefund(_ context.Context, id string, _ workflows.RefundMove) (models.Refund, error) {
+	w.asked++
+	if w.asked <= w.behind {
+		return models.Refund{}, models.Errorf(models.CodeInvalidRefundState, "refund %s is sending", id)
+	}
+	return payoutRefund(id, models.RefundSending), nil
+}
+
+// TestMoveAskedAgainWhileTheRunTakesThePayoutIn: the store has the
+// refused payout's refund failed (a retry is allowed) while its run still
+// has it sending: the refusal is stale, and the move is asked again until
+// the run answers it. A refusal the stored refund agrees with is answered
+// at once, and a run that stays behind is answered with its refusal.
+func TestMoveAskedAgainWhileTheRunTakesThePayoutIn(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		stored        models.RefundStatus
+		behind, asked int
+		refused       bool
+	}{
+		{"the run catches up", models.RefundFailed, 3, 4, false},
+		{"the stored refund refuses it too", models.RefundSending, 3, 1, true},
+		{"the run stays behind", models.RefundFailed, 100, 10, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := payoutRefund("rfd_1", c.stored)
+			r.Destination = &models.RefundDestination{Address: "GDEST"}
+			store := &fakePayouts{refunds: map[string][]models.Refund{"rfd_1": {r}}}
+			wf := &behindRun{behind: c.behind}
+			s, err := checkout.NewRefunds(checkout.Config{}, store, noOrders{}, wf, wf, clock, nil)
+			require.NoError(t, err)
+			got, err := s.MoveRefund(context.Background(), "rfd_1", workflows.ApproveRefund{By: "ops"})
+			assert.Equal(t, c.asked, wf.asked, "moves asked of the run")
+			if c.refused {
+				assert.Equal(t, models.CodeInvalidRefundState, models.CodeOf(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, models.RefundSending, got.Status)
+		})
+	}
+}
