@@ -24,10 +24,7 @@ type EventStore interface {
 
 // eventListJSON is GET /v1/events' answer: each event is its webhook
 // body, byte for byte.
-type eventListJSON struct {
-	Data    []json.RawMessage `json:"data"`
-	HasMore bool              `json:"has_more"`
-}
+type eventListJSON = listJSON[json.RawMessage]
 
 // listEvents is GET /v1/events: the key's account's events in the key's
 // mode, newest first in the order they were recorded, a page at a time
@@ -66,11 +63,8 @@ func (s *Server) listEvents(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	out := eventListJSON{Data: make([]json.RawMessage, len(evs)), HasMore: more}
-	for i, ev := range evs {
-		out.Data[i] = ev.Payload
-	}
-	render(c, http.StatusOK, out)
+	payload := func(ev models.Event) json.RawMessage { return ev.Payload }
+	render(c, http.StatusOK, eventListJSON{Data: each(evs, payload), HasMore: more})
 }
 
 // getEvent is GET /v1/events/{id}: the event's body exactly as a webhook

@@ -538,10 +538,7 @@ func TestTestPaymentRetryIsTheSamePayment(t *testing.T) {
 		oe := newOrdersEnv(t, dialect, func(s *ordersSetup) { s.testPayments = chain })
 		e := &idemEnv{ordersEnv: oe}
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o := e.newOrder(t, key)
 		path := "/v1/test_helpers/orders/" + o.ID + "/payments"
 
 		requireError(t, e.postKey(t, key, path, "pay-1", ""), http.StatusServiceUnavailable, models.CodeUnavailable, "")

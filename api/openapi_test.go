@@ -384,8 +384,7 @@ func TestOpenAPIValidationFails(t *testing.T) {
 	t.Run("order", func(t *testing.T) {
 		e := newOrdersEnv(t, sqlstore.DialectSQLite)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		created := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		created := e.newOrder(t, key)
 		path := "/v1/orders/" + created.ID
 		r := e.get(t, path, key) // validated by send
 		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
@@ -494,8 +493,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 func TestOpenAPIWebhookAndTrackingResponses(t *testing.T) {
 	e := newOrdersEnv(t, sqlstore.DialectSQLite, withWebhooks())
 	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-	cartID, _ := e.newCart(t, key)
-	o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+	o := e.newOrder(t, key)
 	hook := func(provider, sig, body string) response {
 		return e.send(t, request{method: http.MethodPost, path: "/webhooks/" + provider, body: body,
 			header: map[string]string{"X-Test-Signature": sig}})

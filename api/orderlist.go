@@ -13,10 +13,7 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-type orderListJSON struct {
-	Data    []orderJSON `json:"data"`
-	HasMore bool        `json:"has_more"`
-}
+type orderListJSON = listJSON[orderJSON]
 
 // listOrders is GET /v1/orders: the key's account's orders in the key's
 // mode, newest first, a page at a time (README: Listing orders).
@@ -37,11 +34,7 @@ func (s *Server) listOrders(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	out := orderListJSON{Data: make([]orderJSON, len(orders)), HasMore: more}
-	for i, o := range orders {
-		out.Data[i] = s.newOrderJSON(o)
-	}
-	render(c, http.StatusOK, out)
+	render(c, http.StatusOK, orderListJSON{Data: each(orders, s.newOrderJSON), HasMore: more})
 }
 
 // parseOrderList reads and checks the list's query parameters; errors name

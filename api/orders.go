@@ -483,11 +483,9 @@ type cancelRequest struct {
 func (s *Server) cancelOrder(c *gin.Context) {
 	key := mustKey(c)
 	var req cancelRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		abort(c, err)
+		return
 	}
 	var note string
 	if req.Reason != nil {
@@ -526,17 +524,14 @@ type testPaymentRequest struct {
 // it sends a sandbox payment carrying the order's memo through the same
 // matcher as a live payment. Test keys only.
 func (s *Server) createTestPayment(c *gin.Context) {
-	key := mustKey(c)
-	if key.Mode != models.ModeTest {
-		abort(c, models.NewError(models.CodeTestModeOnly))
+	key, ok := testKey(c)
+	if !ok {
 		return
 	}
 	var req testPaymentRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		abort(c, err)
+		return
 	}
 	ref, ok := orderRef(c.Param("ref"))
 	if !ok {
@@ -606,10 +601,8 @@ type failTestOrderRequest struct {
 func (s *Server) failTestOrder(c *gin.Context) {
 	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
 		req := failTestOrderRequest{}
-		if c.Request.ContentLength != 0 {
-			if err := decodeJSON(c, &req); err != nil {
-				return models.Order{}, err
-			}
+		if err := decodeOptionalJSON(c, &req); err != nil {
+			return models.Order{}, err
 		}
 		code := models.DefaultTestFailure
 		if req.Reason != nil {
@@ -624,9 +617,8 @@ func (s *Server) failTestOrder(c *gin.Context) {
 // a path that names no order; act reads the body, if any, and acts; the
 // order is rendered as it then stands.
 func (s *Server) testHelper(c *gin.Context, act func(context.Context, checkout.TestOrder) (models.Order, error)) {
-	key := mustKey(c)
-	if key.Mode != models.ModeTest {
-		abort(c, models.NewError(models.CodeTestModeOnly))
+	key, ok := testKey(c)
+	if !ok {
 		return
 	}
 	ref, ok := orderRef(c.Param("ref"))

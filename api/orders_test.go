@@ -603,9 +603,7 @@ func TestCreateOrderXLM(t *testing.T) {
 			require.Len(t, e.wf.started(), 1)
 
 			// The locked rate survives the store: retrieval shows the same.
-			g := e.get(t, "/v1/orders/"+o.ID, key)
-			require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
-			got := decodeOrderView(t, g)
+			got := e.getOrder(t, key, o.ID)
 			assert.Equal(t, amt.String(), got.Payment.Amount)
 			assert.Equal(t, o.ExchangeRate, got.Payment.ExchangeRate)
 			assert.Equal(t, o.PaymentURI, got.Payment.URI)
@@ -853,9 +851,7 @@ func TestCreateOrderWorkflowStartFails(t *testing.T) {
 		assert.Nil(t, o.WorkflowStartedAt)
 		require.Len(t, e.wf.started(), 1, "the failed attempt")
 		assert.Equal(t, o.ID, e.wf.started()[0].ID)
-		g := e.get(t, "/v1/orders/"+o.Number, key)
-		require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
-		assert.Equal(t, o.ID, decodeOrderView(t, g).ID)
+		assert.Equal(t, o.ID, e.getOrder(t, key, o.Number).ID)
 
 		// Within the grace period the reconciler leaves it alone.
 		e.wf.fail(nil)
@@ -1199,6 +1195,14 @@ type paymentView struct {
 	ExpiresAt        string            `json:"expires_at"`
 }
 
+// getOrder is GET /v1/orders/{ref} with key, which must answer 200, decoded.
+func (e *ordersEnv) getOrder(t *testing.T, key, ref string) orderView {
+	t.Helper()
+	r := e.get(t, "/v1/orders/"+ref, key)
+	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+	return decodeOrderView(t, r)
+}
+
 func decodeOrderView(t *testing.T, r response) orderView {
 	t.Helper()
 	var body struct {
@@ -1445,10 +1449,7 @@ func TestTrackingPage(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o := e.newOrder(t, key)
 		path := strings.TrimPrefix(o.TrackingURL, ordersPublicURL)
 		require.Equal(t, "/track/"+o.Number, path)
 

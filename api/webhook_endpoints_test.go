@@ -314,8 +314,7 @@ func TestWebhookEventBodyIsTheOrderAsGETReturnsIt(t *testing.T) {
 		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "order.created"))
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		dispatched, _ := ev.calls()
 		assert.Equal(t, []string{o.ID}, dispatched, "the new order's events are handed to their workflows")
 
@@ -376,8 +375,7 @@ func TestWebhookDeliveriesAndResend(t *testing.T) {
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		ep, _ := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
 		otherEp, _ := createEndpoint(t, e, other, endpointReq("https://hooks.example.com/y", "*"))
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		evID := models.EventID(models.EventOrderCreated, o.ID)
 
 		r := e.get(t, "/v1/webhook_endpoints/"+ep.ID+"/deliveries", key)
