@@ -459,12 +459,21 @@ func orderRef(s string) (string, bool) {
 // the workflow's activities keep current.
 func (s *Server) getOrder(c *gin.Context) {
 	key := mustKey(c)
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
+	})
+}
+
+// orderAt answers a request on the order the path's {ref} names: a ref
+// that cannot be an order's id or number is not found before act runs;
+// act's order is rendered as it then stands.
+func (s *Server) orderAt(c *gin.Context, act func(ctx context.Context, ref string) (models.Order, error)) {
 	ref, ok := orderRef(c.Param("ref"))
 	if !ok {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.deps.Store.OrderForAccount(c.Request.Context(), key.AccountID, key.Mode, ref)
+	o, err := act(c.Request.Context(), ref)
 	if err != nil {
 		abort(c, err)
 		return
@@ -495,19 +504,11 @@ func (s *Server) cancelOrder(c *gin.Context) {
 			return
 		}
 	}
-	ref, ok := orderRef(c.Param("ref"))
-	if !ok {
-		abort(c, models.ErrOrderNotFound)
-		return
-	}
-	o, err := s.deps.Orders.CancelOrder(c.Request.Context(), checkout.CancelRequest{
-		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Orders.CancelOrder(ctx, checkout.CancelRequest{
+			AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
+		})
 	})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset
@@ -621,17 +622,9 @@ func (s *Server) testHelper(c *gin.Context, act func(context.Context, checkout.T
 	if !ok {
 		return
 	}
-	ref, ok := orderRef(c.Param("ref"))
-	if !ok {
-		abort(c, models.ErrOrderNotFound)
-		return
-	}
-	o, err := act(c.Request.Context(), checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return act(ctx, checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
+	})
 }
 
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or

@@ -231,19 +231,11 @@ func (s *Server) setRefundDestination(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	ref, ok := orderRef(c.Param("ref"))
-	if !ok {
-		abort(c, models.ErrOrderNotFound)
-		return
-	}
-	o, err := s.deps.Refunds.SetOrderRefundDestination(c.Request.Context(), checkout.SetOrderRefundDestinationRequest{
-		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Refunds.SetOrderRefundDestination(ctx, checkout.SetOrderRefundDestinationRequest{
+			AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
+		})
 	})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
 }
 
 // renderOrder answers {"order": …} with the order's refunds.
