@@ -57,6 +57,13 @@ func (w *recordingWorkflows) MoveRefund(ctx context.Context, id string, m workfl
 	return w.store.UpdateRefund(ctx, id, now, move)
 }
 
+// newFailedOrder is failedWithRefund of an order for a new cart.
+func (e *ordersEnv) newFailedOrder(t *testing.T, key string) string {
+	t.Helper()
+	cartID, _ := e.newCart(t, key)
+	return e.failedWithRefund(t, key, orderBody(cartID))
+}
+
 // failedWithRefund creates an order through the API, pays it, fails it
 // and creates its refunds, as its workflow would; it returns the order's
 // id.
@@ -113,8 +120,7 @@ func TestRefunds(t *testing.T) {
 		assert.Equal(t, "42", *created.RefundDestination.Memo)
 
 		// An order without one: its refund waits for it.
-		cart2, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cart2))
+		orderID := e.newFailedOrder(t, key)
 		v := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key))
 		assert.Nil(t, v.RefundDestination)
 		require.Len(t, v.Refunds, 1)
@@ -189,8 +195,7 @@ func TestOrderReadsShowEveryRefund(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		cartID, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		orderID := e.newFailedOrder(t, key)
 		ctx := context.Background()
 		o, err := e.st.Order(ctx, orderID)
 		require.NoError(t, err)
@@ -318,8 +323,7 @@ func TestFailTestRefundHelper(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		cart, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cart))
+		orderID := e.newFailedOrder(t, key)
 		refund := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key)).Refunds[0]
 		fail := func(key, id, body string) response {
 			return e.send(t, request{method: http.MethodPost, path: "/v1/test_helpers/refunds/" + id + "/fail", auth: "Bearer " + key, body: body})
