@@ -60,21 +60,12 @@ func metadataMap(s string) map[string]string {
 	return m
 }
 
+// cartItemRow is a cart's item at its position: the item's columns are
+// named after models.CartItem's fields.
 type cartItemRow struct {
-	CartID      string
-	Position    int
-	ProductURL  string
-	Marketplace string
-	ProductID   string
-	Title       string
-	ImageURL    string
-	Quantity    int
-	UnitPrice   decimal.Decimal
-	LineTotal   decimal.Decimal
-	Currency    string
-	UpstreamID  string
-	Variation   string
-	Listing     string
+	CartID          string
+	Position        int
+	models.CartItem `gorm:"embedded"`
 }
 
 func (cartItemRow) TableName() string { return "cart_items" }
@@ -89,12 +80,7 @@ func (s *Store) CreateCart(ctx context.Context, c models.Cart) error {
 	}
 	items := make([]cartItemRow, len(c.Items))
 	for i, it := range c.Items {
-		items[i] = cartItemRow{
-			CartID: c.ID, Position: i, ProductURL: it.ProductURL, Marketplace: string(it.Marketplace),
-			ProductID: it.ProductID, Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity,
-			UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
-			Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
-		}
+		items[i] = cartItemRow{CartID: c.ID, Position: i, CartItem: it}
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
@@ -151,7 +137,7 @@ func (row cartRow) toModel(items []cartItemRow) models.Cart {
 		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt), Metadata: metadataMap(row.Metadata),
 	}
 	for _, it := range items {
-		c.Items = append(c.Items, it.toModel())
+		c.Items = append(c.Items, it.CartItem)
 	}
 	return c
 }

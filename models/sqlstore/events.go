@@ -48,12 +48,7 @@ func (s *Store) ListEvents(ctx context.Context, q models.EventListQuery, now tim
 	if q.OrderID != "" {
 		tx = tx.Where("e.order_id = ?", q.OrderID)
 	}
-	if q.CreatedGTE != nil {
-		tx = tx.Where("e.created_at >= ?", q.CreatedGTE.UTC())
-	}
-	if q.CreatedLTE != nil {
-		tx = tx.Where("e.created_at <= ?", q.CreatedLTE.UTC())
-	}
+	tx = createdBetween(tx, "e", q.CreatedGTE, q.CreatedLTE)
 	// Keyset pagination on (txid, seq), read from the cursor's own row.
 	const cursor = "(SELECT c.txid, c.seq FROM webhook_events c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)"
 	cursorID, newer := q.StartingAfter, false

@@ -282,7 +282,7 @@ func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 	}
 	out := make([]models.CartItem, len(items))
 	for i, it := range items {
-		out[i] = it.toModel()
+		out[i] = it.CartItem
 	}
 	return row.toModel(steps, out), nil
 }
@@ -514,14 +514,6 @@ func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string,
 		return models.ErrOrderNotFound
 	}
 	return nil
-}
-
-func (it cartItemRow) toModel() models.CartItem {
-	return models.CartItem{
-		ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
-		Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
-		Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
-	}
 }
 
 func utcPtr(t *time.Time) *time.Time {

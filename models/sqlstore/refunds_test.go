@@ -504,11 +504,7 @@ func refundAt(t *testing.T, st *sqlstore.Store, accountID string, mode models.Mo
 }
 
 func refundIDs(rs []models.Refund) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.ID
-	}
-	return out
+	return idsOf(rs, func(r models.Refund) string { return r.ID })
 }
 
 // An account lists its own refunds in one mode, newest first, page by
