@@ -51,16 +51,12 @@ func (s *Server) listEvents(c *gin.Context) {
 		q.OrderID = o.ID
 	}
 	evs, more, err := s.deps.Store.ListEvents(ctx, q, s.deps.Now())
-	if errors.Is(err, models.ErrEventNotFound) {
+	if err != nil {
 		cursor := "starting_after"
 		if q.EndingBefore != "" {
 			cursor = "ending_before"
 		}
-		abort(c, invalid(cursor, "%s must be the id of one of your events (in this mode)", cursor))
-		return
-	}
-	if err != nil {
-		abort(c, err)
+		abort(c, listError(err, models.ErrEventNotFound, cursor, "events"))
 		return
 	}
 	payload := func(ev models.Event) json.RawMessage { return ev.Payload }

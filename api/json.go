@@ -436,6 +436,16 @@ func encodeJSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// listError is the error of a list's read: a cursor that names none of
+// the key's things in its mode (notFound) is the request's fault, named
+// by its parameter; any other error is as it was.
+func listError(err, notFound error, cursor, things string) error {
+	if errors.Is(err, notFound) {
+		return invalid(cursor, "%s must be the id of one of your %s (in this mode)", cursor, things)
+	}
+	return err
+}
+
 // listJSON is a page of a list endpoint: its items, newest first, and
 // whether more follow.
 type listJSON[T any] struct {

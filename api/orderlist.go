@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -26,12 +25,8 @@ func (s *Server) listOrders(c *gin.Context) {
 	}
 	q.AccountID, q.Mode = key.AccountID, key.Mode
 	orders, more, err := s.deps.Store.ListOrders(c.Request.Context(), q)
-	if errors.Is(err, models.ErrOrderNotFound) {
-		abort(c, invalid("starting_after", "starting_after must be the id of one of your orders (in this mode)"))
-		return
-	}
 	if err != nil {
-		abort(c, err)
+		abort(c, listError(err, models.ErrOrderNotFound, "starting_after", "orders"))
 		return
 	}
 	render(c, http.StatusOK, orderListJSON{Data: each(orders, s.newOrderJSON), HasMore: more})

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -193,12 +192,8 @@ func (s *Server) listRefunds(c *gin.Context) {
 		q.OrderID = v
 	}
 	refunds, more, err := s.deps.Store.ListRefunds(c.Request.Context(), q)
-	if errors.Is(err, models.ErrRefundNotFound) {
-		abort(c, invalid("starting_after", "starting_after must be the id of one of your refunds (in this mode)"))
-		return
-	}
 	if err != nil {
-		abort(c, err)
+		abort(c, listError(err, models.ErrRefundNotFound, "starting_after", "refunds"))
 		return
 	}
 	now := s.deps.Now()
