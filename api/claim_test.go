@@ -98,6 +98,20 @@ func (e *ordersEnv) readRefund(t *testing.T, key, id string) refundView {
 }
 
 // postClaim submits the claim form.
+// requireClaimed asserts the refund's claim was used to send it to
+// refundAccount with the memo given: it awaits approval, its link gone.
+func (e *ordersEnv) requireClaimed(t *testing.T, key, refundID, memoType, memo string) {
+	t.Helper()
+	r := e.readRefund(t, key, refundID)
+	assert.Equal(t, "awaiting_approval", r.Status)
+	require.NotNil(t, r.Destination)
+	assert.Equal(t, refundAccount, *r.Destination.Address)
+	assert.Equal(t, memoType, *r.Destination.MemoType)
+	assert.Equal(t, memo, *r.Destination.Memo)
+	assert.False(t, r.Destination.ToSender)
+	assert.Nil(t, r.ClaimURL, "the link is used")
+}
+
 func (e *ordersEnv) postClaim(t *testing.T, token string, form url.Values) response {
 	t.Helper()
 	return e.send(t, request{method: http.MethodPost, path: "/claim/" + token, body: form.Encode(),
@@ -184,11 +198,8 @@ func TestClaimURLInTheRefund(t *testing.T) {
 		assert.NotContains(t, string(track.body), "/claim/")
 
 		// A refund that starts with the order's destination has none.
-		cart, _ := e.newCart(t, key)
-		withDest := e.failedWithRefund(t, key, orderBody(cart, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": refundAccount}
-		}))
-		v := decodeOrderView(t, e.get(t, "/v1/orders/"+withDest, key))
+		withDest := e.newFailedOrder(t, key, withRefundDestination(map[string]any{"address": refundAccount}))
+		v := e.getOrder(t, key, withDest)
 		require.Len(t, v.Refunds, 1)
 		assert.Equal(t, "awaiting_approval", v.Refunds[0].Status)
 		assert.Nil(t, v.Refunds[0].ClaimURL)
@@ -332,14 +343,7 @@ func TestClaimSubmit(t *testing.T) {
 		assert.Contains(t, body, "Address received")
 		assert.NotContains(t, body, "<form", "nothing more to fill in")
 
-		r := e.readRefund(t, key, c.refundID)
-		assert.Equal(t, "awaiting_approval", r.Status)
-		require.NotNil(t, r.Destination)
-		assert.Equal(t, refundAccount, *r.Destination.Address)
-		assert.Equal(t, "text", *r.Destination.MemoType)
-		assert.Equal(t, "exchange 7", *r.Destination.Memo)
-		assert.False(t, r.Destination.ToSender)
-		assert.Nil(t, r.ClaimURL, "used")
+		e.requireClaimed(t, key, c.refundID, "text", "exchange 7")
 		got := moves.requests()
 		require.Len(t, got, 2)
 		hash, _ := models.RefundClaimHash(c.token)

@@ -57,11 +57,17 @@ func (w *recordingWorkflows) MoveRefund(ctx context.Context, id string, m workfl
 	return w.store.UpdateRefund(ctx, id, now, move)
 }
 
-// newFailedOrder is failedWithRefund of an order for a new cart.
-func (e *ordersEnv) newFailedOrder(t *testing.T, key string) string {
+// newFailedOrder is failedWithRefund of an order for a new cart, its
+// request body edited as orderBody edits it.
+func (e *ordersEnv) newFailedOrder(t *testing.T, key string, edits ...func(body, addr map[string]any)) string {
 	t.Helper()
 	cartID, _ := e.newCart(t, key)
-	return e.failedWithRefund(t, key, orderBody(cartID))
+	return e.failedWithRefund(t, key, orderBody(cartID, edits...))
+}
+
+// withRefundDestination sets the order request's refund_destination.
+func withRefundDestination(dest map[string]any) func(body, addr map[string]any) {
+	return func(body, _ map[string]any) { body["refund_destination"] = dest }
 }
 
 // failedWithRefund creates an order through the API, pays it, fails it
@@ -106,13 +112,9 @@ func TestRefunds(t *testing.T) {
 
 		// A destination on the order request is checked like any other.
 		cartID, _ := e.newCart(t, key)
-		bad := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": "GNOTANACCOUNT"}
-		}), nil)
+		bad := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": "GNOTANACCOUNT"})), nil)
 		requireError(t, bad, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
-		withDest := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": refundAccount, "memo_type": "id", "memo": "42"}
-		}), nil)
+		withDest := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": refundAccount, "memo_type": "id", "memo": "42"})), nil)
 		require.Equalf(t, http.StatusCreated, withDest.status, "body %s", withDest.body)
 		created := decodeCreated(t, withDest)
 		require.NotNil(t, created.RefundDestination)
@@ -170,11 +172,8 @@ func TestRefunds(t *testing.T) {
 		assert.Equal(t, "exchange 7", *after.Refunds[0].Destination.Memo)
 
 		// A refund created after the destination starts with it.
-		cart3, _ := e.newCart(t, key)
-		withDestID := e.failedWithRefund(t, key, orderBody(cart3, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"to_sender": true}
-		}))
-		v3 := decodeOrderView(t, e.get(t, "/v1/orders/"+withDestID, key))
+		withDestID := e.newFailedOrder(t, key, withRefundDestination(map[string]any{"to_sender": true}))
+		v3 := e.getOrder(t, key, withDestID)
 		require.Len(t, v3.Refunds, 1)
 		assert.Equal(t, "awaiting_approval", v3.Refunds[0].Status)
 		assert.True(t, v3.Refunds[0].Destination.ToSender)
@@ -287,9 +286,7 @@ func TestServiceAccountsAreNotRefundDestinations(t *testing.T) {
 		for name, addr := range own {
 			t.Run(name, func(t *testing.T) {
 				cartID, _ := e.newCart(t, key)
-				r := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-					b["refund_destination"] = map[string]any{"address": addr}
-				}), nil)
+				r := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": addr})), nil)
 				requireError(t, r, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
 				assert.NotContains(t, string(r.body), addr, "the error never repeats the address")
 
