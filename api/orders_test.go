@@ -581,11 +581,7 @@ func TestCreateOrderXLM(t *testing.T) {
 		t.Run("fixed rate 0.25", func(t *testing.T) {
 			e := newOrdersEnv(t, dialect)
 			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-			cartID, total := e.newCart(t, key)
-
-			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
-			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-			o := decodeCreated(t, r)
+			o, total := e.newOrderTotal(t, key, withAsset("XLM"))
 			assert.Equal(t, "XLM", o.PaymentAsset)
 			assert.True(t, total.Equal(amount(t, "total", o.Total)))
 			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
@@ -614,10 +610,7 @@ func TestCreateOrderXLM(t *testing.T) {
 				return staticRates{rate: models.Rate{Base: "XLM", Quote: "USD", Price: price, Source: "static", At: c.Now()}}
 			}))
 			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-			cartID, total := e.newCart(t, key)
-			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
-			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-			o := decodeCreated(t, r)
+			o, total := e.newOrderTotal(t, key, withAsset("XLM"))
 			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
 			assert.Truef(t, ceilQuote(total, price).Equal(amt), "payment_amount %s for %s at %s", amt, total, price)
 			assert.True(t, amt.Mul(price).GreaterThanOrEqual(total), "the amount pays the total")
@@ -974,10 +967,17 @@ func TestCreateOrderRetryStartsWorkflow(t *testing.T) {
 	r := e.postOrder(t, key, orderBody(cartID), nil)
 	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
 	o := decodeCreated(t, r)
+	e.requireStarted(t, accountID, o.ID, 2)
+}
+
+// requireStarted asserts that n workflows were started, the last one the
+// test-mode order's, and that the store knows it started.
+func (e *ordersEnv) requireStarted(t *testing.T, accountID, orderID string, n int) {
+	t.Helper()
 	calls := e.wf.started()
-	require.Len(t, calls, 2)
-	assert.Equal(t, o.ID, calls[1].ID)
-	assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+	require.Len(t, calls, n)
+	assert.Equal(t, orderID, calls[n-1].ID)
+	assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, orderID).WorkflowStartedAt)
 }
 
 func TestCreateOrderCrashAfterCommit(t *testing.T) {
@@ -1014,10 +1014,7 @@ func TestCreateOrderCrashAfterCommit(t *testing.T) {
 		n, err := e.orders.ReconcileOrders(ctx, 0)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		calls := e.wf.started()
-		require.Len(t, calls, 1)
-		assert.Equal(t, o.ID, calls[0].ID)
-		assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+		e.requireStarted(t, accountID, o.ID, 1)
 	})
 }
 
@@ -1218,10 +1215,7 @@ func TestGetOrder(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
-		cartID, total := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o, total := e.newOrderTotal(t, key)
 		e.clock.Advance(3 * time.Minute) // retrieval reports creation time, not now
 
 		byID := e.get(t, "/v1/orders/"+o.ID, key)
@@ -1340,10 +1334,7 @@ func TestTestPayments(t *testing.T) {
 		free, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
-		cartID, total := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o, total := e.newOrderTotal(t, key)
 		full := stringAmount(t, "payment_amount", o.PaymentAmount)
 		require.True(t, full.Equal(total))
 
