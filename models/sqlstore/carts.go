@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -105,13 +104,9 @@ func (s *Store) Cart(ctx context.Context, accountID string, mode models.Mode, id
 }
 
 func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.Cart, error) {
-	var row cartRow
-	err := db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Cart{}, models.ErrCartNotFound
-	}
+	row, err := take[cartRow](db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)), models.ErrCartNotFound, "cart")
 	if err != nil {
-		return models.Cart{}, fmt.Errorf("reading cart: %w", err)
+		return models.Cart{}, err
 	}
 	return cartWithItems(db, row)
 }

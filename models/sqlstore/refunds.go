@@ -381,13 +381,9 @@ func paymentsMode(tx *gorm.DB, ids []string) (models.Mode, error) {
 // models.ErrRefundNotFound.
 func (s *Store) Refund(ctx context.Context, id string) (models.Refund, error) {
 	db := s.db.WithContext(ctx)
-	var row refundRow
-	err := db.Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Refund{}, models.ErrRefundNotFound
-	}
+	row, err := take[refundRow](db.Where("id = ?", id), models.ErrRefundNotFound, "refund")
 	if err != nil {
-		return models.Refund{}, fmt.Errorf("reading refund: %w", err)
+		return models.Refund{}, err
 	}
 	r, err := row.toModel()
 	if err != nil {
