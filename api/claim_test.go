@@ -112,6 +112,16 @@ func (e *ordersEnv) requireClaimed(t *testing.T, key, refundID, memoType, memo s
 	assert.Nil(t, r.ClaimURL, "the link is used")
 }
 
+// newClaimSubmitEnv is an env whose claims' moves are recorded, with a
+// test key and a refund waiting for its claim.
+func newClaimSubmitEnv(t *testing.T, dialect string) (*ordersEnv, *claimMoves, string, claimRefund) {
+	t.Helper()
+	moves := &claimMoves{}
+	e := newOrdersEnv(t, dialect, withClaimMoves(moves))
+	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+	return e, moves, key, e.newClaimRefund(t, key)
+}
+
 func (e *ordersEnv) postClaim(t *testing.T, token string, form url.Values) response {
 	t.Helper()
 	return e.send(t, request{method: http.MethodPost, path: "/claim/" + token, body: form.Encode(),
@@ -272,10 +282,7 @@ func TestClaimPage(t *testing.T) {
 // (By claim), the refund awaits approval, and the link is used.
 func TestClaimSubmit(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		moves := &claimMoves{}
-		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
-		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		c := e.newClaimRefund(t, key)
+		e, moves, key, c := newClaimSubmitEnv(t, dialect)
 		stillWaiting := func(t *testing.T) {
 			t.Helper()
 			r := e.readRefund(t, key, c.refundID)
@@ -368,10 +375,7 @@ func TestClaimSubmit(t *testing.T) {
 // the first destination stands.
 func TestClaimSubmitRefusedOnceTheLinkIsUsed(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		moves := &claimMoves{}
-		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
-		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		c := e.newClaimRefund(t, key)
+		e, moves, key, c := newClaimSubmitEnv(t, dialect)
 		hash, _ := models.RefundClaimHash(c.token)
 
 		// The first submission takes the link; its write is held up.

@@ -118,14 +118,21 @@ func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note stri
 		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer}, time.Now())
 }
 
-// ExpireOrder does the workflow's part of the expire test helper: it
-// writes the order's close as the deadline would, refused as the
-// workflow would once the order is paid (models.DecideExpire).
-func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) error {
+// order reads the order as its workflow would, with the store and the
+// clock the workflow's part writes with.
+func (w *recordingWorkflows) order(ctx context.Context, orderID string) (models.Order, *sqlstore.Store, func() time.Time, error) {
 	w.mu.Lock()
 	st, now := w.store, w.now
 	w.mu.Unlock()
 	o, err := st.Order(ctx, orderID)
+	return o, st, now, err
+}
+
+// ExpireOrder does the workflow's part of the expire test helper: it
+// writes the order's close as the deadline would, refused as the
+// workflow would once the order is paid (models.DecideExpire).
+func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) error {
+	o, st, now, err := w.order(ctx, orderID)
 	if err != nil {
 		return err
 	}
@@ -144,10 +151,7 @@ func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) er
 // helpers: refused as the workflow refuses (models.DecideTestMove), it
 // writes the order's next step, or its failure with the code's sentence.
 func (w *recordingWorkflows) MoveTestOrder(ctx context.Context, orderID string, m models.TestMove) error {
-	w.mu.Lock()
-	st, now := w.store, w.now
-	w.mu.Unlock()
-	o, err := st.Order(ctx, orderID)
+	o, st, now, err := w.order(ctx, orderID)
 	if err != nil {
 		return err
 	}
@@ -662,13 +666,7 @@ func TestCreateOrderValidation(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		cartID, _ := e.newCart(t, key)
 
-		tests := []struct {
-			name   string
-			body   string
-			status int
-			code   models.Code
-			field  string
-		}{
+		tests := []errorCase{
 			{"missing cart_id", orderBody(cartID, func(b, _ map[string]any) { delete(b, "cart_id") }), 400, models.CodeInvalidRequest, "cart_id"},
 			{"empty cart_id", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = "" }), 400, models.CodeInvalidRequest, "cart_id"},
 			{"cart_id not a string", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = 42 }), 400, models.CodeInvalidRequest, "cart_id"},

@@ -65,6 +65,14 @@ func (e *ordersEnv) newFailedOrder(t *testing.T, key string, edits ...func(body,
 	return e.failedWithRefund(t, key, orderBody(cartID, edits...))
 }
 
+// newFailedStoredOrder is newFailedOrder's order as the store holds it.
+func (e *ordersEnv) newFailedStoredOrder(t *testing.T, key string) models.Order {
+	t.Helper()
+	o, err := e.st.Order(t.Context(), e.newFailedOrder(t, key))
+	require.NoError(t, err)
+	return o
+}
+
 // withRefundDestination sets the order request's refund_destination.
 func withRefundDestination(dest map[string]any) func(body, addr map[string]any) {
 	return func(body, _ map[string]any) { body["refund_destination"] = dest }
@@ -194,18 +202,16 @@ func TestOrderReadsShowEveryRefund(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		orderID := e.newFailedOrder(t, key)
+		o := e.newFailedStoredOrder(t, key)
 		ctx := context.Background()
-		o, err := e.st.Order(ctx, orderID)
-		require.NoError(t, err)
 
-		err = e.st.MarkOrderRefunded(ctx, o.Number, strings.Repeat("cd", 32), e.clock.Now())
+		err := e.st.MarkOrderRefunded(ctx, o.Number, strings.Repeat("cd", 32), e.clock.Now())
 		assert.Equal(t, models.CodeInvalidRefundState, models.CodeOf(err), "the refund covers the order's money: %v", err)
 
 		// An order that expired unpaid, then a payment after it closed:
 		// that payment's own refund, sent, is all the order ever owed.
 		expired := e.newOrder(t, key)
-		orderID = expired.ID
+		orderID := expired.ID
 		require.NoError(t, e.st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled,
 			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
 		late := models.Payment{ID: "stellar:testnet:late", Mode: o.Mode, Asset: o.PaymentAsset, Amount: o.PaymentAmount,

@@ -330,10 +330,8 @@ func TestTrackingPageRefundsFromTheStore(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		orderID := e.newFailedOrder(t, key)
+		o := e.newFailedStoredOrder(t, key)
 		ctx := t.Context()
-		o, err := e.st.Order(ctx, orderID)
-		require.NoError(t, err)
 		track := func(t *testing.T) string {
 			t.Helper()
 			return requireTrackingPage(t, e.get(t, "/track/"+o.Number, ""), http.StatusOK)
@@ -344,12 +342,12 @@ func TestTrackingPageRefundsFromTheStore(t *testing.T) {
 		assert.Contains(t, body, "The order could not be fulfilled")
 		assert.NotContains(t, body, "owed back", "the refund exists: no note that it is coming")
 
-		r := e.setDestination(t, key, orderID, `{"address":"`+trackRefundAddress+`","memo_type":"text","memo":"`+trackRefundMemo+`"}`)
+		r := e.setDestination(t, key, o.ID, `{"address":"`+trackRefundAddress+`","memo_type":"text","memo":"`+trackRefundMemo+`"}`)
 		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
 		body = track(t)
 		assert.Contains(t, body, "Waiting for approval")
 
-		refunds, err := e.st.RefundsForOrder(ctx, orderID)
+		refunds, err := e.st.RefundsForOrder(ctx, o.ID)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
 		now := e.clock.Now()
