@@ -25,10 +25,19 @@ func (e *ordersEnv) cancel(t *testing.T, key, ref, body string) response {
 // newOrder creates a test-mode order through the API.
 func (e *ordersEnv) newOrder(t *testing.T, key string) createdOrder {
 	t.Helper()
-	cartID, _ := e.newCart(t, key)
-	r := e.postOrder(t, key, orderBody(cartID), nil)
+	o, _ := e.newOrderTotal(t, key)
+	return o
+}
+
+// newOrderTotal creates a test-mode order through the API for a new cart,
+// its request body edited as orderBody edits it, and returns it with the
+// cart's total.
+func (e *ordersEnv) newOrderTotal(t *testing.T, key string, edits ...func(body, addr map[string]any)) (createdOrder, decimal.Decimal) {
+	t.Helper()
+	cartID, total := e.newCart(t, key)
+	r := e.postOrder(t, key, orderBody(cartID, edits...), nil)
 	require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-	return decodeCreated(t, r)
+	return decodeCreated(t, r), total
 }
 
 func cancelledView(t *testing.T, r response) orderView {

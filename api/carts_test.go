@@ -395,13 +395,7 @@ func TestCreateLiveCart(t *testing.T) {
 	require.NotEmpty(t, cat.refs)
 	assert.Equal(t, "US", cat.refs[0].ShipTo, "the catalog is asked for the cart's destination")
 
-	tests := []struct {
-		name   string
-		body   string
-		status int
-		code   models.Code
-		field  string
-	}{
+	tests := []errorCase{
 		{"a storefront the buying provider cannot buy from", cartJSON("US", cartItemReq{"https://www.amazon.de/dp/B07XJ8C8F5", 1}),
 			422, models.CodeProductUnavailable, "items[0].product_url"},
 		{"a destination it does not deliver to", cartJSON("DE", cartItemReq{amazonURL, 1}),

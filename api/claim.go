@@ -3,7 +3,6 @@ package api
 import (
 	_ "embed"
 	"errors"
-	"fmt"
 	"html/template"
 	"net/http"
 	"strings"
@@ -234,21 +233,5 @@ func (s *Server) renderClaimMessage(c *gin.Context, status int, title, detail st
 // page's security headers, but for form-action 'self': the form posts
 // back to its own URL and nowhere else.
 func (s *Server) renderClaim(c *gin.Context, status int, name, title string, data any) {
-	nonce, err := newNonce()
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	var b strings.Builder
-	if err := claimTemplate.ExecuteTemplate(&b, name, pageData{Title: title, Nonce: nonce, Data: data}); err != nil {
-		abort(c, fmt.Errorf("rendering claim page: %w", err))
-		return
-	}
-	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+nonce+"'; script-src 'nonce-"+nonce+
-		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Cache-Control", "no-store")
-	c.Data(status, "text/html; charset=utf-8", []byte(b.String()))
+	renderPage(c, claimTemplate, "claim page", "'self'", status, name, pageData{Title: title, Data: data})
 }

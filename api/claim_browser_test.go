@@ -89,13 +89,7 @@ func TestClaimPageInBrowser(t *testing.T) {
 			assert.Greaterf(t, in.Width, facts.ViewWidth*0.75, "%s: across the screen", in.ID)
 		}
 
-		require.NoError(t, chromedp.Do(tab,
-			chromedp.SendKeys(chromedp.CSS("#address"), refundAccount),
-			chromedp.SetValue(chromedp.CSS("#memo_type"), "id"),
-			chromedp.SendKeys(chromedp.CSS("#memo"), "1234567"),
-			chromedp.Click(chromedp.CSS("#submit")),
-			chromedp.WaitVisible(chromedp.CSS("#done")),
-		))
+		submitClaimForm(t, tab, "1234567", "#done")
 		done := readFacts(t, tab)
 		assert.Equal(t, "Thank you", done.Heading)
 		assert.Contains(t, done.Text, "Address received")
@@ -103,13 +97,7 @@ func TestClaimPageInBrowser(t *testing.T) {
 		assert.False(t, done.Overflow)
 		shot(t, tab, dir, "claim-done-phone")
 
-		r := e.readRefund(t, key, c.refundID)
-		assert.Equal(t, "awaiting_approval", r.Status)
-		require.NotNil(t, r.Destination)
-		assert.Equal(t, refundAccount, *r.Destination.Address)
-		assert.Equal(t, "id", *r.Destination.MemoType)
-		assert.Equal(t, "1234567", *r.Destination.Memo)
-		assert.Nil(t, r.ClaimURL, "the link is used")
+		e.requireClaimed(t, key, c.refundID, "id", "1234567")
 
 		visit(t, tab, e.ts.URL+"/claim/"+c.token, dir, "claim-used")
 		used := readFacts(t, tab)
@@ -121,13 +109,7 @@ func TestClaimPageInBrowser(t *testing.T) {
 		c := e.newClaimRefund(t, key)
 		tab := newTab(t, phone)
 		visit(t, tab, e.ts.URL+"/claim/"+c.token, dir, "claim-form-again")
-		require.NoError(t, chromedp.Do(tab,
-			chromedp.SendKeys(chromedp.CSS("#address"), refundAccount),
-			chromedp.SetValue(chromedp.CSS("#memo_type"), "id"),
-			chromedp.SendKeys(chromedp.CSS("#memo"), "not a number"),
-			chromedp.Click(chromedp.CSS("#submit")),
-			chromedp.WaitVisible(chromedp.CSS("#error")),
-		))
+		submitClaimForm(t, tab, "not a number", "#error")
 		facts := readFacts(t, tab)
 		assert.Contains(t, facts.Text, "An id memo must be a whole number")
 		assert.Empty(t, facts.Violations)
@@ -172,4 +154,17 @@ func shot(t *testing.T, tab context.Context, dir, name string) {
 	b, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), b, 0o644))
+}
+
+// submitClaimForm types refundAccount and an id memo into the claim form,
+// submits it, and waits until the element shown is visible.
+func submitClaimForm(t *testing.T, tab context.Context, memo, shown string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(tab,
+		chromedp.SendKeys(chromedp.CSS("#address"), refundAccount),
+		chromedp.SetValue(chromedp.CSS("#memo_type"), "id"),
+		chromedp.SendKeys(chromedp.CSS("#memo"), memo),
+		chromedp.Click(chromedp.CSS("#submit")),
+		chromedp.WaitVisible(chromedp.CSS(shown)),
+	))
 }

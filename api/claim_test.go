@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -43,29 +42,14 @@ const claimPrefix = ordersPublicURL + "/claim/"
 // not the shopper's details, not the order, not a destination.
 func requireClaimPage(t *testing.T, r response, status int, secrets ...string) string {
 	t.Helper()
-	require.Equalf(t, status, r.status, "body %s", clip(r.body, 600))
-	assert.Equal(t, "text/html; charset=utf-8", r.header.Get("Content-Type"))
-	assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
-	assert.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
-	assert.Equal(t, "no-referrer", r.header.Get("Referrer-Policy"))
-	csp := r.header.Get("Content-Security-Policy")
+	csp := requireHTMLPage(t, r, status)
 	m := claimCSPRE.FindStringSubmatch(csp)
 	require.NotNilf(t, m, "the claim page's policy, got %q", csp)
 	require.Equal(t, m[1], m[2], "one nonce for style and script")
-	body := string(r.body)
-	assert.Contains(t, body, "<!doctype html>")
+	body := requireNoncedBody(t, r, m[1])
 	assert.Contains(t, body, `<meta name="viewport" content="width=device-width,initial-scale=1">`, "laid out for a phone")
-	tags := nonceAttrRE.FindAllStringSubmatch(body, -1)
-	require.NotEmpty(t, tags, "the page is styled")
-	assert.Len(t, tags, len(openTagRE.FindAllString(body, -1)), "every style and script carries the nonce")
-	for _, tag := range tags {
-		assert.Equal(t, m[1], tag[2], "nonce of a <%s>", tag[1])
-	}
-	assert.NotContains(t, body, " style=", "inline style attributes would be blocked by the policy")
-	assert.NotContains(t, body, " src=", "the page loads nothing")
 	assert.NotContains(t, body, "href=", "the page links nowhere")
 	assert.NotContains(t, body, " action=", "the form posts back to the page's own URL")
-	assert.NotContains(t, body, "ZgotmplZ", "html/template refused a value")
 	for _, s := range append([]string{customerEmail, customerName, customerLine1, "Cupertino", "95014", "408 555", sandboxPayTo}, secrets...) {
 		assert.NotContainsf(t, body, s, "the claim page must not show %q", s)
 	}
@@ -82,8 +66,7 @@ type claimRefund struct {
 // waits for its destination, and reads its claim_url.
 func (e *ordersEnv) newClaimRefund(t *testing.T, key string) claimRefund {
 	t.Helper()
-	cartID, _ := e.newCart(t, key)
-	orderID := e.failedWithRefund(t, key, orderBody(cartID))
+	orderID := e.newFailedOrder(t, key)
 	v := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key))
 	require.Len(t, v.Refunds, 1)
 	r := v.Refunds[0]
@@ -115,6 +98,30 @@ func (e *ordersEnv) readRefund(t *testing.T, key, id string) refundView {
 }
 
 // postClaim submits the claim form.
+// requireClaimed asserts the refund's claim was used to send it to
+// refundAccount with the memo given: it awaits approval, its link gone.
+func (e *ordersEnv) requireClaimed(t *testing.T, key, refundID, memoType, memo string) {
+	t.Helper()
+	r := e.readRefund(t, key, refundID)
+	assert.Equal(t, "awaiting_approval", r.Status)
+	require.NotNil(t, r.Destination)
+	assert.Equal(t, refundAccount, *r.Destination.Address)
+	assert.Equal(t, memoType, *r.Destination.MemoType)
+	assert.Equal(t, memo, *r.Destination.Memo)
+	assert.False(t, r.Destination.ToSender)
+	assert.Nil(t, r.ClaimURL, "the link is used")
+}
+
+// newClaimSubmitEnv is an env whose claims' moves are recorded, with a
+// test key and a refund waiting for its claim.
+func newClaimSubmitEnv(t *testing.T, dialect string) (*ordersEnv, *claimMoves, string, claimRefund) {
+	t.Helper()
+	moves := &claimMoves{}
+	e := newOrdersEnv(t, dialect, withClaimMoves(moves))
+	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
+	return e, moves, key, e.newClaimRefund(t, key)
+}
+
 func (e *ordersEnv) postClaim(t *testing.T, token string, form url.Values) response {
 	t.Helper()
 	return e.send(t, request{method: http.MethodPost, path: "/claim/" + token, body: form.Encode(),
@@ -201,11 +208,8 @@ func TestClaimURLInTheRefund(t *testing.T) {
 		assert.NotContains(t, string(track.body), "/claim/")
 
 		// A refund that starts with the order's destination has none.
-		cart, _ := e.newCart(t, key)
-		withDest := e.failedWithRefund(t, key, orderBody(cart, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": refundAccount}
-		}))
-		v := decodeOrderView(t, e.get(t, "/v1/orders/"+withDest, key))
+		withDest := e.newFailedOrder(t, key, withRefundDestination(map[string]any{"address": refundAccount}))
+		v := e.getOrder(t, key, withDest)
 		require.Len(t, v.Refunds, 1)
 		assert.Equal(t, "awaiting_approval", v.Refunds[0].Status)
 		assert.Nil(t, v.Refunds[0].ClaimURL)
@@ -278,10 +282,7 @@ func TestClaimPage(t *testing.T) {
 // (By claim), the refund awaits approval, and the link is used.
 func TestClaimSubmit(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		moves := &claimMoves{}
-		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
-		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		c := e.newClaimRefund(t, key)
+		e, moves, key, c := newClaimSubmitEnv(t, dialect)
 		stillWaiting := func(t *testing.T) {
 			t.Helper()
 			r := e.readRefund(t, key, c.refundID)
@@ -349,14 +350,7 @@ func TestClaimSubmit(t *testing.T) {
 		assert.Contains(t, body, "Address received")
 		assert.NotContains(t, body, "<form", "nothing more to fill in")
 
-		r := e.readRefund(t, key, c.refundID)
-		assert.Equal(t, "awaiting_approval", r.Status)
-		require.NotNil(t, r.Destination)
-		assert.Equal(t, refundAccount, *r.Destination.Address)
-		assert.Equal(t, "text", *r.Destination.MemoType)
-		assert.Equal(t, "exchange 7", *r.Destination.Memo)
-		assert.False(t, r.Destination.ToSender)
-		assert.Nil(t, r.ClaimURL, "used")
+		e.requireClaimed(t, key, c.refundID, "text", "exchange 7")
 		got := moves.requests()
 		require.Len(t, got, 2)
 		hash, _ := models.RefundClaimHash(c.token)
@@ -381,10 +375,7 @@ func TestClaimSubmit(t *testing.T) {
 // the first destination stands.
 func TestClaimSubmitRefusedOnceTheLinkIsUsed(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
-		moves := &claimMoves{}
-		e := newOrdersEnv(t, dialect, withClaimMoves(moves))
-		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		c := e.newClaimRefund(t, key)
+		e, moves, key, c := newClaimSubmitEnv(t, dialect)
 		hash, _ := models.RefundClaimHash(c.token)
 
 		// The first submission takes the link; its write is held up.
@@ -542,12 +533,7 @@ func TestClaimFormMatchesOpenAPI(t *testing.T) {
 		t.Run(tc.form, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, "/claim/"+token, strings.NewReader(tc.form))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			route, params := v.route(http.MethodPost, req.URL.Path)
-			require.NotNil(t, route.PathItem, "a documented route")
-			err := openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
-				Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-			})
+			err := v.validateRequest(t, req)
 			if tc.valid {
 				assert.NoError(t, err)
 			} else {

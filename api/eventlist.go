@@ -24,10 +24,7 @@ type EventStore interface {
 
 // eventListJSON is GET /v1/events' answer: each event is its webhook
 // body, byte for byte.
-type eventListJSON struct {
-	Data    []json.RawMessage `json:"data"`
-	HasMore bool              `json:"has_more"`
-}
+type eventListJSON = listJSON[json.RawMessage]
 
 // listEvents is GET /v1/events: the key's account's events in the key's
 // mode, newest first in the order they were recorded, a page at a time
@@ -54,23 +51,16 @@ func (s *Server) listEvents(c *gin.Context) {
 		q.OrderID = o.ID
 	}
 	evs, more, err := s.deps.Store.ListEvents(ctx, q, s.deps.Now())
-	if errors.Is(err, models.ErrEventNotFound) {
+	if err != nil {
 		cursor := "starting_after"
 		if q.EndingBefore != "" {
 			cursor = "ending_before"
 		}
-		abort(c, invalid(cursor, "%s must be the id of one of your events (in this mode)", cursor))
+		abort(c, listError(err, models.ErrEventNotFound, cursor, "events"))
 		return
 	}
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	out := eventListJSON{Data: make([]json.RawMessage, len(evs)), HasMore: more}
-	for i, ev := range evs {
-		out.Data[i] = ev.Payload
-	}
-	render(c, http.StatusOK, out)
+	payload := func(ev models.Event) json.RawMessage { return ev.Payload }
+	render(c, http.StatusOK, eventListJSON{Data: each(evs, payload), HasMore: more})
 }
 
 // getEvent is GET /v1/events/{id}: the event's body exactly as a webhook

@@ -12,18 +12,11 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-type eventListView struct {
-	Data    []json.RawMessage `json:"data"`
-	HasMore bool              `json:"has_more"`
-}
+type eventListView = listView[json.RawMessage]
 
 func (e *ordersEnv) events(t *testing.T, key string, params url.Values) eventListView {
 	t.Helper()
-	r := e.get(t, "/v1/events?"+params.Encode(), key)
-	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
-	var v eventListView
-	decodeStrict(t, r.body, &v)
-	return v
+	return getList[json.RawMessage](t, e, key, "/v1/events", params)
 }
 
 // eventIDs reads the ids of a page's events.

@@ -177,14 +177,11 @@ func TestPendingCreditShowsProcessing(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		ctx := t.Context()
 		view := func() orderView {
 			t.Helper()
-			r := e.get(t, "/v1/orders/"+o.ID, key)
-			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
-			return decodeOrderView(t, r)
+			return e.getOrder(t, key, o.ID)
 		}
 		v := view()
 		assert.Equal(t, "pending", v.PaymentStatus)
@@ -460,16 +457,13 @@ func TestOrderPayments(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		otherCart, _ := e.newCart(t, key)
 		other := decodeCreated(t, e.postOrder(t, key, orderBody(otherCart), nil))
 		ctx := t.Context()
 		view := func() orderView {
 			t.Helper()
-			r := e.get(t, "/v1/orders/"+o.ID, key)
-			require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
-			return decodeOrderView(t, r)
+			return e.getOrder(t, key, o.ID)
 		}
 		v := view()
 		assert.NotNil(t, v.Payments, "payments is an empty list, not null")

@@ -126,6 +126,15 @@ func newIdemEnv(t *testing.T, dialect string) *idemEnv {
 	return ie
 }
 
+// firstCart creates a cart (cartBodyA) under the Idempotency-Key idemKey,
+// which must be a first answer, not a replay.
+func (e *idemEnv) firstCart(t *testing.T, key, idemKey string) response {
+	t.Helper()
+	r := e.postKey(t, key, "/v1/carts", idemKey, cartBodyA)
+	requireFirst(t, r, http.StatusCreated)
+	return r
+}
+
 // postKey sends a POST with an Idempotency-Key (none if key is "").
 func (e *idemEnv) postKey(t *testing.T, apiKey, path, idemKey, body string) response {
 	t.Helper()
@@ -180,8 +189,7 @@ func TestIdempotencyReplay(t *testing.T) {
 		e := newIdemEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 
-		first := e.postKey(t, key, "/v1/carts", "cart-1", cartBodyA)
-		requireFirst(t, first, http.StatusCreated)
+		first := e.firstCart(t, key, "cart-1")
 		require.EqualValues(t, 1, e.store.carts.Load())
 
 		t.Run("same request replays", func(t *testing.T) {
@@ -198,8 +206,7 @@ func TestIdempotencyReplay(t *testing.T) {
 			requireError(t, e.postKey(t, key, "/v1/products/preview", "cart-1", cartBodyA), http.StatusUnprocessableEntity, models.CodeIdempotencyMismatch, "")
 		})
 		t.Run("another key runs", func(t *testing.T) {
-			r := e.postKey(t, key, "/v1/carts", "cart-2", cartBodyA)
-			requireFirst(t, r, http.StatusCreated)
+			r := e.firstCart(t, key, "cart-2")
 			assert.NotEqual(t, cartIDOf(t, first), cartIDOf(t, r))
 			assert.EqualValues(t, 2, e.store.carts.Load())
 		})
@@ -330,8 +337,7 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newIdemEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		first := e.postKey(t, key, "/v1/carts", "day", cartBodyA)
-		requireFirst(t, first, http.StatusCreated)
+		first := e.firstCart(t, key, "day")
 
 		e.clock.Advance(models.IdempotencyTTL - time.Second)
 		requireReplay(t, first, e.postKey(t, key, "/v1/carts", "day", cartBodyA))
@@ -340,8 +346,7 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 		assert.Zero(t, n, "nothing has expired yet")
 
 		e.clock.Advance(time.Second)
-		again := e.postKey(t, key, "/v1/carts", "day", cartBodyA)
-		requireFirst(t, again, http.StatusCreated)
+		again := e.firstCart(t, key, "day")
 		assert.NotEqual(t, cartIDOf(t, first), cartIDOf(t, again), "after 24 hours the request runs anew")
 		requireReplay(t, again, e.postKey(t, key, "/v1/carts", "day", cartBodyA))
 
@@ -364,8 +369,7 @@ func TestIdempotencyStaleReservation(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 
 		e.store.forget.Store(true)
-		lost := e.postKey(t, key, "/v1/carts", "crash", cartBodyA)
-		requireFirst(t, lost, http.StatusCreated)
+		e.firstCart(t, key, "crash") // answered, its key left in flight
 		e.store.forget.Store(false)
 
 		requireError(t, e.postKey(t, key, "/v1/carts", "crash", cartBodyA), http.StatusConflict, models.CodeIdempotencyKeyInUse, "")
@@ -375,8 +379,7 @@ func TestIdempotencyStaleReservation(t *testing.T) {
 		requireError(t, e.postKey(t, key, "/v1/carts", "crash", cartBodyB), http.StatusUnprocessableEntity, models.CodeIdempotencyMismatch, "")
 
 		before := e.store.carts.Load()
-		retry := e.postKey(t, key, "/v1/carts", "crash", cartBodyA)
-		requireFirst(t, retry, http.StatusCreated)
+		retry := e.firstCart(t, key, "crash")
 		assert.Equal(t, before+1, e.store.carts.Load(), "the retry took the key over and ran")
 		requireReplay(t, retry, e.postKey(t, key, "/v1/carts", "crash", cartBodyA))
 	})
@@ -394,15 +397,13 @@ func TestIdempotencyServerErrorsAreNotKept(t *testing.T) {
 			requireError(t, e.postKey(t, key, "/v1/carts", "down", cartBodyA), http.StatusServiceUnavailable, models.CodeMarketplaceUnavailable, "")
 			requireError(t, e.postKey(t, key, "/v1/carts", "down", cartBodyB), http.StatusUnprocessableEntity, models.CodeIdempotencyMismatch, "")
 			e.catalog.set(nil, 0)
-			r := e.postKey(t, key, "/v1/carts", "down", cartBodyA)
-			requireFirst(t, r, http.StatusCreated)
+			r := e.firstCart(t, key, "down")
 			requireReplay(t, r, e.postKey(t, key, "/v1/carts", "down", cartBodyA))
 		})
 		t.Run("500 from a panic", func(t *testing.T) {
 			e.catalog.set(nil, 1)
 			requireError(t, e.postKey(t, key, "/v1/carts", "bug", cartBodyA), http.StatusInternalServerError, models.CodeInternal, "")
-			r := e.postKey(t, key, "/v1/carts", "bug", cartBodyA)
-			requireFirst(t, r, http.StatusCreated)
+			r := e.firstCart(t, key, "bug")
 			requireReplay(t, r, e.postKey(t, key, "/v1/carts", "bug", cartBodyA))
 		})
 	})
@@ -538,10 +539,7 @@ func TestTestPaymentRetryIsTheSamePayment(t *testing.T) {
 		oe := newOrdersEnv(t, dialect, func(s *ordersSetup) { s.testPayments = chain })
 		e := &idemEnv{ordersEnv: oe}
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o := e.newOrder(t, key)
 		path := "/v1/test_helpers/orders/" + o.ID + "/payments"
 
 		requireError(t, e.postKey(t, key, path, "pay-1", ""), http.StatusServiceUnavailable, models.CodeUnavailable, "")

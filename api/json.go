@@ -54,6 +54,15 @@ func decodeJSON(c *gin.Context, dst any) error {
 	return decodeStrict(raw, dst)
 }
 
+// decodeOptionalJSON is decodeJSON for a body the request may leave out:
+// with none (Content-Length 0), dst keeps what it holds.
+func decodeOptionalJSON(c *gin.Context, dst any) error {
+	if c.Request.ContentLength == 0 {
+		return nil
+	}
+	return decodeJSON(c, dst)
+}
+
 // requireJSONContentType accepts application/json, with no parameter but
 // charset=utf-8. Anything else, or none, is 415.
 func requireJSONContentType(r *http.Request) error {
@@ -425,4 +434,31 @@ func encodeJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// listError is the error of a list's read: a cursor that names none of
+// the key's things in its mode (notFound) is the request's fault, named
+// by its parameter; any other error is as it was.
+func listError(err, notFound error, cursor, things string) error {
+	if errors.Is(err, notFound) {
+		return invalid(cursor, "%s must be the id of one of your %s (in this mode)", cursor, things)
+	}
+	return err
+}
+
+// listJSON is a page of a list endpoint: its items, newest first, and
+// whether more follow.
+type listJSON[T any] struct {
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+// each is f of every element of xs, in order: an empty xs gives an empty
+// list (JSON []), never null.
+func each[T, J any](xs []T, f func(T) J) []J {
+	out := make([]J, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }

@@ -183,6 +183,18 @@ func mustKey(c *gin.Context) models.APIKey {
 	return k
 }
 
+// testKey returns the authenticated key of a test helper's request, or
+// refuses a live key (test_mode_only) and reports false: test helpers move
+// test-mode money only, and a live key is refused before its body is read.
+func testKey(c *gin.Context) (models.APIKey, bool) {
+	key := mustKey(c)
+	if key.Mode != models.ModeTest {
+		abort(c, models.NewError(models.CodeTestModeOnly))
+		return key, false
+	}
+	return key, true
+}
+
 // Rate-limit response headers, sent on every authenticated response.
 const (
 	headerLimit     = "X-RateLimit-Limit"     // requests per minute allowed for the key

@@ -38,12 +38,23 @@ const readyTimeout = 2 * time.Second
 
 // ready answers 200 when the database and every ReadinessCheck answer
 // within readyTimeout, and 503 service_unavailable naming the ones that did
-// not otherwise. The checks run at once, so the answer takes as long as the
-// slowest, not their sum.
+// not otherwise.
 func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), readyTimeout)
-	defer cancel()
 	checks := append([]ReadinessCheck{{Name: "database", Check: s.deps.Store.Ping}}, s.deps.Readiness...)
+	if failed := Unready(c.Request.Context(), loggerFrom(c), checks); len(failed) > 0 {
+		// Which dependency is down is safe to say; why is not.
+		abort(c, models.Errorf(models.CodeUnavailable, "Not ready: %s unavailable", strings.Join(failed, ", ")))
+		return
+	}
+	render(c, http.StatusOK, gin.H{"status": "ready"})
+}
+
+// Unready runs every check at once, bounded by readyTimeout, and names the
+// ones that failed, each logged on log with why. The checks run at once,
+// so the answer takes as long as the slowest, not their sum.
+func Unready(ctx context.Context, log *slog.Logger, checks []ReadinessCheck) []string {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, ch := range checks {
@@ -54,15 +65,10 @@ func (s *Server) ready(c *gin.Context) {
 	for i, err := range errs {
 		if err != nil {
 			failed = append(failed, checks[i].Name)
-			loggerFrom(c).WarnContext(ctx, "readiness check failed", slog.String("dependency", checks[i].Name), slog.Any("error", err))
+			log.WarnContext(ctx, "readiness check failed", slog.String("dependency", checks[i].Name), slog.Any("error", err))
 		}
 	}
-	if len(failed) > 0 {
-		// Which dependency is down is safe to say; why is not.
-		abort(c, models.Errorf(models.CodeUnavailable, "Not ready: %s unavailable", strings.Join(failed, ", ")))
-		return
-	}
-	render(c, http.StatusOK, gin.H{"status": "ready"})
+	return failed
 }
 
 // tracing starts a server span for every request, named after its route.

@@ -140,6 +140,18 @@ func (v *openAPIValidator) match(path string) *openAPIPath {
 	return best
 }
 
+// validateRequest checks req against the documented operation its method
+// and path reach (which must exist), authentication aside.
+func (v *openAPIValidator) validateRequest(t *testing.T, req *http.Request) error {
+	t.Helper()
+	route, params := v.route(req.Method, req.URL.Path)
+	require.NotNil(t, route.PathItem, "a documented route")
+	return openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
+
 // route finds the operation a request reaches. A path the document does
 // not list is answered by the router (404 not_found), as is a listed path
 // with a method it does not list (405 method_not_allowed): those requests
@@ -384,8 +396,7 @@ func TestOpenAPIValidationFails(t *testing.T) {
 	t.Run("order", func(t *testing.T) {
 		e := newOrdersEnv(t, sqlstore.DialectSQLite)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		created := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		created := e.newOrder(t, key)
 		path := "/v1/orders/" + created.ID
 		r := e.get(t, path, key) // validated by send
 		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
@@ -474,12 +485,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 			for k, val := range tc.header {
 				req.Header.Set(k, val)
 			}
-			route, params := v.route(tc.method, req.URL.Path)
-			require.NotNil(t, route.PathItem, "a documented route")
-			err := openapi3filter.ValidateRequest(req.Context(), &openapi3filter.RequestValidationInput{
-				Request: req, PathParams: params, Route: route,
-				Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
-			})
+			err := v.validateRequest(t, req)
 			if tc.valid {
 				assert.NoError(t, err)
 			} else {
@@ -494,8 +500,7 @@ func TestOpenAPIRequestExamples(t *testing.T) {
 func TestOpenAPIWebhookAndTrackingResponses(t *testing.T) {
 	e := newOrdersEnv(t, sqlstore.DialectSQLite, withWebhooks())
 	key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-	cartID, _ := e.newCart(t, key)
-	o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+	o := e.newOrder(t, key)
 	hook := func(provider, sig, body string) response {
 		return e.send(t, request{method: http.MethodPost, path: "/webhooks/" + provider, body: body,
 			header: map[string]string{"X-Test-Signature": sig}})

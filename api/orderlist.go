@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,10 +12,7 @@ import (
 	"github.com/memocart/memocart/models"
 )
 
-type orderListJSON struct {
-	Data    []orderJSON `json:"data"`
-	HasMore bool        `json:"has_more"`
-}
+type orderListJSON = listJSON[orderJSON]
 
 // listOrders is GET /v1/orders: the key's account's orders in the key's
 // mode, newest first, a page at a time (README: Listing orders).
@@ -29,19 +25,11 @@ func (s *Server) listOrders(c *gin.Context) {
 	}
 	q.AccountID, q.Mode = key.AccountID, key.Mode
 	orders, more, err := s.deps.Store.ListOrders(c.Request.Context(), q)
-	if errors.Is(err, models.ErrOrderNotFound) {
-		abort(c, invalid("starting_after", "starting_after must be the id of one of your orders (in this mode)"))
-		return
-	}
 	if err != nil {
-		abort(c, err)
+		abort(c, listError(err, models.ErrOrderNotFound, "starting_after", "orders"))
 		return
 	}
-	out := orderListJSON{Data: make([]orderJSON, len(orders)), HasMore: more}
-	for i, o := range orders {
-		out.Data[i] = s.newOrderJSON(o)
-	}
-	render(c, http.StatusOK, out)
+	render(c, http.StatusOK, orderListJSON{Data: each(orders, s.newOrderJSON), HasMore: more})
 }
 
 // parseOrderList reads and checks the list's query parameters; errors name

@@ -14,18 +14,27 @@ import (
 	"github.com/memocart/memocart/models/sqlstore"
 )
 
-type orderListView struct {
-	Data    []orderView `json:"data"`
-	HasMore bool        `json:"has_more"`
+// listView is a page of a list endpoint as the API shows it.
+type listView[T any] struct {
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+type orderListView = listView[orderView]
+
+// getList is GET path?params with key, which must answer 200, decoded.
+func getList[T any](t *testing.T, e *ordersEnv, key, path string, params url.Values) listView[T] {
+	t.Helper()
+	r := e.get(t, path+"?"+params.Encode(), key)
+	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+	var v listView[T]
+	decodeStrict(t, r.body, &v)
+	return v
 }
 
 func (e *ordersEnv) list(t *testing.T, key string, params url.Values) orderListView {
 	t.Helper()
-	r := e.get(t, "/v1/orders?"+params.Encode(), key)
-	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
-	var v orderListView
-	decodeStrict(t, r.body, &v)
-	return v
+	return getList[orderView](t, e, key, "/v1/orders", params)
 }
 
 // listAll follows the pages of params with limit and returns the ids.

@@ -459,12 +459,21 @@ func orderRef(s string) (string, bool) {
 // the workflow's activities keep current.
 func (s *Server) getOrder(c *gin.Context) {
 	key := mustKey(c)
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Store.OrderForAccount(ctx, key.AccountID, key.Mode, ref)
+	})
+}
+
+// orderAt answers a request on the order the path's {ref} names: a ref
+// that cannot be an order's id or number is not found before act runs;
+// act's order is rendered as it then stands.
+func (s *Server) orderAt(c *gin.Context, act func(ctx context.Context, ref string) (models.Order, error)) {
 	ref, ok := orderRef(c.Param("ref"))
 	if !ok {
 		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := s.deps.Store.OrderForAccount(c.Request.Context(), key.AccountID, key.Mode, ref)
+	o, err := act(c.Request.Context(), ref)
 	if err != nil {
 		abort(c, err)
 		return
@@ -483,11 +492,9 @@ type cancelRequest struct {
 func (s *Server) cancelOrder(c *gin.Context) {
 	key := mustKey(c)
 	var req cancelRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		abort(c, err)
+		return
 	}
 	var note string
 	if req.Reason != nil {
@@ -497,19 +504,11 @@ func (s *Server) cancelOrder(c *gin.Context) {
 			return
 		}
 	}
-	ref, ok := orderRef(c.Param("ref"))
-	if !ok {
-		abort(c, models.ErrOrderNotFound)
-		return
-	}
-	o, err := s.deps.Orders.CancelOrder(c.Request.Context(), checkout.CancelRequest{
-		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Orders.CancelOrder(ctx, checkout.CancelRequest{
+			AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Note: note,
+		})
 	})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
 }
 
 // testAssetPattern is what a test payment's asset may be: a Stellar asset
@@ -526,17 +525,14 @@ type testPaymentRequest struct {
 // it sends a sandbox payment carrying the order's memo through the same
 // matcher as a live payment. Test keys only.
 func (s *Server) createTestPayment(c *gin.Context) {
-	key := mustKey(c)
-	if key.Mode != models.ModeTest {
-		abort(c, models.NewError(models.CodeTestModeOnly))
+	key, ok := testKey(c)
+	if !ok {
 		return
 	}
 	var req testPaymentRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		abort(c, err)
+		return
 	}
 	ref, ok := orderRef(c.Param("ref"))
 	if !ok {
@@ -606,10 +602,8 @@ type failTestOrderRequest struct {
 func (s *Server) failTestOrder(c *gin.Context) {
 	s.testHelper(c, func(ctx context.Context, r checkout.TestOrder) (models.Order, error) {
 		req := failTestOrderRequest{}
-		if c.Request.ContentLength != 0 {
-			if err := decodeJSON(c, &req); err != nil {
-				return models.Order{}, err
-			}
+		if err := decodeOptionalJSON(c, &req); err != nil {
+			return models.Order{}, err
 		}
 		code := models.DefaultTestFailure
 		if req.Reason != nil {
@@ -624,22 +618,13 @@ func (s *Server) failTestOrder(c *gin.Context) {
 // a path that names no order; act reads the body, if any, and acts; the
 // order is rendered as it then stands.
 func (s *Server) testHelper(c *gin.Context, act func(context.Context, checkout.TestOrder) (models.Order, error)) {
-	key := mustKey(c)
-	if key.Mode != models.ModeTest {
-		abort(c, models.NewError(models.CodeTestModeOnly))
-		return
-	}
-	ref, ok := orderRef(c.Param("ref"))
+	key, ok := testKey(c)
 	if !ok {
-		abort(c, models.ErrOrderNotFound)
 		return
 	}
-	o, err := act(c.Request.Context(), checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return act(ctx, checkout.TestOrder{AccountID: key.AccountID, Mode: key.Mode, Ref: ref})
+	})
 }
 
 // parseAmount reads a decimal amount given as a JSON string ("12.50") or

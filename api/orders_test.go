@@ -118,14 +118,21 @@ func (w *recordingWorkflows) CancelOrder(ctx context.Context, orderID, note stri
 		AmountReceived: o.AmountReceived, Reason: reason, Cancellation: models.CancellationRequestedByCustomer}, time.Now())
 }
 
-// ExpireOrder does the workflow's part of the expire test helper: it
-// writes the order's close as the deadline would, refused as the
-// workflow would once the order is paid (models.DecideExpire).
-func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) error {
+// order reads the order as its workflow would, with the store and the
+// clock the workflow's part writes with.
+func (w *recordingWorkflows) order(ctx context.Context, orderID string) (models.Order, *sqlstore.Store, func() time.Time, error) {
 	w.mu.Lock()
 	st, now := w.store, w.now
 	w.mu.Unlock()
 	o, err := st.Order(ctx, orderID)
+	return o, st, now, err
+}
+
+// ExpireOrder does the workflow's part of the expire test helper: it
+// writes the order's close as the deadline would, refused as the
+// workflow would once the order is paid (models.DecideExpire).
+func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) error {
+	o, st, now, err := w.order(ctx, orderID)
 	if err != nil {
 		return err
 	}
@@ -144,10 +151,7 @@ func (w *recordingWorkflows) ExpireOrder(ctx context.Context, orderID string) er
 // helpers: refused as the workflow refuses (models.DecideTestMove), it
 // writes the order's next step, or its failure with the code's sentence.
 func (w *recordingWorkflows) MoveTestOrder(ctx context.Context, orderID string, m models.TestMove) error {
-	w.mu.Lock()
-	st, now := w.store, w.now
-	w.mu.Unlock()
-	o, err := st.Order(ctx, orderID)
+	o, st, now, err := w.order(ctx, orderID)
 	if err != nil {
 		return err
 	}
@@ -581,11 +585,7 @@ func TestCreateOrderXLM(t *testing.T) {
 		t.Run("fixed rate 0.25", func(t *testing.T) {
 			e := newOrdersEnv(t, dialect)
 			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-			cartID, total := e.newCart(t, key)
-
-			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
-			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-			o := decodeCreated(t, r)
+			o, total := e.newOrderTotal(t, key, withAsset("XLM"))
 			assert.Equal(t, "XLM", o.PaymentAsset)
 			assert.True(t, total.Equal(amount(t, "total", o.Total)))
 			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
@@ -603,9 +603,7 @@ func TestCreateOrderXLM(t *testing.T) {
 			require.Len(t, e.wf.started(), 1)
 
 			// The locked rate survives the store: retrieval shows the same.
-			g := e.get(t, "/v1/orders/"+o.ID, key)
-			require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
-			got := decodeOrderView(t, g)
+			got := e.getOrder(t, key, o.ID)
 			assert.Equal(t, amt.String(), got.Payment.Amount)
 			assert.Equal(t, o.ExchangeRate, got.Payment.ExchangeRate)
 			assert.Equal(t, o.PaymentURI, got.Payment.URI)
@@ -616,10 +614,7 @@ func TestCreateOrderXLM(t *testing.T) {
 				return staticRates{rate: models.Rate{Base: "XLM", Quote: "USD", Price: price, Source: "static", At: c.Now()}}
 			}))
 			key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-			cartID, total := e.newCart(t, key)
-			r := e.postOrder(t, key, orderBody(cartID, withAsset("XLM")), nil)
-			require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-			o := decodeCreated(t, r)
+			o, total := e.newOrderTotal(t, key, withAsset("XLM"))
 			amt := stringAmount(t, "payment_amount", o.PaymentAmount)
 			assert.Truef(t, ceilQuote(total, price).Equal(amt), "payment_amount %s for %s at %s", amt, total, price)
 			assert.True(t, amt.Mul(price).GreaterThanOrEqual(total), "the amount pays the total")
@@ -671,13 +666,7 @@ func TestCreateOrderValidation(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		cartID, _ := e.newCart(t, key)
 
-		tests := []struct {
-			name   string
-			body   string
-			status int
-			code   models.Code
-			field  string
-		}{
+		tests := []errorCase{
 			{"missing cart_id", orderBody(cartID, func(b, _ map[string]any) { delete(b, "cart_id") }), 400, models.CodeInvalidRequest, "cart_id"},
 			{"empty cart_id", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = "" }), 400, models.CodeInvalidRequest, "cart_id"},
 			{"cart_id not a string", orderBody(cartID, func(b, _ map[string]any) { b["cart_id"] = 42 }), 400, models.CodeInvalidRequest, "cart_id"},
@@ -853,9 +842,7 @@ func TestCreateOrderWorkflowStartFails(t *testing.T) {
 		assert.Nil(t, o.WorkflowStartedAt)
 		require.Len(t, e.wf.started(), 1, "the failed attempt")
 		assert.Equal(t, o.ID, e.wf.started()[0].ID)
-		g := e.get(t, "/v1/orders/"+o.Number, key)
-		require.Equalf(t, http.StatusOK, g.status, "body %s", g.body)
-		assert.Equal(t, o.ID, decodeOrderView(t, g).ID)
+		assert.Equal(t, o.ID, e.getOrder(t, key, o.Number).ID)
 
 		// Within the grace period the reconciler leaves it alone.
 		e.wf.fail(nil)
@@ -978,10 +965,17 @@ func TestCreateOrderRetryStartsWorkflow(t *testing.T) {
 	r := e.postOrder(t, key, orderBody(cartID), nil)
 	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
 	o := decodeCreated(t, r)
+	e.requireStarted(t, accountID, o.ID, 2)
+}
+
+// requireStarted asserts that n workflows were started, the last one the
+// test-mode order's, and that the store knows it started.
+func (e *ordersEnv) requireStarted(t *testing.T, accountID, orderID string, n int) {
+	t.Helper()
 	calls := e.wf.started()
-	require.Len(t, calls, 2)
-	assert.Equal(t, o.ID, calls[1].ID)
-	assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+	require.Len(t, calls, n)
+	assert.Equal(t, orderID, calls[n-1].ID)
+	assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, orderID).WorkflowStartedAt)
 }
 
 func TestCreateOrderCrashAfterCommit(t *testing.T) {
@@ -1018,10 +1012,7 @@ func TestCreateOrderCrashAfterCommit(t *testing.T) {
 		n, err := e.orders.ReconcileOrders(ctx, 0)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		calls := e.wf.started()
-		require.Len(t, calls, 1)
-		assert.Equal(t, o.ID, calls[0].ID)
-		assert.NotNil(t, e.storedOrder(t, accountID, models.ModeTest, o.ID).WorkflowStartedAt)
+		e.requireStarted(t, accountID, o.ID, 1)
 	})
 }
 
@@ -1199,6 +1190,14 @@ type paymentView struct {
 	ExpiresAt        string            `json:"expires_at"`
 }
 
+// getOrder is GET /v1/orders/{ref} with key, which must answer 200, decoded.
+func (e *ordersEnv) getOrder(t *testing.T, key, ref string) orderView {
+	t.Helper()
+	r := e.get(t, "/v1/orders/"+ref, key)
+	require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
+	return decodeOrderView(t, r)
+}
+
 func decodeOrderView(t *testing.T, r response) orderView {
 	t.Helper()
 	var body struct {
@@ -1214,10 +1213,7 @@ func TestGetOrder(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
-		cartID, total := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o, total := e.newOrderTotal(t, key)
 		e.clock.Advance(3 * time.Minute) // retrieval reports creation time, not now
 
 		byID := e.get(t, "/v1/orders/"+o.ID, key)
@@ -1336,10 +1332,7 @@ func TestTestPayments(t *testing.T) {
 		free, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		live, _ := e.accountKey(t, "acme", models.ModeLive, models.TierPro)
-		cartID, total := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o, total := e.newOrderTotal(t, key)
 		full := stringAmount(t, "payment_amount", o.PaymentAmount)
 		require.True(t, full.Equal(total))
 
@@ -1445,10 +1438,7 @@ func TestTrackingPage(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
-		cartID, _ := e.newCart(t, key)
-		r := e.postOrder(t, key, orderBody(cartID), nil)
-		require.Equalf(t, http.StatusCreated, r.status, "body %s", r.body)
-		o := decodeCreated(t, r)
+		o := e.newOrder(t, key)
 		path := strings.TrimPrefix(o.TrackingURL, ordersPublicURL)
 		require.Equal(t, "/track/"+o.Number, path)
 

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -112,12 +111,21 @@ func (s *Server) orderRefunds(ctx context.Context, o models.Order) ([]refundJSON
 // getRefund is GET /v1/refunds/{id}.
 func (s *Server) getRefund(c *gin.Context) {
 	key := mustKey(c)
+	s.refundAt(c, func(ctx context.Context, id string) (models.Refund, error) {
+		return s.deps.Store.RefundForAccount(ctx, key.AccountID, key.Mode, id)
+	})
+}
+
+// refundAt answers a request on the refund the path names: an id that
+// cannot be a refund's is not found before act runs; act's refund is
+// rendered as it then stands.
+func (s *Server) refundAt(c *gin.Context, act func(ctx context.Context, id string) (models.Refund, error)) {
 	id := c.Param("id")
 	if !models.ValidID(models.RefundIDPrefix, id) {
 		abort(c, models.ErrRefundNotFound)
 		return
 	}
-	r, err := s.deps.Store.RefundForAccount(c.Request.Context(), key.AccountID, key.Mode, id)
+	r, err := act(c.Request.Context(), id)
 	if err != nil {
 		abort(c, err)
 		return
@@ -135,39 +143,25 @@ type failTestRefundRequest struct {
 // models.DefaultTestPayoutRefusal), through the refund's workflow;
 // answers the refund as it stands. Test keys only.
 func (s *Server) failTestRefund(c *gin.Context) {
-	key := mustKey(c)
-	if key.Mode != models.ModeTest {
-		abort(c, models.NewError(models.CodeTestModeOnly))
+	key, ok := testKey(c)
+	if !ok {
 		return
 	}
 	req := failTestRefundRequest{}
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			abort(c, err)
-			return
-		}
+	if err := decodeOptionalJSON(c, &req); err != nil {
+		abort(c, err)
+		return
 	}
 	reason := models.DefaultTestPayoutRefusal
 	if req.Reason != nil {
 		reason = *req.Reason
 	}
-	id := c.Param("id")
-	if !models.ValidID(models.RefundIDPrefix, id) {
-		abort(c, models.ErrRefundNotFound)
-		return
-	}
-	r, err := s.deps.Refunds.FailTestPayout(c.Request.Context(), key.AccountID, key.Mode, id, reason)
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	render(c, http.StatusOK, gin.H{"refund": s.newRefundJSON(r, s.deps.Now())})
+	s.refundAt(c, func(ctx context.Context, id string) (models.Refund, error) {
+		return s.deps.Refunds.FailTestPayout(ctx, key.AccountID, key.Mode, id, reason)
+	})
 }
 
-type refundListJSON struct {
-	Data    []refundJSON `json:"data"`
-	HasMore bool         `json:"has_more"`
-}
+type refundListJSON = listJSON[refundJSON]
 
 // listRefunds is GET /v1/refunds: the key's account's refunds in the key's
 // mode, newest first, a page at a time, filtered by status or order.
@@ -198,20 +192,13 @@ func (s *Server) listRefunds(c *gin.Context) {
 		q.OrderID = v
 	}
 	refunds, more, err := s.deps.Store.ListRefunds(c.Request.Context(), q)
-	if errors.Is(err, models.ErrRefundNotFound) {
-		abort(c, invalid("starting_after", "starting_after must be the id of one of your refunds (in this mode)"))
-		return
-	}
 	if err != nil {
-		abort(c, err)
+		abort(c, listError(err, models.ErrRefundNotFound, "starting_after", "refunds"))
 		return
 	}
-	out := refundListJSON{Data: make([]refundJSON, len(refunds)), HasMore: more}
 	now := s.deps.Now()
-	for i, r := range refunds {
-		out.Data[i] = s.newRefundJSON(r, now)
-	}
-	render(c, http.StatusOK, out)
+	data := each(refunds, func(r models.Refund) refundJSON { return s.newRefundJSON(r, now) })
+	render(c, http.StatusOK, refundListJSON{Data: data, HasMore: more})
 }
 
 // refundDestinationRequest is the body of POST
@@ -239,19 +226,11 @@ func (s *Server) setRefundDestination(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	ref, ok := orderRef(c.Param("ref"))
-	if !ok {
-		abort(c, models.ErrOrderNotFound)
-		return
-	}
-	o, err := s.deps.Refunds.SetOrderRefundDestination(c.Request.Context(), checkout.SetOrderRefundDestinationRequest{
-		AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
+	s.orderAt(c, func(ctx context.Context, ref string) (models.Order, error) {
+		return s.deps.Refunds.SetOrderRefundDestination(ctx, checkout.SetOrderRefundDestinationRequest{
+			AccountID: key.AccountID, Mode: key.Mode, Ref: ref, Destination: req.model(),
+		})
 	})
-	if err != nil {
-		abort(c, err)
-		return
-	}
-	s.renderOrder(c, http.StatusOK, o)
 }
 
 // renderOrder answers {"order": …} with the order's refunds.

@@ -57,6 +57,27 @@ func (w *recordingWorkflows) MoveRefund(ctx context.Context, id string, m workfl
 	return w.store.UpdateRefund(ctx, id, now, move)
 }
 
+// newFailedOrder is failedWithRefund of an order for a new cart, its
+// request body edited as orderBody edits it.
+func (e *ordersEnv) newFailedOrder(t *testing.T, key string, edits ...func(body, addr map[string]any)) string {
+	t.Helper()
+	cartID, _ := e.newCart(t, key)
+	return e.failedWithRefund(t, key, orderBody(cartID, edits...))
+}
+
+// newFailedStoredOrder is newFailedOrder's order as the store holds it.
+func (e *ordersEnv) newFailedStoredOrder(t *testing.T, key string) models.Order {
+	t.Helper()
+	o, err := e.st.Order(t.Context(), e.newFailedOrder(t, key))
+	require.NoError(t, err)
+	return o
+}
+
+// withRefundDestination sets the order request's refund_destination.
+func withRefundDestination(dest map[string]any) func(body, addr map[string]any) {
+	return func(body, _ map[string]any) { body["refund_destination"] = dest }
+}
+
 // failedWithRefund creates an order through the API, pays it, fails it
 // and creates its refunds, as its workflow would; it returns the order's
 // id.
@@ -99,13 +120,9 @@ func TestRefunds(t *testing.T) {
 
 		// A destination on the order request is checked like any other.
 		cartID, _ := e.newCart(t, key)
-		bad := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": "GNOTANACCOUNT"}
-		}), nil)
+		bad := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": "GNOTANACCOUNT"})), nil)
 		requireError(t, bad, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
-		withDest := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"address": refundAccount, "memo_type": "id", "memo": "42"}
-		}), nil)
+		withDest := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": refundAccount, "memo_type": "id", "memo": "42"})), nil)
 		require.Equalf(t, http.StatusCreated, withDest.status, "body %s", withDest.body)
 		created := decodeCreated(t, withDest)
 		require.NotNil(t, created.RefundDestination)
@@ -113,8 +130,7 @@ func TestRefunds(t *testing.T) {
 		assert.Equal(t, "42", *created.RefundDestination.Memo)
 
 		// An order without one: its refund waits for it.
-		cart2, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cart2))
+		orderID := e.newFailedOrder(t, key)
 		v := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key))
 		assert.Nil(t, v.RefundDestination)
 		require.Len(t, v.Refunds, 1)
@@ -164,11 +180,8 @@ func TestRefunds(t *testing.T) {
 		assert.Equal(t, "exchange 7", *after.Refunds[0].Destination.Memo)
 
 		// A refund created after the destination starts with it.
-		cart3, _ := e.newCart(t, key)
-		withDestID := e.failedWithRefund(t, key, orderBody(cart3, func(b, _ map[string]any) {
-			b["refund_destination"] = map[string]any{"to_sender": true}
-		}))
-		v3 := decodeOrderView(t, e.get(t, "/v1/orders/"+withDestID, key))
+		withDestID := e.newFailedOrder(t, key, withRefundDestination(map[string]any{"to_sender": true}))
+		v3 := e.getOrder(t, key, withDestID)
 		require.Len(t, v3.Refunds, 1)
 		assert.Equal(t, "awaiting_approval", v3.Refunds[0].Status)
 		assert.True(t, v3.Refunds[0].Destination.ToSender)
@@ -189,19 +202,16 @@ func TestOrderReadsShowEveryRefund(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		cartID, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		o := e.newFailedStoredOrder(t, key)
 		ctx := context.Background()
-		o, err := e.st.Order(ctx, orderID)
-		require.NoError(t, err)
 
-		err = e.st.MarkOrderRefunded(ctx, o.Number, strings.Repeat("cd", 32), e.clock.Now())
+		err := e.st.MarkOrderRefunded(ctx, o.Number, strings.Repeat("cd", 32), e.clock.Now())
 		assert.Equal(t, models.CodeInvalidRefundState, models.CodeOf(err), "the refund covers the order's money: %v", err)
 
 		// An order that expired unpaid, then a payment after it closed:
 		// that payment's own refund, sent, is all the order ever owed.
 		expired := e.newOrder(t, key)
-		orderID = expired.ID
+		orderID := expired.ID
 		require.NoError(t, e.st.RecordTransition(ctx, orderID, models.Transition{Status: models.OrderCancelled,
 			PaymentStatus: models.PaymentExpired, At: e.clock.Now(), Cancellation: models.CancellationPaymentWindowExpired}, time.Now()))
 		late := models.Payment{ID: "stellar:testnet:late", Mode: o.Mode, Asset: o.PaymentAsset, Amount: o.PaymentAmount,
@@ -282,9 +292,7 @@ func TestServiceAccountsAreNotRefundDestinations(t *testing.T) {
 		for name, addr := range own {
 			t.Run(name, func(t *testing.T) {
 				cartID, _ := e.newCart(t, key)
-				r := e.postOrder(t, key, orderBody(cartID, func(b, _ map[string]any) {
-					b["refund_destination"] = map[string]any{"address": addr}
-				}), nil)
+				r := e.postOrder(t, key, orderBody(cartID, withRefundDestination(map[string]any{"address": addr})), nil)
 				requireError(t, r, http.StatusUnprocessableEntity, models.CodeInvalidRefundDestination, "refund_destination.address")
 				assert.NotContains(t, string(r.body), addr, "the error never repeats the address")
 
@@ -318,8 +326,7 @@ func TestFailTestRefundHelper(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		cart, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cart))
+		orderID := e.newFailedOrder(t, key)
 		refund := decodeOrderView(t, e.get(t, "/v1/orders/"+orderID, key)).Refunds[0]
 		fail := func(key, id, body string) response {
 			return e.send(t, request{method: http.MethodPost, path: "/v1/test_helpers/refunds/" + id + "/fail", auth: "Bearer " + key, body: body})

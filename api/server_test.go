@@ -186,6 +186,16 @@ type errorDetail struct {
 	Field   *string     `json:"field"`
 }
 
+// errorCase is a request body that must fail with the contract's error
+// body of status and code, naming field ("" when none).
+type errorCase struct {
+	name   string
+	body   string
+	status int
+	code   models.Code
+	field  string
+}
+
 // requireError asserts the contract's error body, exactly
 // {"error":{"code","message"[,"field"]}}, with the given status and code.
 // field "" means the body must name no field.

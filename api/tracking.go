@@ -260,24 +260,32 @@ func (s *Server) renderMessage(c *gin.Context, status int, title, detail string)
 	s.renderTracking(c, status, "message", title, map[string]string{"Title": title, "Detail": detail})
 }
 
-// renderTracking writes one of the page's templates with its security
-// headers. The nonce lets the page's own inline style and script run under
-// a policy that allows nothing else: no external resource, no injected
-// script, no framing.
+// renderTracking writes one of the tracking page's templates with its
+// security headers; it has no form to post anywhere.
 func (s *Server) renderTracking(c *gin.Context, status int, name, title string, data any) {
+	renderPage(c, trackingTemplate, "tracking page", "'none'", status, name, pageData{Title: title, Data: data})
+}
+
+// renderPage writes template name of a public page (what it is, for an
+// error) with the pages' security headers. The nonce lets the page's own
+// inline style and script run under a policy that allows nothing else: no
+// external resource, no injected script, no framing; formAction is where
+// its forms may post.
+func renderPage(c *gin.Context, tmpl *template.Template, what, formAction string, status int, name string, data pageData) {
 	nonce, err := newNonce()
 	if err != nil {
 		abort(c, err)
 		return
 	}
+	data.Nonce = nonce
 	var b strings.Builder
-	if err := trackingTemplate.ExecuteTemplate(&b, name, pageData{Title: title, Nonce: nonce, Data: data}); err != nil {
-		abort(c, fmt.Errorf("rendering tracking page: %w", err))
+	if err := tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		abort(c, fmt.Errorf("rendering %s: %w", what, err))
 		return
 	}
 	h := c.Writer.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+nonce+"'; script-src 'nonce-"+nonce+
-		"'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		"'; base-uri 'none'; form-action "+formAction+"; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")

@@ -39,18 +39,39 @@ var (
 // style and script carries, and nothing loaded from anywhere.
 func requireTrackingPage(t *testing.T, r response, status int) string {
 	t.Helper()
-	require.Equalf(t, status, r.status, "body %s", clip(r.body, 400))
-	assert.Equal(t, "text/html; charset=utf-8", r.header.Get("Content-Type"))
-	assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
-	assert.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
-	assert.Equal(t, "no-referrer", r.header.Get("Referrer-Policy"))
-	csp := r.header.Get("Content-Security-Policy")
+	csp := requireHTMLPage(t, r, status)
 	m := cspNonceRE.FindStringSubmatch(csp)
 	require.NotNilf(t, m, "a style nonce in the policy %q", csp)
 	nonce := m[1]
 	for _, d := range []string{"default-src 'none'", "script-src 'nonce-" + nonce + "'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'"} {
 		assert.Containsf(t, csp, d, "policy %q", csp)
 	}
+	body := requireNoncedBody(t, r, nonce)
+	for _, secret := range trackingSecrets {
+		assert.Falsef(t, showsSecret(body, secret), "a public page must not show %q", secret)
+	}
+	return body
+}
+
+// requireHTMLPage asserts what every public page (tracking, claim) sends
+// with its status: HTML, never cached or sniffed, no referrer. It returns
+// the page's Content-Security-Policy.
+func requireHTMLPage(t *testing.T, r response, status int) string {
+	t.Helper()
+	require.Equalf(t, status, r.status, "body %s", clip(r.body, 600))
+	assert.Equal(t, "text/html; charset=utf-8", r.header.Get("Content-Type"))
+	assert.Equal(t, "no-store", r.header.Get("Cache-Control"))
+	assert.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"))
+	assert.Equal(t, "no-referrer", r.header.Get("Referrer-Policy"))
+	return r.header.Get("Content-Security-Policy")
+}
+
+// requireNoncedBody asserts the body of a public page whose policy's nonce
+// is nonce: every inline style and script carries it, no inline style
+// attribute (the policy would block it), nothing loaded, no value refused
+// by html/template. It returns the body.
+func requireNoncedBody(t *testing.T, r response, nonce string) string {
+	t.Helper()
 	body := string(r.body)
 	assert.Contains(t, body, "<!doctype html>")
 	tags := nonceAttrRE.FindAllStringSubmatch(body, -1)
@@ -62,9 +83,6 @@ func requireTrackingPage(t *testing.T, r response, status int) string {
 	assert.NotContains(t, body, " style=", "inline style attributes would be blocked by the policy")
 	assert.NotContains(t, body, " src=", "the page loads nothing")
 	assert.NotContains(t, body, "ZgotmplZ", "html/template refused a value")
-	for _, secret := range trackingSecrets {
-		assert.Falsef(t, showsSecret(body, secret), "a public page must not show %q", secret)
-	}
 	return body
 }
 
@@ -312,11 +330,8 @@ func TestTrackingPageRefundsFromTheStore(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, dialect string) {
 		e := newOrdersEnv(t, dialect)
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierFree)
-		cartID, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		o := e.newFailedStoredOrder(t, key)
 		ctx := t.Context()
-		o, err := e.st.Order(ctx, orderID)
-		require.NoError(t, err)
 		track := func(t *testing.T) string {
 			t.Helper()
 			return requireTrackingPage(t, e.get(t, "/track/"+o.Number, ""), http.StatusOK)
@@ -327,12 +342,12 @@ func TestTrackingPageRefundsFromTheStore(t *testing.T) {
 		assert.Contains(t, body, "The order could not be fulfilled")
 		assert.NotContains(t, body, "owed back", "the refund exists: no note that it is coming")
 
-		r := e.setDestination(t, key, orderID, `{"address":"`+trackRefundAddress+`","memo_type":"text","memo":"`+trackRefundMemo+`"}`)
+		r := e.setDestination(t, key, o.ID, `{"address":"`+trackRefundAddress+`","memo_type":"text","memo":"`+trackRefundMemo+`"}`)
 		require.Equalf(t, http.StatusOK, r.status, "body %s", r.body)
 		body = track(t)
 		assert.Contains(t, body, "Waiting for approval")
 
-		refunds, err := e.st.RefundsForOrder(ctx, orderID)
+		refunds, err := e.st.RefundsForOrder(ctx, o.ID)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
 		now := e.clock.Now()

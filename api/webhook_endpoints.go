@@ -209,11 +209,7 @@ func (s *Server) listWebhookEndpoints(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	out := make([]webhookEndpointJSON, len(es))
-	for i, e := range es {
-		out[i] = newWebhookEndpointJSON(e)
-	}
-	render(c, http.StatusOK, gin.H{"webhook_endpoints": out})
+	render(c, http.StatusOK, gin.H{"webhook_endpoints": each(es, newWebhookEndpointJSON)})
 }
 
 // endpointParam reads and looks up the {id} of a path: one of the key's
@@ -322,11 +318,7 @@ func (s *Server) listWebhookDeliveries(c *gin.Context) {
 		abort(c, err)
 		return
 	}
-	out := make([]webhookAttemptJSON, len(as))
-	for i, a := range as {
-		out[i] = newWebhookAttemptJSON(a)
-	}
-	render(c, http.StatusOK, gin.H{"deliveries": out})
+	render(c, http.StatusOK, gin.H{"deliveries": each(as, newWebhookAttemptJSON)})
 }
 
 // resendWebhookEvent is

@@ -29,6 +29,15 @@ type recordingEvents struct {
 	err        error
 }
 
+// eventView is a webhook event's body with its data of type D.
+type eventView[D any] struct {
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	CreatedAt string `json:"created_at"`
+	Mode      string `json:"mode"`
+	Data      D      `json:"data"`
+}
+
 func (r *recordingEvents) DispatchOrderEvents(_ context.Context, orderID string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -314,23 +323,16 @@ func TestWebhookEventBodyIsTheOrderAsGETReturnsIt(t *testing.T) {
 		key, accountID := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		_, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "order.created"))
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		dispatched, _ := ev.calls()
 		assert.Equal(t, []string{o.ID}, dispatched, "the new order's events are handed to their workflows")
 
 		evID := models.EventID(models.EventOrderCreated, o.ID)
 		stored, err := e.st.WebhookEventForAccount(t.Context(), accountID, models.ModeTest, evID)
 		require.NoError(t, err)
-		var body struct {
-			ID        string `json:"id"`
-			Type      string `json:"type"`
-			CreatedAt string `json:"created_at"`
-			Mode      string `json:"mode"`
-			Data      struct {
-				Order json.RawMessage `json:"order"`
-			} `json:"data"`
-		}
+		var body eventView[struct {
+			Order json.RawMessage `json:"order"`
+		}]
 		decodeStrict(t, stored.Payload, &body)
 		assert.Equal(t, evID, body.ID)
 		assert.Equal(t, "order.created", body.Type)
@@ -376,8 +378,7 @@ func TestWebhookDeliveriesAndResend(t *testing.T) {
 		other, _ := e.accountKey(t, "globex", models.ModeTest, models.TierPro)
 		ep, _ := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
 		otherEp, _ := createEndpoint(t, e, other, endpointReq("https://hooks.example.com/y", "*"))
-		cartID, _ := e.newCart(t, key)
-		o := decodeCreated(t, e.postOrder(t, key, orderBody(cartID), nil))
+		o := e.newOrder(t, key)
 		evID := models.EventID(models.EventOrderCreated, o.ID)
 
 		r := e.get(t, "/v1/webhook_endpoints/"+ep.ID+"/deliveries", key)
@@ -505,8 +506,7 @@ func TestRefundEventBodies(t *testing.T) {
 		key, _ := e.accountKey(t, "acme", models.ModeTest, models.TierPro)
 		ep, r := createEndpoint(t, e, key, endpointReq("https://hooks.example.com/x", "*"))
 		require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
-		cartID, _ := e.newCart(t, key)
-		orderID := e.failedWithRefund(t, key, orderBody(cartID))
+		orderID := e.newFailedOrder(t, key)
 		refunds, err := e.st.RefundsForOrder(ctx, orderID)
 		require.NoError(t, err)
 		require.Len(t, refunds, 1)
@@ -534,16 +534,10 @@ func TestRefundEventBodies(t *testing.T) {
 			// As delivered now: the claim link is written in at delivery.
 			stored, _, err := e.st.WebhookDelivery(ctx, ev.ID, ep.ID, e.clock.Now())
 			require.NoError(t, err)
-			var body struct {
-				ID        string `json:"id"`
-				Type      string `json:"type"`
-				CreatedAt string `json:"created_at"`
-				Mode      string `json:"mode"`
-				Data      struct {
-					Order  json.RawMessage `json:"order"`
-					Refund json.RawMessage `json:"refund"`
-				} `json:"data"`
-			}
+			var body eventView[struct {
+				Order  json.RawMessage `json:"order"`
+				Refund json.RawMessage `json:"refund"`
+			}]
 			decodeStrict(t, stored.Payload, &body)
 			assert.Equal(t, ev.ID, body.ID)
 			assert.Equal(t, string(typ), body.Type)

@@ -14,23 +14,15 @@ import (
 // Orders yields every order that p selects, newest first, from
 // p.StartingAfter on (from the newest without it).
 func (c *Client) Orders(ctx context.Context, p *ListOrdersParams) iter.Seq2[*Order, error] {
-	q := valueOf(p)
-	return paginate(q.StartingAfter, func(after string) (*OrderList, error) {
-		q := q
-		q.StartingAfter = after
-		return c.ListOrders(ctx, &q)
-	}, func(o *Order) string { return o.ID })
+	return pages(ctx, valueOf(p), c.ListOrders, func(q *ListOrdersParams) *string { return &q.StartingAfter },
+		func(o *Order) string { return o.ID })
 }
 
 // Refunds yields every refund that p selects, newest first, from
 // p.StartingAfter on.
 func (c *Client) Refunds(ctx context.Context, p *ListRefundsParams) iter.Seq2[*Refund, error] {
-	q := valueOf(p)
-	return paginate(q.StartingAfter, func(after string) (*RefundList, error) {
-		q := q
-		q.StartingAfter = after
-		return c.ListRefunds(ctx, &q)
-	}, func(r *Refund) string { return r.ID })
+	return pages(ctx, valueOf(p), c.ListRefunds, func(q *ListRefundsParams) *string { return &q.StartingAfter },
+		func(r *Refund) string { return r.ID })
 }
 
 // Events yields every event that p selects, newest first, from
@@ -38,11 +30,19 @@ func (c *Client) Refunds(ctx context.Context, p *ListRefundsParams) iter.Seq2[*R
 func (c *Client) Events(ctx context.Context, p *ListEventsParams) iter.Seq2[*Event, error] {
 	q := valueOf(p)
 	q.EndingBefore = ""
-	return paginate(q.StartingAfter, func(after string) (*EventList, error) {
+	return pages(ctx, q, c.ListEvents, func(q *ListEventsParams) *string { return &q.StartingAfter },
+		func(e *Event) string { return e.ID })
+}
+
+// pages pages through list with the parameters q, from q's own
+// starting_after (the field cursor points at) on.
+func pages[P, T any](ctx context.Context, q P, list func(context.Context, *P) (*Page[T], error),
+	cursor func(*P) *string, id func(*T) string) iter.Seq2[*T, error] {
+	return paginate(*cursor(&q), func(after string) (*Page[T], error) {
 		q := q
-		q.StartingAfter = after
-		return c.ListEvents(ctx, &q)
-	}, func(e *Event) string { return e.ID })
+		*cursor(&q) = after
+		return list(ctx, &q)
+	}, id)
 }
 
 // paginate walks the pages fetch returns, each after the last id of the

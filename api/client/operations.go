@@ -15,58 +15,34 @@ import (
 // PreviewProduct reads a product from its marketplace link
 // (previewProduct).
 func (c *Client) PreviewProduct(ctx context.Context, p *PreviewProductParams) (*ProductPreview, error) {
-	var out productEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/products/preview", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Product, nil
+	return call(ctx, c, http.MethodPost, "/v1/products/preview", p, func(e *productEnvelope) *ProductPreview { return &e.Product })
 }
 
 // CreateCart prices a cart (createCart).
 func (c *Client) CreateCart(ctx context.Context, p *CreateCartParams) (*Cart, error) {
-	var out cartEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/carts", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Cart, nil
+	return call(ctx, c, http.MethodPost, "/v1/carts", p, func(e *cartEnvelope) *Cart { return &e.Cart })
 }
 
 // GetCart reads a cart by its id (getCart).
 func (c *Client) GetCart(ctx context.Context, id string) (*Cart, error) {
-	var out cartEnvelope
-	if err := c.do(ctx, http.MethodGet, "/v1/carts/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Cart, nil
+	return call(ctx, c, http.MethodGet, "/v1/carts/"+url.PathEscape(id), nil, func(e *cartEnvelope) *Cart { return &e.Cart })
 }
 
 // CreateOrder orders a cart (createOrder). One cart makes one order: the
 // same request again returns the same order.
 func (c *Client) CreateOrder(ctx context.Context, p *CreateOrderParams) (*CreatedOrder, error) {
-	var out createdOrderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/orders", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/orders", p, func(e *createdOrderEnvelope) *CreatedOrder { return &e.Order })
 }
 
 // GetOrder reads an order by its id or number (getOrder).
 func (c *Client) GetOrder(ctx context.Context, ref string) (*Order, error) {
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodGet, "/v1/orders/"+url.PathEscape(ref), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodGet, "/v1/orders/"+url.PathEscape(ref), nil, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // ListOrders reads one page of the account's orders, newest first
 // (listOrders). Orders iterates over every page.
 func (c *Client) ListOrders(ctx context.Context, p *ListOrdersParams) (*OrderList, error) {
-	var out OrderList
-	if err := c.do(ctx, http.MethodGet, "/v1/orders"+encodeQuery(p), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call(ctx, c, http.MethodGet, "/v1/orders"+encodeQuery(p), nil, itself[OrderList])
 }
 
 // CancelOrder cancels an order still waiting for payment (cancelOrder);
@@ -75,40 +51,24 @@ func (c *Client) CancelOrder(ctx context.Context, ref string, p *CancelOrderPara
 	if p == nil {
 		p = &CancelOrderParams{}
 	}
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(ref)+"/cancel", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/orders/"+url.PathEscape(ref)+"/cancel", p, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // SetOrderRefundDestination says where the money an order owes back goes
 // (setOrderRefundDestination).
 func (c *Client) SetOrderRefundDestination(ctx context.Context, ref string, p *RefundDestinationParams) (*Order, error) {
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/orders/"+url.PathEscape(ref)+"/refund_destination", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/orders/"+url.PathEscape(ref)+"/refund_destination", p, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // ListRefunds reads one page of the account's refunds, newest first
 // (listRefunds). Refunds iterates over every page.
 func (c *Client) ListRefunds(ctx context.Context, p *ListRefundsParams) (*RefundList, error) {
-	var out RefundList
-	if err := c.do(ctx, http.MethodGet, "/v1/refunds"+encodeQuery(p), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call(ctx, c, http.MethodGet, "/v1/refunds"+encodeQuery(p), nil, itself[RefundList])
 }
 
 // GetRefund reads a refund by its id (getRefund).
 func (c *Client) GetRefund(ctx context.Context, id string) (*Refund, error) {
-	var out refundEnvelope
-	if err := c.do(ctx, http.MethodGet, "/v1/refunds/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Refund, nil
+	return call(ctx, c, http.MethodGet, "/v1/refunds/"+url.PathEscape(id), nil, func(e *refundEnvelope) *Refund { return &e.Refund })
 }
 
 // CreateTestPayment pays a test-mode order in the sandbox
@@ -119,11 +79,7 @@ func (c *Client) CreateTestPayment(ctx context.Context, ref string, p *CreateTes
 	if p == nil {
 		p = &CreateTestPaymentParams{}
 	}
-	var out testPaymentEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/payments", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Payment, nil
+	return call(ctx, c, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/payments", p, func(e *testPaymentEnvelope) *TestPayment { return &e.Payment })
 }
 
 // ExpireTestOrder makes a test-mode order's payment deadline pass now
@@ -131,11 +87,7 @@ func (c *Client) CreateTestPayment(ctx context.Context, ref string, p *CreateTes
 // cancel it; one no longer awaiting payment is an *Error of code
 // CodeInvalidOrderState.
 func (c *Client) ExpireTestOrder(ctx context.Context, ref string) (*Order, error) {
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/expire", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/expire", nil, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // AdvanceTestOrder makes the sandbox provider's next fulfilment step of
@@ -143,11 +95,7 @@ func (c *Client) ExpireTestOrder(ctx context.Context, ref string) (*Order, error
 // ordered shipped, shipped delivered. An order with no next step
 // (awaiting payment, or ended) is an *Error of code CodeInvalidOrderState.
 func (c *Client) AdvanceTestOrder(ctx context.Context, ref string) (*Order, error) {
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/advance", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/advance", nil, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // FailTestOrder makes a test-mode order's sourcing fail now
@@ -158,11 +106,7 @@ func (c *Client) FailTestOrder(ctx context.Context, ref string, p *FailTestOrder
 	if p == nil {
 		p = &FailTestOrderParams{}
 	}
-	var out orderEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/fail", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Order, nil
+	return call(ctx, c, http.MethodPost, "/v1/test_helpers/orders/"+url.PathEscape(ref)+"/fail", p, func(e *orderEnvelope) *Order { return &e.Order })
 }
 
 // FailTestRefund has a test refund's next payout refused as the network
@@ -174,60 +118,36 @@ func (c *Client) FailTestRefund(ctx context.Context, id string, p *FailTestRefun
 	if p == nil {
 		p = &FailTestRefundParams{}
 	}
-	var out refundEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/test_helpers/refunds/"+url.PathEscape(id)+"/fail", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.Refund, nil
+	return call(ctx, c, http.MethodPost, "/v1/test_helpers/refunds/"+url.PathEscape(id)+"/fail", p, func(e *refundEnvelope) *Refund { return &e.Refund })
 }
 
 // ListEvents reads one page of the account's events, newest first
 // (listEvents). Events and EventsAfter iterate over every page.
 func (c *Client) ListEvents(ctx context.Context, p *ListEventsParams) (*EventList, error) {
-	var out EventList
-	if err := c.do(ctx, http.MethodGet, "/v1/events"+encodeQuery(p), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call(ctx, c, http.MethodGet, "/v1/events"+encodeQuery(p), nil, itself[EventList])
 }
 
 // GetEvent reads an event by its id (getEvent): the body its webhook
 // delivery sends.
 func (c *Client) GetEvent(ctx context.Context, id string) (*Event, error) {
-	var out Event
-	if err := c.do(ctx, http.MethodGet, "/v1/events/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call(ctx, c, http.MethodGet, "/v1/events/"+url.PathEscape(id), nil, itself[Event])
 }
 
 // ListWebhookEndpoints reads the account's webhook endpoints in the key's
 // mode, without their secrets (listWebhookEndpoints).
 func (c *Client) ListWebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error) {
-	var out webhookEndpointsEnvelope
-	if err := c.do(ctx, http.MethodGet, "/v1/webhook_endpoints", nil, &out); err != nil {
-		return nil, err
-	}
-	return out.WebhookEndpoints, nil
+	return call(ctx, c, http.MethodGet, "/v1/webhook_endpoints", nil, func(e *webhookEndpointsEnvelope) []WebhookEndpoint { return e.WebhookEndpoints })
 }
 
 // CreateWebhookEndpoint registers a webhook endpoint
 // (createWebhookEndpoint). The answer's Secret is shown this once.
 func (c *Client) CreateWebhookEndpoint(ctx context.Context, p *CreateWebhookEndpointParams) (*WebhookEndpoint, error) {
-	var out webhookEndpointEnvelope
-	if err := c.do(ctx, http.MethodPost, "/v1/webhook_endpoints", p, &out); err != nil {
-		return nil, err
-	}
-	return &out.WebhookEndpoint, nil
+	return call(ctx, c, http.MethodPost, "/v1/webhook_endpoints", p, func(e *webhookEndpointEnvelope) *WebhookEndpoint { return &e.WebhookEndpoint })
 }
 
 // GetWebhookEndpoint reads a webhook endpoint (getWebhookEndpoint).
 func (c *Client) GetWebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error) {
-	var out webhookEndpointEnvelope
-	if err := c.do(ctx, http.MethodGet, "/v1/webhook_endpoints/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.WebhookEndpoint, nil
+	return call(ctx, c, http.MethodGet, "/v1/webhook_endpoints/"+url.PathEscape(id), nil, func(e *webhookEndpointEnvelope) *WebhookEndpoint { return &e.WebhookEndpoint })
 }
 
 // DeleteWebhookEndpoint deletes a webhook endpoint
@@ -241,31 +161,33 @@ func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id string) error {
 // ListWebhookDeliveries reads an endpoint's delivery attempts, newest
 // first (listWebhookDeliveries); p may be nil.
 func (c *Client) ListWebhookDeliveries(ctx context.Context, endpointID string, p *ListWebhookDeliveriesParams) ([]WebhookDelivery, error) {
-	var out deliveriesEnvelope
 	path := "/v1/webhook_endpoints/" + url.PathEscape(endpointID) + "/deliveries" + encodeQuery(p)
-	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Deliveries, nil
+	return call(ctx, c, http.MethodGet, path, nil, func(e *deliveriesEnvelope) []WebhookDelivery { return e.Deliveries })
 }
 
 // ResendWebhookEvent delivers an event to an endpoint again, as a new
 // delivery (resendWebhookEvent).
 func (c *Client) ResendWebhookEvent(ctx context.Context, endpointID, eventID string) (*Resend, error) {
-	var out resendEnvelope
 	path := "/v1/webhook_endpoints/" + url.PathEscape(endpointID) + "/deliveries/" + url.PathEscape(eventID) + "/resend"
-	if err := c.do(ctx, http.MethodPost, path, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out.Delivery, nil
+	return call(ctx, c, http.MethodPost, path, nil, func(e *resendEnvelope) *Resend { return &e.Delivery })
 }
 
 // GetOpenAPIDocument reads the OpenAPI document the service serves
 // (getOpenAPIDocument), as it is.
 func (c *Client) GetOpenAPIDocument(ctx context.Context) (json.RawMessage, error) {
-	var out json.RawMessage
-	if err := c.do(ctx, http.MethodGet, "/v1/openapi.json", nil, &out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return call(ctx, c, http.MethodGet, "/v1/openapi.json", nil, func(e *json.RawMessage) json.RawMessage { return *e })
 }
+
+// call does an operation whose answer decodes into an E and returns what
+// pick takes out of it: the resource inside its envelope, or the E itself.
+func call[E, T any](ctx context.Context, c *Client, method, path string, body any, pick func(*E) T) (T, error) {
+	var out E
+	if err := c.do(ctx, method, path, body, &out); err != nil {
+		var zero T
+		return zero, err
+	}
+	return pick(&out), nil
+}
+
+// itself is the pick of call for an answer that is the resource.
+func itself[T any](t *T) *T { return t }

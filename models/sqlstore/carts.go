@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -60,21 +59,12 @@ func metadataMap(s string) map[string]string {
 	return m
 }
 
+// cartItemRow is a cart's item at its position: the item's columns are
+// named after models.CartItem's fields.
 type cartItemRow struct {
-	CartID      string
-	Position    int
-	ProductURL  string
-	Marketplace string
-	ProductID   string
-	Title       string
-	ImageURL    string
-	Quantity    int
-	UnitPrice   decimal.Decimal
-	LineTotal   decimal.Decimal
-	Currency    string
-	UpstreamID  string
-	Variation   string
-	Listing     string
+	CartID          string
+	Position        int
+	models.CartItem `gorm:"embedded"`
 }
 
 func (cartItemRow) TableName() string { return "cart_items" }
@@ -89,12 +79,7 @@ func (s *Store) CreateCart(ctx context.Context, c models.Cart) error {
 	}
 	items := make([]cartItemRow, len(c.Items))
 	for i, it := range c.Items {
-		items[i] = cartItemRow{
-			CartID: c.ID, Position: i, ProductURL: it.ProductURL, Marketplace: string(it.Marketplace),
-			ProductID: it.ProductID, Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity,
-			UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
-			Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
-		}
+		items[i] = cartItemRow{CartID: c.ID, Position: i, CartItem: it}
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
@@ -119,13 +104,9 @@ func (s *Store) Cart(ctx context.Context, accountID string, mode models.Mode, id
 }
 
 func cartTx(db *gorm.DB, accountID string, mode models.Mode, id string) (models.Cart, error) {
-	var row cartRow
-	err := db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Cart{}, models.ErrCartNotFound
-	}
+	row, err := take[cartRow](db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)), models.ErrCartNotFound, "cart")
 	if err != nil {
-		return models.Cart{}, fmt.Errorf("reading cart: %w", err)
+		return models.Cart{}, err
 	}
 	return cartWithItems(db, row)
 }
@@ -151,7 +132,7 @@ func (row cartRow) toModel(items []cartItemRow) models.Cart {
 		CreatedAt: utc(row.CreatedAt), ExpiresAt: utc(row.ExpiresAt), Metadata: metadataMap(row.Metadata),
 	}
 	for _, it := range items {
-		c.Items = append(c.Items, it.toModel())
+		c.Items = append(c.Items, it.CartItem)
 	}
 	return c
 }

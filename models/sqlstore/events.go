@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -48,12 +47,7 @@ func (s *Store) ListEvents(ctx context.Context, q models.EventListQuery, now tim
 	if q.OrderID != "" {
 		tx = tx.Where("e.order_id = ?", q.OrderID)
 	}
-	if q.CreatedGTE != nil {
-		tx = tx.Where("e.created_at >= ?", q.CreatedGTE.UTC())
-	}
-	if q.CreatedLTE != nil {
-		tx = tx.Where("e.created_at <= ?", q.CreatedLTE.UTC())
-	}
+	tx = createdBetween(tx, "e", q.CreatedGTE, q.CreatedLTE)
 	// Keyset pagination on (txid, seq), read from the cursor's own row.
 	const cursor = "(SELECT c.txid, c.seq FROM webhook_events c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)"
 	cursorID, newer := q.StartingAfter, false
@@ -107,13 +101,9 @@ func (s *Store) ListEvents(ctx context.Context, q models.EventListQuery, now tim
 // it is then empty until it is listed, never one that skips an event.
 func (s *Store) EventForAccount(ctx context.Context, accountID string, mode models.Mode, id string, now time.Time) (models.Event, error) {
 	db := s.db.WithContext(ctx)
-	var r webhookEventRow
-	err := db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)).Take(&r).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Event{}, models.ErrEventNotFound
-	}
+	r, err := take[webhookEventRow](db.Where("id = ? AND account_id = ? AND mode = ?", id, accountID, string(mode)), models.ErrEventNotFound, "event")
 	if err != nil {
-		return models.Event{}, fmt.Errorf("reading event: %w", err)
+		return models.Event{}, err
 	}
 	ev := r.toModel()
 	if ev.Payload, err = s.deliveredBody(db, ev, now); err != nil {

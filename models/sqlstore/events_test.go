@@ -63,9 +63,14 @@ func eventsFixture(t *testing.T, st *sqlstore.Store, n int) (a, b models.Account
 }
 
 func ids(evs []models.Event) []string {
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.ID
+	return idsOf(evs, func(ev models.Event) string { return ev.ID })
+}
+
+// idsOf is the id of each of xs, in order.
+func idsOf[T any](xs []T, id func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = id(x)
 	}
 	return out
 }

@@ -118,12 +118,7 @@ func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 		o := newOrder(t, st, a.ID, "crt_attach", nil)
 
 		stray := livePayment("p-stray", "nothing", "USDC", "12.50")
-		require.NoError(t, st.SaveMatch(ctx, stray, "", time.Now()))
-		r, err := models.RefundOfUnmatchedPayment(stray, models.PaymentStateUnmatched, t0)
-		require.NoError(t, err)
-		_, created, err := st.CreateRefund(ctx, r)
-		require.NoError(t, err)
-		require.True(t, created)
+		r := unmatchedRefund(t, st, stray)
 
 		unmatched, err := st.Payments(ctx, sqlstore.PaymentUnmatched)
 		require.NoError(t, err)
@@ -133,7 +128,7 @@ func TestRefundingAnUnmatchedPaymentTakesIt(t *testing.T) {
 		due, err := st.RefundsDue(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, due, "its refund covers it")
-		_, created, err = st.CreateRefund(ctx, r)
+		_, created, err := st.CreateRefund(ctx, r)
 		require.NoError(t, err)
 		assert.False(t, created, "deciding twice creates it once")
 

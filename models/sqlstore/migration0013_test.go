@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
+	"github.com/memocart/memocart/models/sqlstore"
 )
 
 // TestMigration0013DropsStoredClaimLinks: refund events stored with the
@@ -35,25 +35,22 @@ func TestMigration0013DropsStoredClaimLinks(t *testing.T) {
 			`{"id":"evt_paid","data":{"order":{"id":"ord_1","metadata":{"claim_url":"keep"}}}}`,
 			`{"id":"evt_paid","data":{"order":{"id":"ord_1","metadata":{"claim_url":"keep"}}}}`},
 	}
-	for _, dialect := range sqlstoretest.Dialects() {
-		t.Run(dialect, func(t *testing.T) {
-			ctx := context.Background()
-			st := migratedTo(t, dialect, 12)
-			require.NoError(t, st.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ('acct_old', 'old', ?)`, t0))
-			for _, ev := range events {
-				require.NoError(t, st.Exec(ctx, `INSERT INTO webhook_events (id, account_id, mode, type, created_at, recorded_at, payload)
-					VALUES (?, 'acct_old', 'test', ?, ?, ?, ?)`, ev.id, ev.typ, t0, t0, ev.before))
-			}
+	eachDialectAt(t, 12, func(t *testing.T, st *sqlstore.Store) {
+		ctx := context.Background()
+		require.NoError(t, st.Exec(ctx, `INSERT INTO accounts (id, name, created_at) VALUES ('acct_old', 'old', ?)`, t0))
+		for _, ev := range events {
+			require.NoError(t, st.Exec(ctx, `INSERT INTO webhook_events (id, account_id, mode, type, created_at, recorded_at, payload)
+				VALUES (?, 'acct_old', 'test', ?, ?, ?, ?)`, ev.id, ev.typ, t0, t0, ev.before))
+		}
 
-			_, err := st.Migrate(ctx)
+		_, err := st.Migrate(ctx)
+		require.NoError(t, err)
+		for _, ev := range events {
+			got, err := st.WebhookEvent(ctx, ev.id)
 			require.NoError(t, err)
-			for _, ev := range events {
-				got, err := st.WebhookEvent(ctx, ev.id)
-				require.NoError(t, err)
-				assert.Equal(t, ev.after, string(got.Payload), ev.id)
-				assert.NotContains(t, string(got.Payload), token)
-				assert.Equal(t, models.EventType(ev.typ), got.Type)
-			}
-		})
-	}
+			assert.Equal(t, ev.after, string(got.Payload), ev.id)
+			assert.NotContains(t, string(got.Payload), token)
+			assert.Equal(t, models.EventType(ev.typ), got.Type)
+		}
+	})
 }

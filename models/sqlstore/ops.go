@@ -148,22 +148,29 @@ func opsStuckOrders(db *gorm.DB, snap *models.OpsSnapshot, now time.Time) error 
 	return nil
 }
 
+// countPerMode counts the rows of table where holds in each mode and adds
+// each count to that mode's part of snap.
+func countPerMode(db *gorm.DB, table, where string, add func(ops *models.ModeOps, n int), snap *models.OpsSnapshot) error {
+	var groups []groupCount
+	if err := db.Table(table).Select("mode, count(*) AS n").Where(where).Group("mode").Scan(&groups).Error; err != nil {
+		return err
+	}
+	for _, g := range groups {
+		add(snap.Mode(models.Mode(g.Mode)), g.N)
+	}
+	return nil
+}
+
 func opsWebhooks(db *gorm.DB, snap *models.OpsSnapshot, _ time.Time) error {
-	var disabled []groupCount
-	if err := db.Table("webhook_endpoints").Select("mode, count(*) AS n").
-		Where("disabled_at IS NOT NULL AND deleted_at IS NULL").Group("mode").Scan(&disabled).Error; err != nil {
+	if err := countPerMode(db, "webhook_endpoints", "disabled_at IS NOT NULL AND deleted_at IS NULL", func(ops *models.ModeOps, n int) {
+		ops.EndpointsDisabled += n
+	}, snap); err != nil {
 		return err
 	}
-	for _, g := range disabled {
-		snap.Mode(models.Mode(g.Mode)).EndpointsDisabled += g.N
-	}
-	var waiting []groupCount
-	if err := db.Table("webhook_events").Select("mode, count(*) AS n").
-		Where("dispatched_at IS NULL").Group("mode").Scan(&waiting).Error; err != nil {
+	if err := countPerMode(db, "webhook_events", "dispatched_at IS NULL", func(ops *models.ModeOps, n int) {
+		ops.EventsWaiting += n
+	}, snap); err != nil {
 		return err
-	}
-	for _, g := range waiting {
-		snap.Mode(models.Mode(g.Mode)).EventsWaiting += g.N
 	}
 	for _, m := range models.Modes {
 		at, err := oldest(db.Table("webhook_events").Where("dispatched_at IS NULL AND mode = ?", string(m)), "recorded_at")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -68,19 +69,33 @@ func listScope(db *gorm.DB, q models.OrderListQuery) *gorm.DB {
 	if q.Status != "" {
 		tx = tx.Where("o.status = ?", string(q.Status))
 	}
-	if q.CreatedGTE != nil {
-		tx = tx.Where("o.created_at >= ?", q.CreatedGTE.UTC())
+	tx = createdBetween(tx, "o", q.CreatedGTE, q.CreatedLTE)
+	return newestFirstAfter(tx, "orders", "o", q.StartingAfter, q.AccountID, q.Mode, q.Limit)
+}
+
+// createdBetween narrows tx to the rows of alias created within a list's
+// optional bounds, both inclusive.
+func createdBetween(tx *gorm.DB, alias string, gte, lte *time.Time) *gorm.DB {
+	if gte != nil {
+		tx = tx.Where(alias+".created_at >= ?", gte.UTC())
 	}
-	if q.CreatedLTE != nil {
-		tx = tx.Where("o.created_at <= ?", q.CreatedLTE.UTC())
+	if lte != nil {
+		tx = tx.Where(alias+".created_at <= ?", lte.UTC())
 	}
-	if q.StartingAfter != "" {
-		// Keyset pagination: strictly after the cursor in (created_at, id)
-		// order, read from the cursor's own row.
-		tx = tx.Where("(o.created_at, o.id) < (SELECT c.created_at, c.id FROM orders c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)",
-			q.StartingAfter, q.AccountID, string(q.Mode))
+	return tx
+}
+
+// newestFirstAfter orders tx's rows of table (as alias) newest first,
+// by (created_at, id), strictly after the cursor row of the same account
+// and mode when there is one (keyset pagination, read from the cursor's
+// own row), and reads one more row than the page, to know whether
+// another page follows.
+func newestFirstAfter(tx *gorm.DB, table, alias, cursor, accountID string, mode models.Mode, limit int) *gorm.DB {
+	if cursor != "" {
+		tx = tx.Where("("+alias+".created_at, "+alias+".id) < (SELECT c.created_at, c.id FROM "+table+" c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)",
+			cursor, accountID, string(mode))
 	}
-	return tx.Order("o.created_at DESC, o.id DESC").Limit(q.Limit + 1)
+	return tx.Order(alias + ".created_at DESC, " + alias + ".id DESC").Limit(limit + 1)
 }
 
 const pgListSelect = "o.*, " + pgStepsJSON + ", '[]' AS items_json, " + pgPaymentsJSON

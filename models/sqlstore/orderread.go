@@ -247,9 +247,9 @@ func (r clientOrderRow) toModel() (models.Order, error) {
 		if err1 != nil || err2 != nil {
 			return models.Order{}, fmt.Errorf("reading order %s item %d: amounts %q, %q", r.Row.ID, i, it.UnitPrice, it.LineTotal)
 		}
-		items[i] = cartItemRow{ProductURL: it.ProductURL, Marketplace: it.Marketplace, ProductID: it.ProductID, Title: it.Title,
-			ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: unit, LineTotal: line, Currency: it.Currency,
-			UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing}.toModel()
+		items[i] = models.CartItem{ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
+			Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: unit, LineTotal: line, Currency: it.Currency,
+			UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing}
 	}
 	o := r.Row.toModel(steps, items)
 	for _, p := range pjs {

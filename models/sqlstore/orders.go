@@ -184,16 +184,10 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 	)
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if req.IdempotencyKey != "" {
-			var prior orderRow
-			err := tx.Where("account_id = ? AND mode = ? AND idempotency_key = ?", req.AccountID, string(req.Mode), req.IdempotencyKey).Take(&prior).Error
-			if err == nil {
-				if prior.RequestHash != req.RequestHash {
-					return models.NewError(models.CodeIdempotencyMismatch)
-				}
-				out, err = orderTx(tx, prior)
-				return err
-			}
-			if !errors.Is(err, gorm.ErrRecordNotFound) {
+			prior, found, err := priorOrder(tx, req.RequestHash, models.CodeIdempotencyMismatch,
+				"account_id = ? AND mode = ? AND idempotency_key = ?", req.AccountID, string(req.Mode), req.IdempotencyKey)
+			if found || err != nil {
+				out = prior
 				return err
 			}
 		}
@@ -207,16 +201,9 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 		if err != nil {
 			return err
 		}
-		var prior orderRow
-		err = tx.Where("cart_id = ?", req.CartID).Take(&prior).Error
-		if err == nil {
-			if prior.RequestHash != req.RequestHash {
-				return models.NewError(models.CodeCartAlreadyOrdered)
-			}
-			out, err = orderTx(tx, prior)
-			return err
-		}
-		if !errors.Is(err, gorm.ErrRecordNotFound) {
+		prior, found, err := priorOrder(tx, req.RequestHash, models.CodeCartAlreadyOrdered, "cart_id = ?", req.CartID)
+		if found || err != nil {
+			out = prior
 			return err
 		}
 		cart, err := cartWithItems(tx, cr) // the row just locked
@@ -270,6 +257,25 @@ func (s *Store) createOrderOnce(ctx context.Context, req models.OrderRequest) (m
 	return out, created, nil
 }
 
+// priorOrder reads the order an earlier request made, where query finds
+// it, and reports whether there is one: the same request again (hash)
+// gets that order back, another one is refused with mismatch.
+func priorOrder(tx *gorm.DB, hash string, mismatch models.Code, query string, args ...any) (models.Order, bool, error) {
+	var prior orderRow
+	err := tx.Where(query, args...).Take(&prior).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.Order{}, false, nil
+	}
+	if err != nil {
+		return models.Order{}, false, err
+	}
+	if prior.RequestHash != hash {
+		return models.Order{}, true, models.NewError(mismatch)
+	}
+	o, err := orderTx(tx, prior)
+	return o, true, err
+}
+
 // orderTx loads an order's steps and items to complete a row.
 func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 	var steps []orderStepRow
@@ -282,7 +288,7 @@ func orderTx(db *gorm.DB, row orderRow) (models.Order, error) {
 	}
 	out := make([]models.CartItem, len(items))
 	for i, it := range items {
-		out[i] = it.toModel()
+		out[i] = it.CartItem
 	}
 	return row.toModel(steps, out), nil
 }
@@ -352,13 +358,9 @@ func (s *Store) OrderByNumber(ctx context.Context, number string) (models.Order,
 // Order returns an order by id, for the workflow's activities.
 func (s *Store) Order(ctx context.Context, id string) (models.Order, error) {
 	db := s.db.WithContext(ctx)
-	var row orderRow
-	err := db.Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Order{}, models.ErrOrderNotFound
-	}
+	row, err := take[orderRow](db.Where("id = ?", id), models.ErrOrderNotFound, "order")
 	if err != nil {
-		return models.Order{}, fmt.Errorf("reading order: %w", err)
+		return models.Order{}, err
 	}
 	return orderTx(db, row)
 }
@@ -514,14 +516,6 @@ func (s *Store) SetOrderRefundDestination(ctx context.Context, accountID string,
 		return models.ErrOrderNotFound
 	}
 	return nil
-}
-
-func (it cartItemRow) toModel() models.CartItem {
-	return models.CartItem{
-		ProductURL: it.ProductURL, Marketplace: models.Marketplace(it.Marketplace), ProductID: it.ProductID,
-		Title: it.Title, ImageURL: it.ImageURL, Quantity: it.Quantity, UnitPrice: it.UnitPrice, LineTotal: it.LineTotal,
-		Currency: it.Currency, UpstreamID: it.UpstreamID, Variation: it.Variation, Listing: it.Listing,
-	}
 }
 
 func utcPtr(t *time.Time) *time.Time {

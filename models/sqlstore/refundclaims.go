@@ -190,17 +190,13 @@ func (s *Store) liveClaim(db *gorm.DB, token string, now time.Time, lock bool) (
 // liveClaimByHash is liveClaim for the claim whose token hashes to hash,
 // its refund returned without the claim.
 func (s *Store) liveClaimByHash(db *gorm.DB, hash string, now time.Time, lock bool) (refundClaimRow, models.Refund, error) {
-	var row refundClaimRow
 	q := db
 	if lock {
 		q = s.forUpdate(db)
 	}
-	err := q.Where("token_hash = ?", hash).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return refundClaimRow{}, models.Refund{}, models.ErrRefundNotFound
-	}
+	row, err := take[refundClaimRow](q.Where("token_hash = ?", hash), models.ErrRefundNotFound, "refund claim")
 	if err != nil {
-		return refundClaimRow{}, models.Refund{}, fmt.Errorf("reading refund claim: %w", err)
+		return refundClaimRow{}, models.Refund{}, err
 	}
 	var rr refundRow
 	if err := db.Where("id = ?", row.RefundID).Take(&rr).Error; err != nil {

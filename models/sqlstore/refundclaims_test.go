@@ -20,6 +20,16 @@ import (
 	"github.com/memocart/memocart/models/sqlstore/sqlstoretest"
 )
 
+// claimedRefund is a new failed order of the account for cartID, its
+// refund owed at now, awaiting a destination, and that refund's claim
+// token.
+func claimedRefund(t *testing.T, st *sqlstore.Store, accountID, cartID string, now time.Time) (models.Order, models.Refund, string) {
+	t.Helper()
+	o := failedOrder(t, st, accountID, cartID, nil)
+	r := owedRefund(t, st, o.ID, now)
+	return o, r, claimOf(t, r, now)
+}
+
 // claimOf asserts r has a claim of a token's shape that expires at
 // issued+30 days, and returns its token.
 func claimOf(t *testing.T, r models.Refund, issued time.Time) string {
@@ -39,10 +49,8 @@ func TestRefundClaimLifecycle(t *testing.T) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
 		created := t0.Add(time.Hour)
-		o := failedOrder(t, st, a.ID, "crt_claim", nil)
-		r := owedRefund(t, st, o.ID, created)
+		o, r, token := claimedRefund(t, st, a.ID, "crt_claim", created)
 		require.Equal(t, models.RefundAwaitingDestination, r.Status)
-		token := claimOf(t, r, created)
 
 		// Stored as its hash, and the token itself (plain: this store has
 		// no key).
@@ -234,8 +242,7 @@ func TestTakeRefundClaimConcurrently(t *testing.T) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
-		o := failedOrder(t, st, a.ID, "crt_race", nil)
-		token := claimOf(t, owedRefund(t, st, o.ID, now), now)
+		_, _, token := claimedRefund(t, st, a.ID, "crt_race", now)
 
 		const n = 8
 		taken := make([]bool, n)
@@ -293,9 +300,8 @@ func TestRefundEventsCarryTheClaim(t *testing.T) {
 		a := newAccount(t, st, "a")
 		newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
-		o := failedOrder(t, st, a.ID, "crt_ev", nil)
-		r := owedRefund(t, st, o.ID, now)
-		first, id := claimOf(t, r, now), r.ID
+		_, r, first := claimedRefund(t, st, a.ID, "crt_ev", now)
+		id := r.ID
 		for _, mv := range []func(models.Refund) (models.Refund, error){
 			func(r models.Refund) (models.Refund, error) { return models.SetRefundDestination(r, toAccount) },
 			func(r models.Refund) (models.Refund, error) { return models.ApproveRefund(r, now) },
@@ -388,9 +394,8 @@ func TestRefundClaimWriteUsesTheClaim(t *testing.T) {
 		ctx := context.Background()
 		a := newAccount(t, st, "a")
 		now := t0.Add(time.Hour)
-		o := failedOrder(t, st, a.ID, "crt_use", nil)
-		r := owedRefund(t, st, o.ID, now)
-		id, token := r.ID, claimOf(t, r, now)
+		_, r, token := claimedRefund(t, st, a.ID, "crt_use", now)
+		id := r.ID
 		hash, ok := models.RefundClaimHash(token)
 		require.True(t, ok)
 
@@ -488,9 +493,8 @@ func TestRefundEventsStoreClaimReferences(t *testing.T) {
 		a := newAccount(t, st, "a")
 		ep := newEndpoint(t, st, a.ID, models.ModeTest, models.EventAll)
 		now := t0.Add(time.Hour)
-		o := failedOrder(t, st, a.ID, "crt_ref", nil)
-		owed := owedRefund(t, st, o.ID, now)
-		id, first := owed.ID, claimOf(t, owed, now)
+		o, owed, first := claimedRefund(t, st, a.ID, "crt_ref", now)
+		id := owed.ID
 		eventOf := func(typ models.EventType) string {
 			t.Helper()
 			pending, err := st.PendingOrderWebhookEvents(ctx, o.ID)

@@ -381,13 +381,9 @@ func paymentsMode(tx *gorm.DB, ids []string) (models.Mode, error) {
 // models.ErrRefundNotFound.
 func (s *Store) Refund(ctx context.Context, id string) (models.Refund, error) {
 	db := s.db.WithContext(ctx)
-	var row refundRow
-	err := db.Where("id = ?", id).Take(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.Refund{}, models.ErrRefundNotFound
-	}
+	row, err := take[refundRow](db.Where("id = ?", id), models.ErrRefundNotFound, "refund")
 	if err != nil {
-		return models.Refund{}, fmt.Errorf("reading refund: %w", err)
+		return models.Refund{}, err
 	}
 	r, err := row.toModel()
 	if err != nil {
@@ -463,19 +459,9 @@ func (s *Store) ListRefunds(ctx context.Context, q models.RefundListQuery) ([]mo
 	if q.OrderID != "" {
 		tx = tx.Where("r.order_id = ?", q.OrderID)
 	}
-	if q.CreatedGTE != nil {
-		tx = tx.Where("r.created_at >= ?", q.CreatedGTE.UTC())
-	}
-	if q.CreatedLTE != nil {
-		tx = tx.Where("r.created_at <= ?", q.CreatedLTE.UTC())
-	}
-	if q.StartingAfter != "" {
-		// Keyset pagination, read from the cursor's own row.
-		tx = tx.Where("(r.created_at, r.id) < (SELECT c.created_at, c.id FROM refunds c WHERE c.id = ? AND c.account_id = ? AND c.mode = ?)",
-			q.StartingAfter, q.AccountID, string(q.Mode))
-	}
+	tx = createdBetween(tx, "r", q.CreatedGTE, q.CreatedLTE)
 	var rows []refundRow
-	if err := tx.Order("r.created_at DESC, r.id DESC").Limit(q.Limit + 1).Find(&rows).Error; err != nil {
+	if err := newestFirstAfter(tx, "refunds", "r", q.StartingAfter, q.AccountID, q.Mode, q.Limit).Find(&rows).Error; err != nil {
 		return nil, false, fmt.Errorf("listing refunds: %w", err)
 	}
 	rows, more, err := keysetPage(db, &refundRow{}, rows, q.StartingAfter, q.AccountID, q.Mode, q.Limit, models.ErrRefundNotFound)

@@ -503,12 +503,22 @@ func refundAt(t *testing.T, st *sqlstore.Store, accountID string, mode models.Mo
 	return r
 }
 
+// unmatchedRefund stores p as a payment that matched no order and creates
+// its refund, which must be new.
+func unmatchedRefund(t *testing.T, st *sqlstore.Store, p models.Payment) models.Refund {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.SaveMatch(ctx, p, "", time.Now()))
+	r, err := models.RefundOfUnmatchedPayment(p, models.PaymentStateUnmatched, t0)
+	require.NoError(t, err)
+	stored, created, err := st.CreateRefund(ctx, r)
+	require.NoError(t, err)
+	require.True(t, created)
+	return stored
+}
+
 func refundIDs(rs []models.Refund) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.ID
-	}
-	return out
+	return idsOf(rs, func(r models.Refund) string { return r.ID })
 }
 
 // An account lists its own refunds in one mode, newest first, page by
@@ -596,13 +606,7 @@ func TestCreateRefundOnce(t *testing.T) {
 		ctx := context.Background()
 		p := livePayment("p-stray", "nothing", "USDC", "5.5")
 		p.Sender = "GSTRAY"
-		require.NoError(t, st.SaveMatch(ctx, p, "", time.Now()))
-		r, err := models.RefundOfUnmatchedPayment(p, models.PaymentStateUnmatched, t0)
-		require.NoError(t, err)
-
-		stored, created, err := st.CreateRefund(ctx, r)
-		require.NoError(t, err)
-		assert.True(t, created)
+		stored := unmatchedRefund(t, st, p)
 		assert.Equal(t, models.ModeTest, stored.Mode, "the payment's mode")
 		assert.Empty(t, stored.OrderID)
 		assert.Empty(t, stored.AccountID)
@@ -610,13 +614,13 @@ func TestCreateRefundOnce(t *testing.T) {
 		assert.Equal(t, "5.5", stored.Amount.String())
 		assert.Equal(t, []string{p.ID}, stored.PaymentIDs)
 
-		later := r
+		later := stored
 		later.CreatedAt = t0.Add(time.Hour)
 		again, created, err := st.CreateRefund(ctx, later)
 		require.NoError(t, err)
 		assert.False(t, created)
 		assert.Equal(t, stored, again, "the refund stored first")
-		read, err := st.Refund(ctx, r.ID)
+		read, err := st.Refund(ctx, stored.ID)
 		require.NoError(t, err)
 		assert.Equal(t, stored, read)
 		_, err = st.Refund(ctx, "rfd_missing")

@@ -304,3 +304,17 @@ func (s *Store) forUpdate(tx *gorm.DB) *gorm.DB {
 	}
 	return tx
 }
+
+// take reads the one row q selects: notFound when there is none, any other
+// failure as an error reading what.
+func take[R any](q *gorm.DB, notFound error, what string) (R, error) {
+	var row R
+	err := q.Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, notFound
+	}
+	if err != nil {
+		return row, fmt.Errorf("reading %s: %w", what, err)
+	}
+	return row, nil
+}

@@ -49,6 +49,16 @@ func migratedTo(t *testing.T, dialect string, version int) *sqlstore.Store {
 	return st
 }
 
+// eachDialectAt runs fn on a store of each dialect migrated up to version:
+// a migration's test writes rows as they were before it, then migrates.
+func eachDialectAt(t *testing.T, version int, fn func(t *testing.T, st *sqlstore.Store)) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(d, func(t *testing.T) {
+			fn(t, migratedTo(t, d, version))
+		})
+	}
+}
+
 // openMigrated opens a migrated store on the database at dsn that seals
 // secrets with key, or keeps them plain when key is nil: two of them on
 // one database show what a process with the key and one without read.

@@ -145,6 +145,19 @@ func parseHTTPURL(v string, dst *string) error {
 	return nil
 }
 
+// parseOptionalStellarAccount accepts a Stellar account (G...) or empty
+// (the setting is unset): wallets and Horizon refuse an account that fails
+// the StrKey check, so a bad value is refused at startup instead.
+func parseOptionalStellarAccount(v string, dst *string) error {
+	if v != "" {
+		if err := models.ValidateStellarAccount(v); err != nil {
+			return err
+		}
+	}
+	*dst = v
+	return nil
+}
+
 func amazonCredentialVar(group string) envVar {
 	return envVar{name: "MEMOCART_AMAZON_" + group + "_CREDENTIALS", def: "", secret: true,
 		help: "live mode: Creators API credential of the " + group + " region group, client_id:client_secret:partner_tag[:version] (version as Amazon shows it, e.g. 3.1 or 2.1; default 3.x); empty = that group's storefronts are not served",
@@ -360,51 +373,19 @@ var envVars = []envVar{
 		}},
 	{name: "MEMOCART_STELLAR_ACCOUNT", def: "",
 		help: "live mode: the Stellar account (G...) payers pay to; empty = live orders are refused",
-		set: func(c *Config, v string) error {
-			if v != "" {
-				if err := models.ValidateStellarAccount(v); err != nil {
-					return err
-				}
-			}
-			c.StellarAccount = v
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseOptionalStellarAccount(v, &c.StellarAccount) }},
 	{name: "MEMOCART_STELLAR_HORIZON_URL", def: "",
 		help: "Horizon server the payment watcher reads; empty = SDF's public Horizon of the network",
-		set: func(c *Config, v string) error {
-			if v != "" {
-				if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return errors.New("must be an http(s) URL")
-				}
-			}
-			c.StellarHorizonURL = strings.TrimRight(v, "/")
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseHTTPURL(v, &c.StellarHorizonURL) }},
 	{name: "MEMOCART_STELLAR_USDC_ISSUER", def: "",
 		help: "issuer of the USDC accepted; empty = Circle's issuer on the network",
-		set: func(c *Config, v string) error {
-			if v != "" {
-				if err := models.ValidateStellarAccount(v); err != nil {
-					return err
-				}
-			}
-			c.USDCIssuer = v
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseOptionalStellarAccount(v, &c.USDCIssuer) }},
 	{name: "MEMOCART_STELLAR_PAYOUT_SECRET_FILE", def: "",
 		help: "live mode: file holding the secret seed (S...) of the Stellar account refunds are paid from; read by the worker only, never logged; empty = live refunds wait for approval and a payout account",
 		set:  func(c *Config, v string) error { c.StellarPayoutSecretFile = v; return nil }},
 	{name: "MEMOCART_STELLAR_PAYOUT_ACCOUNT", def: "",
 		help: "live mode: the address (G...) of the payout account of MEMOCART_STELLAR_PAYOUT_SECRET_FILE, which the api refuses as a refund destination (as it does MEMOCART_STELLAR_ACCOUNT); a worker with the secret file refuses to start if they differ; empty = only the worker refuses it",
-		set: func(c *Config, v string) error {
-			if v != "" {
-				if err := models.ValidateStellarAccount(v); err != nil {
-					return err
-				}
-			}
-			c.StellarPayoutAccount = v
-			return nil
-		}},
+		set:  func(c *Config, v string) error { return parseOptionalStellarAccount(v, &c.StellarPayoutAccount) }},
 	{name: "MEMOCART_STELLAR_PAYOUT_MAX_FEE", def: strconv.Itoa(payout.DefaultMaxFee),
 		help: "live mode: the most a refund payout bids per operation under surge pricing, in stroops (100 to 10000000; the network charges its fee of the ledger, not the bid); a payout the network wants more for waits, with the alert refund_payout_fee_too_low",
 		set: func(c *Config, v string) error {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,32 +25,15 @@ type readiness struct {
 
 func (r *readiness) set(checks ...api.ReadinessCheck) { r.checks.Store(&checks) }
 
-// readyTimeout bounds an admin /readyz, as the API's own.
-const readyTimeout = 2 * time.Second
-
-// unready runs every check at once, bounded by readyTimeout, and says
-// what is not ready: "" when everything is. Why is logged, not answered.
+// unready runs every check at once, bounded as the API's own /readyz
+// (api.Unready), and says what is not ready: "" when everything is. Why is
+// logged, not answered.
 func (r *readiness) unready(ctx context.Context, log *slog.Logger) string {
 	p := r.checks.Load()
 	if p == nil {
 		return "Not ready: starting"
 	}
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	checks := *p
-	errs := make([]error, len(checks))
-	var wg sync.WaitGroup
-	for i, c := range checks {
-		wg.Go(func() { errs[i] = c.Check(ctx) })
-	}
-	wg.Wait()
-	var names []string
-	for i, err := range errs {
-		if err != nil {
-			names = append(names, checks[i].Name)
-			log.WarnContext(ctx, "readiness check failed", slog.String("dependency", checks[i].Name), slog.Any("error", err))
-		}
-	}
+	names := api.Unready(ctx, log, *p)
 	if len(names) == 0 {
 		return ""
 	}

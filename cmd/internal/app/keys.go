@@ -205,6 +205,18 @@ func parseOneArg(fs *flag.FlagSet, args []string, wrongCount string) (string, er
 	return fs.Arg(0), nil
 }
 
+// parseOneArgStore parses the arguments of a subcommand that takes
+// exactly one, then opens the migrated store it acts on (the caller
+// closes it).
+func parseOneArgStore(ctx context.Context, e Env, fs *flag.FlagSet, args []string, wrongCount string) (string, *sqlstore.Store, error) {
+	arg, err := parseOneArg(fs, args, wrongCount)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := openMigratedStore(ctx, e)
+	return arg, st, err
+}
+
 // printJSON prints v on stdout, indented, for scripts (jq).
 func printJSON(e Env, v any) error {
 	enc := json.NewEncoder(e.Stdout)
@@ -274,11 +286,7 @@ func keysList(ctx context.Context, e Env, args []string) error {
 }
 
 func keysRevoke(ctx context.Context, e Env, args []string) error {
-	ref, err := parseOneArg(keysFlagSet(e, "revoke"), args, "keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
-	if err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	ref, st, err := parseOneArgStore(ctx, e, keysFlagSet(e, "revoke"), args, "keys revoke takes exactly one KEY_ID (see keys list) or the key itself")
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"bytes"
-	"context"
 	"strconv"
 	"testing"
 
@@ -15,14 +13,12 @@ import (
 // TestKeysCreatePerMinuteBounds: an enterprise budget the limiter could not
 // enforce is refused up front, not stored and then served unlimited.
 func TestKeysCreatePerMinuteBounds(t *testing.T) {
-	env := map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}
-	getenv := func(k string) string { return env[k] }
-	require.NoError(t, Run(context.Background(), []string{"migrate"}, getenv, &bytes.Buffer{}, &bytes.Buffer{}))
+	c := cli{t: t, vars: map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}}
+	c.ok("migrate")
 	create := func(perMinute int) (string, error) {
-		var out, errOut bytes.Buffer
-		err := Run(context.Background(), []string{"keys", "create", "--account", "acme", "--mode", "test",
-			"--tier", "enterprise", "--per-minute", strconv.Itoa(perMinute)}, getenv, &out, &errOut)
-		return out.String() + errOut.String(), err
+		out, errOut, err := c.run("keys", "create", "--account", "acme", "--mode", "test",
+			"--tier", "enterprise", "--per-minute", strconv.Itoa(perMinute))
+		return out + errOut, err
 	}
 	out, err := create(models.MaxPerMinute + 1)
 	require.Error(t, err)
@@ -35,13 +31,12 @@ func TestKeysCreatePerMinuteBounds(t *testing.T) {
 // webhooks create name every fault of their flags at once, and refuse
 // before they look for a database (there is none here).
 func TestCreateCommandsRefuseBadFlagsBeforeTheDatabase(t *testing.T) {
-	env := map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}
+	c := cli{t: t, vars: map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}}
 	for _, args := range [][]string{
 		{"keys", "create", "--mode", "staging", "--tier", "pro"},
 		{"webhooks", "create", "--mode", "staging", "--url", "https://hooks.example.com/x", "--events", "*"},
 	} {
-		var out, errOut bytes.Buffer
-		err := Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
+		_, _, err := c.run(args...)
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), "--account is required", args)
 		assert.Contains(t, err.Error(), "--mode must be test or live", args)

@@ -197,7 +197,7 @@ func paymentsAttach(ctx context.Context, e Env, st *sqlstore.Store, args []strin
 		return err
 	}
 	defer tc.Close()
-	sigCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sigCtx, cancel := context.WithTimeout(ctx, workflowCallTimeout)
 	defer cancel()
 	matcher, err := checkout.NewMatcher(st, workflows.NewClient(tc, e.Cfg.TemporalTaskQueue), e.Log)
 	if err != nil {
@@ -263,13 +263,9 @@ func paymentsMarkRefunded(ctx context.Context, e Env, st *sqlstore.Store, args [
 }
 
 func (w *lazyWorkflows) RecordRefund(ctx context.Context, orderID string, r workflows.RefundRequest) (workflows.RefundResult, error) {
-	c, err := w.client()
-	if err != nil {
-		return workflows.RefundResult{}, err
-	}
-	upCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.RecordRefund(upCtx, orderID, r)
+	return onWorkflows(ctx, w, func(ctx context.Context, c *workflows.Client) (workflows.RefundResult, error) {
+		return c.RecordRefund(ctx, orderID, r)
+	})
 }
 
 // temporalSetupError is a client configuration the command could not use:

@@ -272,34 +272,40 @@ func (w *lazyWorkflows) client() (*workflows.Client, error) {
 	return workflows.NewClient(w.tc, w.e.Cfg.TemporalTaskQueue), nil
 }
 
-func (w *lazyWorkflows) StartRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+// workflowCallTimeout bounds a command's call to a workflow: an operator
+// is told, not left waiting on a cluster that does not answer.
+const workflowCallTimeout = 30 * time.Second
+
+// onWorkflows calls call with the workflows' client, connected on first
+// use, within workflowCallTimeout.
+func onWorkflows[T any](ctx context.Context, w *lazyWorkflows, call func(context.Context, *workflows.Client) (T, error)) (T, error) {
 	c, err := w.client()
 	if err != nil {
-		return err
+		var zero T
+		return zero, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, workflowCallTimeout)
 	defer cancel()
-	return c.StartRefund(ctx, r, orderNumber)
+	return call(ctx, c)
+}
+
+func (w *lazyWorkflows) StartRefund(ctx context.Context, r models.Refund, orderNumber string) error {
+	_, err := onWorkflows(ctx, w, func(ctx context.Context, c *workflows.Client) (struct{}, error) {
+		return struct{}{}, c.StartRefund(ctx, r, orderNumber)
+	})
+	return err
 }
 
 func (w *lazyWorkflows) MoveRefund(ctx context.Context, refundID string, move workflows.RefundMove) (models.Refund, error) {
-	c, err := w.client()
-	if err != nil {
-		return models.Refund{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.MoveRefund(ctx, refundID, move)
+	return onWorkflows(ctx, w, func(ctx context.Context, c *workflows.Client) (models.Refund, error) {
+		return c.MoveRefund(ctx, refundID, move)
+	})
 }
 
 func (w *lazyWorkflows) RefundRunsClosed(ctx context.Context, after, until time.Time) ([]string, error) {
-	c, err := w.client()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.RefundRunsClosed(ctx, after, until)
+	return onWorkflows(ctx, w, func(ctx context.Context, c *workflows.Client) ([]string, error) {
+		return c.RefundRunsClosed(ctx, after, until)
+	})
 }
 
 func (w *lazyWorkflows) close() {

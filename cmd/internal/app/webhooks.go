@@ -180,11 +180,7 @@ func endpointStatus(ep sqlstore.StoredWebhookEndpoint) string {
 }
 
 func webhooksDelete(ctx context.Context, e Env, args []string) error {
-	id, err := parseOneArg(webhooksFlagSet(e, "delete"), args, "webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
-	if err != nil {
-		return err
-	}
-	st, err := openMigratedStore(ctx, e)
+	id, st, err := parseOneArgStore(ctx, e, webhooksFlagSet(e, "delete"), args, "webhooks delete takes exactly one ENDPOINT_ID (see webhooks list)")
 	if err != nil {
 		return err
 	}

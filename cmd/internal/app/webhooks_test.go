@@ -1,8 +1,6 @@
 package app
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -17,12 +15,7 @@ import (
 // TestWebhooksCommand drives `memocart webhooks` on a database without a
 // running stack.
 func TestWebhooksCommand(t *testing.T) {
-	env := map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}
-	runCmd := func(args ...string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		err := Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errOut)
-		return out.String(), errOut.String(), err
-	}
+	runCmd := cli{t: t, vars: map[string]string{"MEMOCART_DATA_DIR": t.TempDir()}}.run
 	_, errOut, err := runCmd("migrate")
 	require.NoError(t, err, errOut)
 	_, errOut, err = runCmd("keys", "create", "--account", "acme", "--mode", "test", "--tier", "pro")
