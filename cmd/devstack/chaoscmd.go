@@ -48,8 +48,7 @@ Flags:`
 
 // runChaos is `devstack chaos` (make chaos).
 func runChaos(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("chaos", chaosUsage, e.Stderr)
 	var o chaos.Options
 	fs.IntVar(&o.Orders, "orders", 1000, "orders to create")
 	fs.Float64Var(&o.Unpaid, "unpaid", 0.1, "fraction of the orders left unpaid (they must end cancelled)")
@@ -71,16 +70,8 @@ func runChaos(ctx context.Context, e app.Env, args []string) error {
 	fs.DurationVar(&o.AlertWait, "alert-wait", 10*time.Minute, "how long after the checks to wait for every alert of the cluster's Prometheus to resolve")
 	var own ownClusterFlags
 	own.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, chaosUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("chaos: unexpected arguments %q", fs.Args())
 	}
 	if o.Orders < 1 || o.Concurrency < 1 || o.Kills < 0 || o.Unpaid < 0 || o.Unpaid > 1 || o.DownMin <= 0 || o.DownMax < o.DownMin ||
 		o.LiveShare < 0 || o.LiveShare > 1 || o.Overpaid < 0 || o.Late < 0 || o.Failed < 0 || o.Overpaid+o.Late+o.Failed > 1 {

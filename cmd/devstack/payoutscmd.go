@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -32,8 +31,7 @@ Flags:`
 
 // runPayouts is `devstack payouts` (make payouts).
 func runPayouts(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("payouts", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("payouts", payoutsUsage, e.Stderr)
 	var o chaos.PayoutsOptions
 	fs.IntVar(&o.Refunds, "refunds", 50, "refunds approved at once")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "clients creating the orders owed them")
@@ -41,16 +39,8 @@ func runPayouts(ctx context.Context, e app.Env, args []string) error {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Second, "the cluster's MEMOCART_REQUEST_TIMEOUT")
 	var own ownClusterFlags
 	own.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, payoutsUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("payouts: unexpected arguments %q", fs.Args())
 	}
 	if o.Refunds < 1 || o.Concurrency < 1 || o.Wait <= 0 {
 		return errors.New("payouts: -refunds, -concurrency and -wait must be positive")
