@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/memocart/memocart/cmd/devstack/cluster/chaos"
@@ -47,25 +46,11 @@ func runPayouts(ctx context.Context, e app.Env, args []string) error {
 	}
 	o.Seed = uint64(time.Now().UnixNano())
 	o.Out = e.Stdout
-	oc, err := startOwnCluster(ctx, e, "payouts", own, true, map[string]string{
+	title := fmt.Sprintf("devstack payouts -refunds %d", o.Refunds)
+	return runOwnClusterDriver(ctx, e, "payouts", title, own, true, map[string]string{
 		"MEMOCART_REFUND_AUTO_APPROVE_MAX": "0", "MEMOCART_REQUEST_TIMEOUT": o.RequestTimeout.String(),
+	}, func(oc *ownCluster) (*chaos.Report, error) {
+		o.Memocart, o.Live = oc.memocart, oc.live
+		return chaos.Payouts(ctx, oc.c, o)
 	})
-	if err != nil {
-		return err
-	}
-	defer oc.down()
-	o.Memocart, o.Live = oc.memocart, oc.live
-	load1, _ := os.ReadFile("/proc/loadavg")
-	rep, err := chaos.Payouts(ctx, oc.c, o)
-	if err != nil {
-		return err
-	}
-	load2, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(e.Stdout, "\ndevstack payouts -refunds %d (%s; load average before %s, after %s)\n\n",
-		o.Refunds, time.Now().UTC().Format(time.DateOnly), field3(load1), field3(load2))
-	rep.Print(e.Stdout)
-	if rep.Failed() {
-		return errors.New("payouts: an invariant is not 0 (see the table)")
-	}
-	return nil
 }
