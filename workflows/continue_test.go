@@ -14,10 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -121,11 +118,7 @@ func TestOrderBackorderedFor120DaysStaysBounded(t *testing.T) {
 			)
 			for run := 0; ; run++ {
 				require.Less(t, run, 50, "the order never ended")
-				var suite testsuite.WorkflowTestSuite
-				suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-				env := suite.NewTestWorkflowEnvironment()
-				env.SetStartTime(start)
-				env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+				env := newTestEnv(slog.DiscardHandler, start)
 				env.RegisterWorkflowWithOptions(workflows.Order, workflow.RegisterOptions{Name: workflows.OrderWorkflowName})
 				ff.now = env.Now
 				registerActivities(t, env, actParts{

@@ -78,11 +78,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
-	env := suite.NewTestWorkflowEnvironment()
-	env.SetStartTime(t0)
-	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	env := newTestEnv(slog.NewTextHandler(testWriter{t}, nil), t0)
 
 	in := workflows.OrderInput{
 		OrderID:         orderID,
@@ -129,6 +125,18 @@ func (h *harness) beforeRefundPayouts() {
 	h.env.OnGetVersion("baseline-2026-12", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion("baseline-2026-11", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion("refund-payouts", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+}
+
+// newTestEnv is a test workflow environment starting at start whose SDK
+// logs go to logs. Workflows and activities register under the names
+// given, as the worker registers them (no aliases).
+func newTestEnv(logs slog.Handler, start time.Time) *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(logs)))
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetStartTime(start)
+	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	return env
 }
 
 type testWriter struct{ t *testing.T }
@@ -307,10 +315,7 @@ func TestOrderInvalidInput(t *testing.T) {
 
 	h.env.ExecuteWorkflow(workflows.OrderWorkflowName, h.in)
 
-	err := h.env.GetWorkflowError()
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, err, &appErr)
-	assert.Equal(t, string(models.CodeInvalidRequest), appErr.Type())
+	appErr := requireAppError(t, h.env.GetWorkflowError(), models.CodeInvalidRequest)
 	assert.Contains(t, appErr.Message(), "OrderID, PaymentAmount")
 }
 

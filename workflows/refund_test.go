@@ -17,10 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -222,11 +220,7 @@ type refundHarness struct {
 
 func newRefundHarness(t *testing.T, r models.Refund) *refundHarness {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, nil))))
-	env := suite.NewTestWorkflowEnvironment()
-	env.SetStartTime(t0)
-	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	env := newTestEnv(slog.NewTextHandler(testWriter{t}, nil), t0)
 	h := &refundHarness{
 		t: t, env: env,
 		store: &fakeRefunds{r: r, senders: map[string]string{"p1": refundDest}},
@@ -324,9 +318,7 @@ func TestRefundWorkflow(t *testing.T) {
 		res, err := h.run()
 		require.NoError(t, err)
 		require.True(t, bad.completed)
-		var appErr *temporal.ApplicationError
-		require.ErrorAs(t, bad.err, &appErr)
-		assert.Equal(t, string(models.CodeInvalidRefundDestination), appErr.Type())
+		requireAppError(t, bad.err, models.CodeInvalidRefundDestination)
 		require.NoError(t, good.err)
 		assert.Equal(t, models.RefundSent, res.Status)
 		_, writes := h.store.snapshot()
@@ -346,9 +338,7 @@ func TestRefundWorkflow(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, first.err)
 		require.True(t, late.completed, "%+v", late)
-		var appErr *temporal.ApplicationError
-		require.ErrorAs(t, late.err, &appErr)
-		assert.Equal(t, string(models.CodeRefundNotFound), appErr.Type())
+		requireAppError(t, late.err, models.CodeRefundNotFound)
 		require.NoError(t, approve.err)
 		assert.Equal(t, models.RefundSent, res.Status)
 		r, writes := h.store.snapshot()
@@ -487,10 +477,7 @@ func TestRefundMarkSentIsCheckedByThePayer(t *testing.T) {
 	res, err := h.run()
 	require.NoError(t, err)
 	require.True(t, wrong.completed, "%+v", wrong)
-	var ae *temporal.ApplicationError
-	require.ErrorAs(t, wrong.err, &ae)
-	assert.Equal(t, string(models.CodeInvalidRequest), ae.Type())
-	assert.Contains(t, ae.Message(), "does not pay the refund")
+	assert.Contains(t, requireAppError(t, wrong.err, models.CodeInvalidRequest).Message(), "does not pay the refund")
 	require.NoError(t, right.err)
 	assert.Equal(t, workflows.RefundOutcome{Status: models.RefundSent, TransactionHash: good}, res)
 	_, writes := h.store.snapshot()
@@ -593,10 +580,7 @@ func TestRefundTestFailPayout(t *testing.T) {
 			}
 			res, err := h.run()
 			require.NoError(t, err)
-			require.True(t, fail.rejected, "%+v", fail)
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, fail.rejectErr, &appErr)
-			assert.Equal(t, string(c.code), appErr.Type())
+			fail.requireRejected(t, c.code)
 			assert.Equal(t, models.RefundSent, res.Status, "the payout went ahead")
 		})
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/memocart/memocart/models"
 	"github.com/memocart/memocart/workflows"
@@ -100,12 +99,7 @@ func TestOrderTestMoves(t *testing.T) {
 			out := h.moveAt(c.at, c.move)
 			res := h.run()
 			assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
-			require.True(t, out.rejected, "%+v", out)
-			assert.False(t, out.accepted)
-			var appErr *temporal.ApplicationError
-			require.ErrorAs(t, out.rejectErr, &appErr)
-			assert.Equal(t, string(c.code), appErr.Type())
-			assert.Contains(t, appErr.Message(), c.status)
+			assert.Contains(t, out.requireRejected(t, c.code).Message(), c.status)
 			assert.NotContains(t, h.ff.Calls(), "move:advance")
 		})
 	}
@@ -117,11 +111,7 @@ func TestOrderTestMoves(t *testing.T) {
 		out := h.moveAt(paidAt+10*time.Second, advance)
 		res := h.run()
 		assertResult(t, result(models.OrderDelivered, models.PaymentConfirmed, "995.98"), res)
-		require.True(t, out.rejected, "%+v", out)
-		var appErr *temporal.ApplicationError
-		require.ErrorAs(t, out.rejectErr, &appErr)
-		assert.Equal(t, string(models.CodeInvalidOrderState), appErr.Type())
-		assert.Contains(t, appErr.Message(), "predates test moves")
+		assert.Contains(t, out.requireRejected(t, models.CodeInvalidOrderState).Message(), "predates test moves")
 	})
 
 	t.Run("refused: a live order", func(t *testing.T) {
@@ -130,9 +120,6 @@ func TestOrderTestMoves(t *testing.T) {
 		h.payAt(paidAt, pay("p1", "995.98"))
 		out := h.moveAt(paidAt+10*time.Second, advance)
 		h.run()
-		require.True(t, out.rejected, "%+v", out)
-		var appErr *temporal.ApplicationError
-		require.ErrorAs(t, out.rejectErr, &appErr)
-		assert.Equal(t, string(models.CodeTestModeOnly), appErr.Type())
+		out.requireRejected(t, models.CodeTestModeOnly)
 	})
 }

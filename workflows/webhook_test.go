@@ -16,9 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/memocart/memocart/activities"
@@ -187,11 +185,7 @@ type webhookHarness struct {
 
 func newWebhookHarness(t *testing.T, scripts map[string][]int) *webhookHarness {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	env := suite.NewTestWorkflowEnvironment()
-	env.SetStartTime(t0)
-	env.SetWorkerOptions(worker.Options{DisableRegistrationAliasing: true})
+	env := newTestEnv(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}), t0)
 	h := &webhookHarness{
 		t: t, env: env, starts: map[string][]time.Time{},
 		store: &fakeWebhookStore{

@@ -48,8 +48,7 @@ Flags:`
 
 // runChaos is `devstack chaos` (make chaos).
 func runChaos(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("chaos", chaosUsage, e.Stderr)
 	var o chaos.Options
 	fs.IntVar(&o.Orders, "orders", 1000, "orders to create")
 	fs.Float64Var(&o.Unpaid, "unpaid", 0.1, "fraction of the orders left unpaid (they must end cancelled)")
@@ -71,16 +70,8 @@ func runChaos(ctx context.Context, e app.Env, args []string) error {
 	fs.DurationVar(&o.AlertWait, "alert-wait", 10*time.Minute, "how long after the checks to wait for every alert of the cluster's Prometheus to resolve")
 	var own ownClusterFlags
 	own.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, chaosUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("chaos: unexpected arguments %q", fs.Args())
 	}
 	if o.Orders < 1 || o.Concurrency < 1 || o.Kills < 0 || o.Unpaid < 0 || o.Unpaid > 1 || o.DownMin <= 0 || o.DownMax < o.DownMin ||
 		o.LiveShare < 0 || o.LiveShare > 1 || o.Overpaid < 0 || o.Late < 0 || o.Failed < 0 || o.Overpaid+o.Late+o.Failed > 1 {
@@ -93,26 +84,38 @@ func runChaos(ctx context.Context, e app.Env, args []string) error {
 	}
 	o.Out = e.Stdout
 
-	oc, err := startOwnCluster(ctx, e, "chaos", own, o.LiveShare > 0, map[string]string{
+	title := fmt.Sprintf("devstack chaos -orders %d -live %g -kills %d -seed %d", o.Orders, o.LiveShare, o.Kills, o.Seed)
+	return runOwnClusterDriver(ctx, e, "chaos", title, own, o.LiveShare > 0, map[string]string{
 		"MEMOCART_PAYMENT_WINDOW": window.String(), "MEMOCART_SANDBOX_STEP_DELAY": stepDelay.String(),
 		"MEMOCART_REQUEST_TIMEOUT": o.RequestTimeout.String(),
+	}, func(oc *ownCluster) (*chaos.Report, error) {
+		o.Memocart, o.Live = oc.memocart, oc.live
+		return chaos.Run(ctx, oc.c, o)
 	})
+}
+
+// runOwnClusterDriver runs drive on the driver name's own cluster (see
+// startOwnCluster), then prints title (the command line), the date and
+// the load averages before and after the run, and the report; a report
+// with an invariant not 0 is an error.
+func runOwnClusterDriver(ctx context.Context, e app.Env, name, title string, own ownClusterFlags, live bool, env map[string]string,
+	drive func(oc *ownCluster) (*chaos.Report, error)) error {
+	oc, err := startOwnCluster(ctx, e, name, own, live, env)
 	if err != nil {
 		return err
 	}
 	defer oc.down()
-	o.Memocart, o.Live = oc.memocart, oc.live
 	load1, _ := os.ReadFile("/proc/loadavg")
-	rep, err := chaos.Run(ctx, oc.c, o)
+	rep, err := drive(oc)
 	if err != nil {
 		return err
 	}
 	load2, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(e.Stdout, "\ndevstack chaos -orders %d -live %g -kills %d -seed %d (%s; load average before %s, after %s)\n\n",
-		o.Orders, o.LiveShare, o.Kills, o.Seed, time.Now().UTC().Format(time.DateOnly), field3(load1), field3(load2))
+	fmt.Fprintf(e.Stdout, "\n%s (%s; load average before %s, after %s)\n\n",
+		title, time.Now().UTC().Format(time.DateOnly), field3(load1), field3(load2))
 	rep.Print(e.Stdout)
 	if rep.Failed() {
-		return errors.New("chaos: an invariant is not 0 (see the table)")
+		return fmt.Errorf("%s: an invariant is not 0 (see the table)", name)
 	}
 	return nil
 }

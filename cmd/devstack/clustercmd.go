@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,16 +37,11 @@ Flags:`
 
 // runCluster is `devstack cluster`.
 func runCluster(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("cluster", clusterUsage, e.Stderr)
 	stateDir := fs.String("state-dir", filepath.Join(".data", "cluster"), "where data, logs, pid files and cluster.env live")
 	binDir := fs.String("bin-dir", "", "where the Temporal binaries are built (default STATE_DIR/bin)")
 	ports := fs.Int("ports", 0, fmt.Sprintf("port base: Postgres BASE+432, Redis BASE+379, Temporal BASE+233, UI BASE+880, api BASE+81/82 (default %d, or the running cluster's)", cluster.DefaultPortBase))
 	memocart := fs.String("memocart", filepath.Join("bin", "memocart"), "the service binary run as api and worker (make build)")
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, clusterUsage)
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

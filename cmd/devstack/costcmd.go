@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"go.temporal.io/sdk/client"
@@ -38,8 +37,7 @@ Flags:`
 
 // runCost is `devstack cost`.
 func runCost(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("cost", costUsage, e.Stderr)
 	addr := fs.String("address", e.Cfg.TemporalAddress, "Temporal frontend host:port (MEMOCART_TEMPORAL_ADDRESS; the dev stack's by default)")
 	namespace := fs.String("namespace", e.Cfg.TemporalNamespace, "Temporal namespace (MEMOCART_TEMPORAL_NAMESPACE)")
 	query := fs.String("query", "", "a visibility query choosing the runs to read (default: every run in retention)")
@@ -47,16 +45,8 @@ func runCost(ctx context.Context, e app.Env, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON (rows, every workflow, notes) for scripts")
 	each := fs.Bool("each", false, "also list every workflow with its path and counts")
 	conc := fs.Int("concurrency", 4, "histories read at once from the namespace")
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, costUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("cost: unexpected arguments %q", fs.Args())
 	}
 	if *conc < 1 {
 		return errors.New("cost: -concurrency must be positive")

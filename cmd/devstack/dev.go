@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,25 +16,22 @@ import (
 	"github.com/memocart/memocart/workflows"
 )
 
-// runDev is `devstack dev`: the whole service in one process on embedded
-// defaults: an in-process Temporal server with its Web UI (SQLite under
-// MEMOCART_DATA_DIR), the app database (SQLite unless MEMOCART_DATABASE_URL
-// is set), the worker, and the API with a printed test key. Nothing here is
-// for production: the service binary (cmd/memocart) does not have it.
-func runDev(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, `Usage: devstack dev [-no-worker]
+const devUsage = `Usage: devstack dev [-no-worker]
 
 Runs the whole service in one process: an embedded Temporal server on MEMOCART_TEMPORAL_ADDRESS
 with its Web UI on MEMOCART_TEMPORAL_UI_PORT, the worker, and the API on MEMOCART_HTTP_ADDR.
 Data lives under MEMOCART_DATA_DIR (SQLite) unless MEMOCART_DATABASE_URL is set. Prints a
 test-mode Pro API key (MEMOCART_DEV_API_KEY to fix it).
 
-Flags:`)
-		fs.PrintDefaults()
-	}
+Flags:`
+
+// runDev is `devstack dev`: the whole service in one process on embedded
+// defaults: an in-process Temporal server with its Web UI (SQLite under
+// MEMOCART_DATA_DIR), the app database (SQLite unless MEMOCART_DATABASE_URL
+// is set), the worker, and the API with a printed test key. Nothing here is
+// for production: the service binary (cmd/memocart) does not have it.
+func runDev(ctx context.Context, e app.Env, args []string) error {
+	fs := newFlagSet("dev", devUsage, e.Stderr)
 	noWorker := fs.Bool("no-worker", false, "run everything but the worker; start 'memocart worker' with the same environment\nbeside it (to profile it, debug it or measure its memory on its own)")
 	if err := fs.Parse(args); err != nil {
 		return err

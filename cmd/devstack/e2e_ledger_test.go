@@ -166,16 +166,7 @@ func TestE2ETestModeRefundsSpendNoLiveBudget(t *testing.T) {
 	code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(sandbox, "number")+"/payments", map[string]any{"amount": amount.String()})
 	require.Equal(t, http.StatusCreated, code, body)
 	s.waitStatus(s.key, str(sandbox, "number"), "delivered")
-	var testRefund map[string]any
-	require.Eventually(t, func() bool {
-		_, b := s.do(s.key, "GET", "/v1/orders/"+str(sandbox, "number"), nil)
-		rs, _ := obj(b, "order")["refunds"].([]any)
-		if len(rs) != 1 {
-			return false
-		}
-		testRefund = rs[0].(map[string]any)
-		return true
-	}, 30*time.Second, 50*time.Millisecond, "the excess's refund is created")
+	testRefund := s.soleRefund(s.key, str(sandbox, "number"), "the excess's refund is created")
 	code, body = s.do(s.key, "POST", "/v1/orders/"+str(sandbox, "number")+"/refund_destination",
 		map[string]any{"address": s.refundAccount("test budget", true), "memo_type": "text", "memo": "test budget"})
 	require.Equal(t, http.StatusOK, code, body)

@@ -52,6 +52,17 @@ type liveStack struct {
 	dsn     string
 }
 
+// restart stops the stack (if it still runs) and starts `devstack dev`
+// again with flags, on the same test servers and the same data: extra is
+// what startLive was given, with its MEMOCART_DATA_DIR. It returns the
+// stack after the restart.
+func (s *liveStack) restart(t testing.TB, extra map[string]string, flags ...string) *liveStack {
+	t.Helper()
+	s.stop()
+	again := startDev(t, "sqlite", liveEnv(t, s.horizon, extra), flags...)
+	return &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+}
+
 // newLiveServers starts the providers' test servers for one test and
 // makes `devstack dev` use them (MEMOCART_DEV_LIVE=testservers). Zinc's
 // clock stands still until the test moves it.
@@ -389,9 +400,7 @@ func TestE2ELiveWatcherSurvivesRestart(t *testing.T) {
 	s.horizon.DuplicateNext(1)
 	s.pay(usdc("117.73", str(b, "number")))
 
-	env := liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir})
-	again := startDev(t, "sqlite", env)
-	s2 := &liveStack{stack: again, horizon: s.horizon, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	s2 := s.restart(t, map[string]string{"MEMOCART_DATA_DIR": dir})
 	// The stop cuts the watch activity off, and the restarted server runs
 	// it again at the latest once its heartbeat times out (30 s,
 	// workflows/watcher.go): 34 s after the restart in 1 of 18 runs under
@@ -629,8 +638,7 @@ func TestE2ELiveOrderPlacedOnceThroughCrashes(t *testing.T) {
 
 	s.stop()
 	s.servers.Zinc.Advance(zinctest.DefaultTimings.Delivered)
-	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
-	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	s2 := s.restart(t, map[string]string{"MEMOCART_DATA_DIR": dir})
 	s2.waitStatus(s.liveKey, str(o, "number"), "delivered")
 	assert.Equal(t, 1, s.servers.Zinc.OrdersCreated(id), "one Zinc order whatever was retried")
 	assert.Len(t, s.servers.Zinc.Orders(), 1)
@@ -727,9 +735,7 @@ func TestE2ELiveWorkerKilledBetweenPlacingAndRecording(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, stored.Fulfilment, "nothing recorded yet: this is the window")
 
-	s.stop()
-	again := startDev(t, "sqlite", liveEnv(t, s.horizon, map[string]string{"MEMOCART_DATA_DIR": dir}))
-	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	s2 := s.restart(t, map[string]string{"MEMOCART_DATA_DIR": dir})
 	require.Eventually(t, func() bool { return s.servers.Zinc.CreateRequests(id) >= 2 }, 90*time.Second, 50*time.Millisecond,
 		"the restarted worker placed the order again")
 	s.servers.Zinc.SetAutoClock(50_000)

@@ -211,42 +211,49 @@ func matches(m *dto.Metric, kv []string) bool {
 // value is the counter's value of the one series with exactly these
 // labels among its own (-1 when there is none).
 func value(mf map[string]*dto.MetricFamily, name string, kv ...string) float64 {
-	for _, m := range mf[name].GetMetric() {
-		if matches(m, kv) && len(m.GetLabel()) == len(kv)/2 {
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
+	return exactly(mf, name, counter, -1, kv...)
 }
 
 // sum adds up the counter over every series with these labels.
 func sum(mf map[string]*dto.MetricFamily, name string, kv ...string) float64 {
-	var total float64
-	for _, m := range mf[name].GetMetric() {
-		if matches(m, kv) {
-			total += m.GetCounter().GetValue()
-		}
-	}
-	return total
+	return total(mf, name, counter, kv...)
 }
 
+// histogramCount is the histogram's count of samples of the one series
+// with exactly these labels among its own (0 when there is none).
 func histogramCount(mf map[string]*dto.MetricFamily, name string, kv ...string) uint64 {
+	return exactly(mf, name, sampleCount, 0, kv...)
+}
+
+// sumCount adds up the histogram's count of samples over every series
+// with these labels.
+func sumCount(mf map[string]*dto.MetricFamily, name string, kv ...string) uint64 {
+	return total(mf, name, sampleCount, kv...)
+}
+
+func counter(m *dto.Metric) float64    { return m.GetCounter().GetValue() }
+func sampleCount(m *dto.Metric) uint64 { return m.GetHistogram().GetSampleCount() }
+
+// exactly reads the one series of name with exactly these labels among
+// its own; none when there is no such series.
+func exactly[N float64 | uint64](mf map[string]*dto.MetricFamily, name string, read func(*dto.Metric) N, none N, kv ...string) N {
 	for _, m := range mf[name].GetMetric() {
 		if matches(m, kv) && len(m.GetLabel()) == len(kv)/2 {
-			return m.GetHistogram().GetSampleCount()
+			return read(m)
 		}
 	}
-	return 0
+	return none
 }
 
-func sumCount(mf map[string]*dto.MetricFamily, name string, kv ...string) uint64 {
-	var total uint64
+// total adds up what read finds in every series of name with these labels.
+func total[N float64 | uint64](mf map[string]*dto.MetricFamily, name string, read func(*dto.Metric) N, kv ...string) N {
+	var n N
 	for _, m := range mf[name].GetMetric() {
 		if matches(m, kv) {
-			total += m.GetHistogram().GetSampleCount()
+			n += read(m)
 		}
 	}
-	return total
+	return n
 }
 
 func names(m map[string]tracetest.SpanStub) []string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/workflows"
 )
 
 // TestE2ECancelThroughTheAPI cancels orders with POST /v1/orders/{ref}/cancel
@@ -21,7 +19,6 @@ import (
 // customer's cancel for the replay test.
 func TestE2ECancelThroughTheAPI(t *testing.T) {
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_PAYMENT_WINDOW": "10s"})
-	ctx := context.Background()
 
 	o := s.newOrder(s.key, product)
 	code, body := s.do(s.key, "POST", "/v1/orders/"+str(o, "number")+"/cancel", map[string]any{"reason": "changed my mind"})
@@ -30,12 +27,7 @@ func TestE2ECancelThroughTheAPI(t *testing.T) {
 	assert.Equal(t, "cancelled", str(got, "status"), "the answer shows the cancellation")
 	assert.Equal(t, "cancelled", str(got, "payment_status"))
 	assert.Equal(t, "requested_by_customer", str(got, "cancellation_reason"))
-	var res workflows.OrderResult
-	require.NoError(t, s.client.GetWorkflow(ctx, models.WorkflowID(str(o, "id")), "").Get(ctx, &res), "the workflow ends")
-	assert.Equal(t, models.OrderCancelled, res.Status)
-	if *recordHistories {
-		writeHistory(t, s, str(o, "id"), "order_customer_cancel.json")
-	}
+	s.requireOrderEnded(str(o, "id"), models.OrderCancelled, "order_customer_cancel.json")
 
 	// Again: the same order, 200 (the workflow has finished by now).
 	code, body = s.do(s.key, "POST", "/v1/orders/"+str(o, "id")+"/cancel", nil)
@@ -58,10 +50,7 @@ func TestE2ECancelThroughTheAPI(t *testing.T) {
 	assert.Equal(t, "refund_due", str(obj(body, "order"), "payment_status"))
 
 	// Paid: refused.
-	paid := s.newOrder(s.key, product)
-	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(paid, "number")+"/payments", nil)
-	require.Equal(t, http.StatusCreated, code, body)
-	s.waitStatus(s.key, str(paid, "number"), "delivered")
+	paid := s.paidOrder(s.key, "delivered")
 	code, body = s.do(s.key, "POST", "/v1/orders/"+str(paid, "id")+"/cancel", nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "order_not_cancellable", str(obj(body, "error"), "code"))

@@ -109,23 +109,11 @@ func TestE2ERefundRunTerminatedMidPayoutReconcilerPaysOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return s.horizon.Submissions() == 1 }, 30*time.Second, 10*time.Millisecond,
 		"the payout was submitted")
 	closed := s.closeRefundRun(id, true)
-	stored, err := s.store.Refund(context.Background(), id)
-	require.NoError(t, err)
-	require.Equal(t, models.RefundSending, stored.Status, "terminated before the outcome was recorded")
-	recorded := stored.TransactionHash
-	require.NotEmpty(t, recorded, "the transaction was recorded before it was submitted")
+	recorded := s.sendingTransaction(t, id, "terminated before the outcome was recorded")
 
-	sent := s.waitRefund(id, "sent")
-	out := s.refundOutcome(id)
+	s.requireSentOnceWith(t, o, r, recorded, dest, "terminated mid-payout")
 	run, _ := s.refundRun(id)
 	assert.NotEqual(t, closed, run, "a new run finished it")
-	assert.Equal(t, models.RefundSent, out.Status)
-	assert.Equal(t, recorded, out.TransactionHash, "sent with the recorded transaction")
-	assert.Equal(t, recorded, str(sent, "transaction_hash"))
-
-	s.onlyRefundPayment(t, r, dest, "terminated mid-payout")
-	_, b = s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
-	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
 	if *recordHistories {
 		writeWorkflowHistory(t, s.stack, models.RefundWorkflowID(id), "refund_restarted_sending.json")
 	}

@@ -132,15 +132,7 @@ func (s *liveStack) failedLiveOrder() (order, refund map[string]any) {
 	s.payInFull(o)
 	final, _ := s.waitStatus(s.liveKey, str(o, "number"), "failed")
 	assert.Equal(s.t, "refund_due", str(final, "payment_status"))
-	require.Eventually(s.t, func() bool {
-		_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
-		rs, _ := obj(b, "order")["refunds"].([]any)
-		if len(rs) != 1 {
-			return false
-		}
-		refund = rs[0].(map[string]any)
-		return true
-	}, 30*time.Second, 50*time.Millisecond, "the failed order's refund is created")
+	refund = s.soleRefund(s.liveKey, str(o, "number"), "the failed order's refund is created")
 	assert.Equal(s.t, "awaiting_destination", str(refund, "status"))
 	assert.Equal(s.t, "order_failed", str(refund, "reason"))
 	assert.Equal(s.t, "USDC", str(refund, "asset"))
@@ -254,6 +246,34 @@ func describe(ps []horizontest.Payment) string {
 		fmt.Fprintf(&b, "\n  %s → %s: %s %s, memo %s %q, successful %t, tx %s", p.From, p.To, p.Amount, p.AssetCode, p.MemoType, p.Memo, ok, p.TxHash)
 	}
 	return b.String()
+}
+
+// sendingTransaction requires the stored refund to be sending, its outcome
+// not recorded yet (why), with the transaction recorded before it was
+// submitted, and returns that transaction's hash.
+func (s *liveStack) sendingTransaction(t testing.TB, id, why string) string {
+	t.Helper()
+	stored, err := s.store.Refund(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, models.RefundSending, stored.Status, why)
+	require.NotEmpty(t, stored.TransactionHash, "the transaction was recorded before it was submitted")
+	return stored.TransactionHash
+}
+
+// requireSentOnceWith waits for refund r to be sent, and requires it sent
+// with recorded (the transaction of the interrupted attempt), its payout
+// the ledger's only payment (to dest, with memo) and its order o refunded.
+func (s *liveStack) requireSentOnceWith(t testing.TB, o, r map[string]any, recorded, dest, memo string) {
+	t.Helper()
+	id := str(r, "id")
+	sent := s.waitRefund(id, "sent")
+	out := s.refundOutcome(id)
+	assert.Equal(t, models.RefundSent, out.Status)
+	assert.Equal(t, recorded, out.TransactionHash, "sent with the recorded transaction")
+	assert.Equal(t, recorded, str(sent, "transaction_hash"))
+	s.onlyRefundPayment(t, r, dest, memo)
+	_, b := s.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
+	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
 }
 
 // onlyRefundPayment checks that the ledger holds one payment in all, a
@@ -482,14 +502,12 @@ func TestE2ERefundWorkerKilledAfterSubmittingPaysOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, b)
 	s.waitRefund(id, "awaiting_approval")
 
-	s.stop()
-	again := startDev(t, "sqlite", liveEnv(t, s.horizon, env), "-no-worker")
-	s2 := &liveStack{stack: again, horizon: s.horizon, servers: s.servers, liveKey: s.liveKey, store: s.store, dsn: s.dsn}
+	s2 := s.restart(t, env, "-no-worker")
 	workerEnv := map[string]string{}
-	for k, v := range again.env {
+	for k, v := range s2.env {
 		workerEnv[k] = v
 	}
-	workerEnv["MEMOCART_TEMPORAL_ADDRESS"] = again.temporal
+	workerEnv["MEMOCART_TEMPORAL_ADDRESS"] = s2.temporal
 	workerEnv["MEMOCART_STELLAR_PAYOUT_SECRET_FILE"] = filepath.Join(dir, testservers.PayoutSeedFile)
 	first := startWorkerProcess(t, workerEnv)
 
@@ -503,11 +521,7 @@ func TestE2ERefundWorkerKilledAfterSubmittingPaysOnce(t *testing.T) {
 		"the payout was submitted")
 	first.kill(t)
 	killed := time.Now()
-	stored, err := s.store.Refund(context.Background(), id)
-	require.NoError(t, err)
-	require.Equal(t, models.RefundSending, stored.Status, "killed before the outcome was recorded")
-	recorded := stored.TransactionHash
-	require.NotEmpty(t, recorded, "the transaction was recorded before it was submitted")
+	recorded := s.sendingTransaction(t, id, "killed before the outcome was recorded")
 	require.Empty(t, s.horizon.LedgerPayments(), "killed while Horizon held the submission")
 
 	// The held transaction is applied with no worker running.
@@ -516,14 +530,6 @@ func TestE2ERefundWorkerKilledAfterSubmittingPaysOnce(t *testing.T) {
 	assert.Equal(t, recorded, s.horizon.LedgerPayments()[0].TxHash)
 
 	startWorkerProcess(t, workerEnv)
-	sent := s2.waitRefund(id, "sent")
-	t.Logf("sent %s after the kill", time.Since(killed).Round(100*time.Millisecond))
-	outcome := s2.refundOutcome(id)
-	assert.Equal(t, models.RefundSent, outcome.Status)
-	assert.Equal(t, recorded, outcome.TransactionHash, "sent with the first transaction")
-	assert.Equal(t, recorded, str(sent, "transaction_hash"))
-
-	s2.onlyRefundPayment(t, r, dest, "worker killed")
-	_, b = s2.do(s.liveKey, "GET", "/v1/orders/"+str(o, "number"), nil)
-	assert.Equal(t, "refunded", str(obj(b, "order"), "payment_status"))
+	s2.requireSentOnceWith(t, o, r, recorded, dest, "worker killed")
+	t.Logf("sent and checked %s after the kill", time.Since(killed).Round(100*time.Millisecond))
 }

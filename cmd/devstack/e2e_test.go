@@ -264,6 +264,34 @@ func (s *stack) waitStatus(key, ref, want string) (map[string]any, []string) {
 	}
 }
 
+// paidOrder creates an order, pays it in full with the test helper, and
+// returns it once it reads until.
+func (s *stack) paidOrder(key, until string) map[string]any {
+	s.t.Helper()
+	o := s.newOrder(key, product)
+	code, body := s.do(key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
+	require.Equal(s.t, http.StatusCreated, code, body)
+	s.waitStatus(key, str(o, "number"), until)
+	return o
+}
+
+// soleRefund polls GET /v1/orders/{ref} until the order shows one refund
+// (why: what creates it), and returns that refund.
+func (s *stack) soleRefund(key, ref, why string) map[string]any {
+	s.t.Helper()
+	var refund map[string]any
+	require.Eventually(s.t, func() bool {
+		_, b := s.do(key, "GET", "/v1/orders/"+ref, nil)
+		rs, _ := obj(b, "order")["refunds"].([]any)
+		if len(rs) != 1 {
+			return false
+		}
+		refund = rs[0].(map[string]any)
+		return true
+	}, 30*time.Second, 50*time.Millisecond, why)
+	return refund
+}
+
 // partlyPaidOrder creates an order and pays 1 of it with the test helper,
 // and returns it once it reads partial.
 func (s *stack) partlyPaidOrder(key string) map[string]any {
@@ -571,6 +599,19 @@ func TestE2ESourcingFailure(t *testing.T) {
 	assert.Equal(t, models.FulfilmentFailureReason("product_unavailable"), str(final, "failure_reason"))
 	if *recordHistories {
 		writeHistory(t, s, str(o, "id"), "order_sourcing_failed_polling.json")
+	}
+}
+
+// requireOrderEnded requires the order's workflow to end with status want
+// and, with -record-histories, writes its history as history.
+func (s *stack) requireOrderEnded(orderID string, want models.OrderStatus, history string) {
+	s.t.Helper()
+	ctx := context.Background()
+	var res workflows.OrderResult
+	require.NoError(s.t, s.client.GetWorkflow(ctx, models.WorkflowID(orderID), "").Get(ctx, &res), "the workflow ends")
+	assert.Equal(s.t, want, res.Status)
+	if *recordHistories {
+		writeHistory(s.t, s, orderID, history)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/memocart/memocart/models"
-	"github.com/memocart/memocart/workflows"
 )
 
 // TestE2ETestHelpers runs the time-moving test helpers through the real
@@ -21,7 +19,6 @@ import (
 // live key is 403 test_mode_only.
 func TestE2ETestHelpers(t *testing.T) {
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_PAYMENT_WINDOW": "1h"})
-	ctx := context.Background()
 
 	o := s.newOrder(s.key, product)
 	code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/expire", nil)
@@ -30,12 +27,7 @@ func TestE2ETestHelpers(t *testing.T) {
 	assert.Equal(t, "cancelled", str(got, "status"), "the answer shows the outcome")
 	assert.Equal(t, "expired", str(got, "payment_status"))
 	assert.Equal(t, "payment_window_expired", str(got, "cancellation_reason"))
-	var res workflows.OrderResult
-	require.NoError(t, s.client.GetWorkflow(ctx, models.WorkflowID(str(o, "id")), "").Get(ctx, &res), "the workflow ends")
-	assert.Equal(t, models.OrderCancelled, res.Status)
-	if *recordHistories {
-		writeHistory(t, s, str(o, "id"), "order_expired_by_test_helper.json")
-	}
+	s.requireOrderEnded(str(o, "id"), models.OrderCancelled, "order_expired_by_test_helper.json")
 	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "id")+"/expire", nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"), "expired already")
@@ -45,10 +37,7 @@ func TestE2ETestHelpers(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	assert.Equal(t, "refund_due", str(obj(body, "order"), "payment_status"), "what arrived is due back")
 
-	paid := s.newOrder(s.key, product)
-	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(paid, "number")+"/payments", nil)
-	require.Equal(t, http.StatusCreated, code, body)
-	s.waitStatus(s.key, str(paid, "number"), "delivered")
+	paid := s.paidOrder(s.key, "delivered")
 	code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(paid, "id")+"/expire", nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"))
@@ -69,21 +58,12 @@ func TestE2ETestHelpers(t *testing.T) {
 // next payout refused (twice asked before one payout: refused once).
 func TestE2EAdvanceAndFail(t *testing.T) {
 	s := startDev(t, "sqlite", map[string]string{"MEMOCART_SANDBOX_STEP_DELAY": "1h"})
-	ctx := context.Background()
 	move := func(ref, helper string, body any) (int, map[string]any) {
 		t.Helper()
 		return s.do(s.key, "POST", "/v1/test_helpers/orders/"+ref+"/"+helper, body)
 	}
-	paidOrder := func() map[string]any {
-		t.Helper()
-		o := s.newOrder(s.key, product)
-		code, body := s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
-		require.Equal(t, http.StatusCreated, code, body)
-		s.waitStatus(s.key, str(o, "number"), "paid")
-		return o
-	}
 
-	o := paidOrder()
+	o := s.paidOrder(s.key, "paid")
 	code, body := move(str(o, "id"), "fail", map[string]any{"reason": "bored"})
 	require.Equal(t, http.StatusBadRequest, code, body)
 	assert.Equal(t, "reason", str(obj(body, "error"), "field"))
@@ -98,12 +78,7 @@ func TestE2EAdvanceAndFail(t *testing.T) {
 			assert.Equal(t, "Sandbox Express", str(shipments[0].(map[string]any), "carrier"))
 		}
 	}
-	var res workflows.OrderResult
-	require.NoError(t, s.client.GetWorkflow(ctx, models.WorkflowID(str(o, "id")), "").Get(ctx, &res), "the workflow ends")
-	assert.Equal(t, models.OrderDelivered, res.Status)
-	if *recordHistories {
-		writeHistory(t, s, str(o, "id"), "order_advanced_by_test_helper.json")
-	}
+	s.requireOrderEnded(str(o, "id"), models.OrderDelivered, "order_advanced_by_test_helper.json")
 	code, body = move(str(o, "id"), "advance", nil)
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"), "delivered already")
@@ -111,7 +86,7 @@ func TestE2EAdvanceAndFail(t *testing.T) {
 	require.Equal(t, http.StatusConflict, code, body)
 	assert.Equal(t, "invalid_order_state", str(obj(body, "error"), "code"))
 
-	failing := paidOrder()
+	failing := s.paidOrder(s.key, "paid")
 	code, body = move(str(failing, "id"), "advance", nil)
 	require.Equal(t, http.StatusOK, code, body)
 	code, body = move(str(failing, "id"), "fail", map[string]any{"reason": "product_out_of_stock"})

@@ -271,10 +271,7 @@ func TestE2EWebhookCostPerOrder(t *testing.T) {
 
 	const orders = 3
 	for range orders {
-		o := s.newOrder(s.key, product)
-		code, body = s.do(s.key, "POST", "/v1/test_helpers/orders/"+str(o, "number")+"/payments", nil)
-		require.Equal(t, http.StatusCreated, code, body)
-		s.waitStatus(s.key, str(o, "id"), "delivered")
+		s.paidOrder(s.key, "delivered")
 	}
 	require.Eventually(t, func() bool {
 		rcv.mu.Lock()

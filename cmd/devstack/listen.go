@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,24 +40,15 @@ Flags:`
 
 // runListen is `devstack listen`.
 func runListen(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("listen", listenUsage, e.Stderr)
 	var o listenOptions
 	fs.StringVar(&o.forwardTo, "forward-to", "", "the local URL events are POSTed to (required)")
 	fs.StringVar(&o.api, "api", "http://"+e.Cfg.HTTPAddr, "the API's base URL")
 	fs.StringVar(&o.key, "key", "", "a test API key (default: the dev stack's)")
 	fs.StringVar(&o.secret, "secret", "", "the signing secret (default: a new one, printed)")
 	fs.DurationVar(&o.every, "interval", time.Second, "how often new events are asked for")
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, listenUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("listen: unexpected arguments %q", fs.Args())
 	}
 	if u, err := url.Parse(o.forwardTo); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		fs.Usage()

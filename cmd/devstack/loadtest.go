@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -109,12 +108,7 @@ is written to any other database.
 Flags:`
 
 func runLoadtest(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, loadtestUsage)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("loadtest", loadtestUsage, e.Stderr)
 	var o loadOptions
 	var sizes, waiting, apis string
 	fs.StringVar(&o.stack, "stack", "dev", "dev (start one) or external (measure a running stack)")

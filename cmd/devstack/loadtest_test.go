@@ -40,24 +40,12 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 	creation := regexp.MustCompile(`(?m)^\s+(1|2|median)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)`)
 	rows := creation.FindAllStringSubmatch(got, -1)
 	require.Len(t, rows, 6, "two pairs and a median for creation, the same for reads")
-	for _, r := range rows {
-		for _, f := range r[2:] {
-			v, err := strconv.ParseFloat(f, 64)
-			require.NoError(t, err)
-			assert.Positive(t, v, "row %q", r[0])
-		}
-	}
+	assertPositiveFigures(t, rows, "row")
 	// Creation has both references: bare starts, and starts whose first
 	// task the stack's worker runs; a ratio to each.
 	withTask := regexp.MustCompile(`(?m)^\s+(1|2|median)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)`).FindAllStringSubmatch(got, 3)
 	require.Len(t, withTask, 3, "creation: two pairs and a median, five figures each")
-	for _, r := range withTask {
-		for _, f := range r[2:] {
-			v, err := strconv.ParseFloat(f, 64)
-			require.NoError(t, err)
-			assert.Positive(t, v, "creation row %q", r[0])
-		}
-	}
+	assertPositiveFigures(t, withTask, "creation row")
 	assert.Regexp(t, `start \+ first task: [1-9][0-9]* µs = load generator`, got)
 	assert.Contains(t, got, "GET /v1/orders/{id}: 12 orders in the account")
 	assert.Regexp(t, `served [0-9]+ req/s; p50 [0-9.]+ ms  p90 [0-9.]+ ms  p99 [0-9.]+ ms  max [0-9.]+ ms; 0 errors`, got)
@@ -108,6 +96,20 @@ func TestLoadtestAgainstTheDevStack(t *testing.T) {
 	withWorker := "TaskQueue = 'memocart-orders' AND WorkflowId STARTS_WITH '" + models.WorkflowID("ord_loadref") + "' AND ExecutionStatus = "
 	require.Eventually(t, func() bool { return count(withWorker+"'Terminated'") == 8 }, 15*time.Second, 200*time.Millisecond)
 	assert.Zero(t, count(withWorker+"'Running'"))
+}
+
+// assertPositiveFigures checks that each row's figures are positive
+// numbers: rows are a table's regexp matches, the line, its label, then
+// its figures.
+func assertPositiveFigures(t *testing.T, rows [][]string, what string) {
+	t.Helper()
+	for _, r := range rows {
+		for _, f := range r[2:] {
+			v, err := strconv.ParseFloat(f, 64)
+			require.NoError(t, err)
+			assert.Positive(t, v, "%s %q", what, r[0])
+		}
+	}
 }
 
 func TestLoadtestFlags(t *testing.T) {

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/memocart/memocart/cmd/devstack/cluster/chaos"
@@ -32,8 +30,7 @@ Flags:`
 
 // runPayouts is `devstack payouts` (make payouts).
 func runPayouts(ctx context.Context, e app.Env, args []string) error {
-	fs := flag.NewFlagSet("payouts", flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
+	fs := newFlagSet("payouts", payoutsUsage, e.Stderr)
 	var o chaos.PayoutsOptions
 	fs.IntVar(&o.Refunds, "refunds", 50, "refunds approved at once")
 	fs.IntVar(&o.Concurrency, "concurrency", 8, "clients creating the orders owed them")
@@ -41,41 +38,19 @@ func runPayouts(ctx context.Context, e app.Env, args []string) error {
 	fs.DurationVar(&o.RequestTimeout, "request-timeout", 10*time.Second, "the cluster's MEMOCART_REQUEST_TIMEOUT")
 	var own ownClusterFlags
 	own.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(e.Stderr, payoutsUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return fmt.Errorf("payouts: unexpected arguments %q", fs.Args())
 	}
 	if o.Refunds < 1 || o.Concurrency < 1 || o.Wait <= 0 {
 		return errors.New("payouts: -refunds, -concurrency and -wait must be positive")
 	}
 	o.Seed = uint64(time.Now().UnixNano())
 	o.Out = e.Stdout
-	oc, err := startOwnCluster(ctx, e, "payouts", own, true, map[string]string{
+	title := fmt.Sprintf("devstack payouts -refunds %d", o.Refunds)
+	return runOwnClusterDriver(ctx, e, "payouts", title, own, true, map[string]string{
 		"MEMOCART_REFUND_AUTO_APPROVE_MAX": "0", "MEMOCART_REQUEST_TIMEOUT": o.RequestTimeout.String(),
+	}, func(oc *ownCluster) (*chaos.Report, error) {
+		o.Memocart, o.Live = oc.memocart, oc.live
+		return chaos.Payouts(ctx, oc.c, o)
 	})
-	if err != nil {
-		return err
-	}
-	defer oc.down()
-	o.Memocart, o.Live = oc.memocart, oc.live
-	load1, _ := os.ReadFile("/proc/loadavg")
-	rep, err := chaos.Payouts(ctx, oc.c, o)
-	if err != nil {
-		return err
-	}
-	load2, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(e.Stdout, "\ndevstack payouts -refunds %d (%s; load average before %s, after %s)\n\n",
-		o.Refunds, time.Now().UTC().Format(time.DateOnly), field3(load1), field3(load2))
-	rep.Print(e.Stdout)
-	if rep.Failed() {
-		return errors.New("payouts: an invariant is not 0 (see the table)")
-	}
-	return nil
 }
