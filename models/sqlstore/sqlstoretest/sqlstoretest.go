@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,11 +57,23 @@ func DSN(t testing.TB, dialect string) string {
 
 // Open returns a migrated store on a fresh database of the dialect,
 // recording event bodies with Renderer (the service's processes use the
-// API's renderer; api tests set it too).
+// API's renderer; api tests set it too). A SQLite database starts as a
+// copy of one migrated once per test process (migratedSQLite); Migrate
+// then finds nothing to apply.
 func Open(t testing.TB, dialect string) *sqlstore.Store {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlstore.Open(ctx, DSN(t, dialect), nil)
+	dsn := DSN(t, dialect)
+	if dialect == sqlstore.DialectSQLite {
+		b, err := migratedSQLite()
+		if err != nil {
+			t.Fatalf("migrate the SQLite template: %v", err)
+		}
+		if err := os.WriteFile(strings.TrimPrefix(dsn, "sqlite://"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := sqlstore.Open(ctx, dsn, nil)
 	if err != nil {
 		t.Fatalf("open %s store: %v", dialect, err)
 	}
@@ -70,6 +83,45 @@ func Open(t testing.TB, dialect string) *sqlstore.Store {
 		t.Fatalf("migrate %s store: %v", dialect, err)
 	}
 	return st
+}
+
+// sqliteTemplate is a SQLite database migrated once per test process,
+// kept as its file's bytes. SQLite runs in Go here, and under -race the
+// migrations of every test's database took most of the api tests' time.
+var sqliteTemplate struct {
+	once  sync.Once
+	bytes []byte
+	err   error
+}
+
+func migratedSQLite() ([]byte, error) {
+	sqliteTemplate.once.Do(func() {
+		dir, err := os.MkdirTemp("", "memocart-sqlite-template-")
+		if err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "memocart.db")
+		ctx := context.Background()
+		st, err := sqlstore.Open(ctx, "sqlite://"+path, nil)
+		if err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		_, err = st.Migrate(ctx)
+		// Closed before it is read: the last connection's close
+		// checkpoints the write-ahead log into the file.
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			sqliteTemplate.err = err
+			return
+		}
+		sqliteTemplate.bytes, sqliteTemplate.err = os.ReadFile(path)
+	})
+	return sqliteTemplate.bytes, sqliteTemplate.err
 }
 
 func freshPostgres(t testing.TB) string {
