@@ -39,8 +39,9 @@ type AlertSpan struct {
 	// condition not holding for its rule's `for`); Pending when its
 	// condition first held; Last when it was last seen pending or firing.
 	Pending, Fired, Last time.Time
-	// Firing: it still fired when the run stopped waiting.
-	Firing bool
+	// Firing: it still fired when the run stopped waiting; PendingAtEnd:
+	// its condition still held then, not yet for its `for`.
+	Firing, PendingAtEnd bool
 	// Window is the longest range its rule reads, through the recording
 	// rules it names (0: none, a gauge's value).
 	Window time.Duration
@@ -161,28 +162,29 @@ func alertKey(m map[string]string) (name, severity, rest string) {
 	return m["alertname"], m["severity"], strings.Join(others, ",")
 }
 
-// firingNow lists the alerts firing at the last evaluation, and those of
-// them whose window is within wait.
-func firingNow(ctx context.Context, c *cluster.Cluster, windows map[string]time.Duration, wait time.Duration) (all map[string]bool, within []string, err error) {
-	res, err := promQuery(ctx, c, "query", url.Values{"query": {`ALERTS{alertstate="firing"}`}})
+// alertsNow returns the state (pending, firing) of each alert at the last
+// evaluation, and the firing ones whose window is within wait.
+func alertsNow(ctx context.Context, c *cluster.Cluster, windows map[string]time.Duration, wait time.Duration) (states map[string]string, within []string, err error) {
+	res, err := promQuery(ctx, c, "query", url.Values{"query": {"ALERTS"}})
 	if err != nil {
 		return nil, nil, err
 	}
-	all = map[string]bool{}
+	states = map[string]string{}
 	for _, s := range res {
 		name, _, rest := alertKey(s.Metric)
-		all[name+"{"+rest+"}"] = true
-		if windows[name] <= wait {
-			within = append(within, name+"{"+rest+"}")
+		key := name + "{" + rest + "}"
+		states[key] = s.Metric["alertstate"]
+		if states[key] == "firing" && windows[name] <= wait {
+			within = append(within, key)
 		}
 	}
 	slices.Sort(within)
-	return all, within, nil
+	return states, within, nil
 }
 
-// waitAlerts waits until no alert fires (checked every scrape interval,
-// after two evaluations past the run's end so its last moments count),
-// at most wait, and returns every alert seen since began.
+// waitAlerts waits, after two evaluations past the run's end so that its
+// last moments count, until no alert it can wait for fires (asking every
+// 15 s, at most wait), and returns every alert seen since began.
 func waitAlerts(ctx context.Context, c *cluster.Cluster, began time.Time, wait time.Duration, logf func(string, ...any)) ([]AlertSpan, error) {
 	time.Sleep(2 * cluster.ScrapeInterval)
 	windows, err := ruleWindows(ctx, c.PrometheusURL())
@@ -190,10 +192,10 @@ func waitAlerts(ctx context.Context, c *cluster.Cluster, began time.Time, wait t
 		return nil, err
 	}
 	deadline := time.Now().Add(wait)
-	var firing map[string]bool
+	var states map[string]string
 	for {
 		var within []string
-		if firing, within, err = firingNow(ctx, c, windows, wait); err != nil {
+		if states, within, err = alertsNow(ctx, c, windows, wait); err != nil {
 			return nil, err
 		}
 		if len(within) == 0 || time.Now().After(deadline) {
@@ -221,7 +223,8 @@ func waitAlerts(ctx context.Context, c *cluster.Cluster, began time.Time, wait t
 		key := name + "{" + rest + "}"
 		sp := spans[key]
 		if sp == nil {
-			sp = &AlertSpan{Name: name, Severity: severity, Labels: rest, Firing: firing[key], Window: windows[name]}
+			sp = &AlertSpan{Name: name, Severity: severity, Labels: rest, Window: windows[name],
+				Firing: states[key] == "firing", PendingAtEnd: states[key] == "pending"}
 			spans[key] = sp
 		}
 		for _, v := range s.Values {
@@ -268,6 +271,8 @@ func printAlerts(w io.Writer, spans []AlertSpan, began time.Time, wait time.Dura
 			end = fmt.Sprintf("firing: reads a %s window, which holds the whole run", model.Duration(s.Window))
 		case s.Firing:
 			end = "FIRING"
+		case s.PendingAtEnd:
+			end = "pending (never fired)"
 		case s.Fired.IsZero():
 			end = "never fired (pending only)"
 		}

@@ -86,6 +86,7 @@ func TestAlertsStillFiringFailOnlyWithinTheWait(t *testing.T) {
 		{Name: "MemocartWorkflowTaskFailures", Severity: "page", Labels: "task_queue=q", Fired: began.Add(30 * time.Second), Last: began.Add(time.Minute), Firing: true, Window: 10 * time.Minute},
 		{Name: "MemocartAPILatencyBudgetBurn", Severity: "page", Fired: began.Add(25 * time.Second), Last: began.Add(65 * time.Second), Window: 6 * time.Hour},
 		{Name: "MemocartStellarWatcherStuck", Severity: "page", Pending: began.Add(45 * time.Second), Last: began.Add(45 * time.Second), Window: 5 * time.Minute},
+		{Name: "MemocartWorkflowTaskBacklog", Severity: "page", Pending: began.Add(59 * time.Second), Last: began.Add(149 * time.Second), PendingAtEnd: true, Window: 5 * time.Minute},
 	}
 	var rep Report
 	rep.alerts(spans, began, 10*time.Minute)
@@ -100,6 +101,7 @@ func TestAlertsStillFiringFailOnlyWithinTheWait(t *testing.T) {
 		"| MemocartWorkflowTaskFailures {task_queue=q} | page | - | 30s | 60s | FIRING |",
 		"| MemocartAPILatencyBudgetBurn | page | - | 25s | 65s | resolved |",
 		"| MemocartStellarWatcherStuck | page | 45s | - | 45s | never fired (pending only) |",
+		"| MemocartWorkflowTaskBacklog | page | 59s | - | 149s | pending (never fired) |",
 	} {
 		assert.Contains(t, out.String(), row)
 	}
