@@ -485,8 +485,10 @@ func (s *APIStack) Run(ctx context.Context, e Env, ready chan<- string) error {
 // It also purges a bounded batch of expired Idempotency-Key records and
 // of events past their retention.
 func (s *APIStack) reconcile(ctx context.Context, e Env) {
-	// A hand-off younger than grace may still be in flight.
-	grace := 3 * e.Cfg.ReconcileEvery
+	// A hand-off younger than grace may still be in flight: three
+	// intervals, and a second more, for orders and their events carry
+	// whole-second times (one begun at 12:00:00.9 is recorded 12:00:00).
+	grace := 3*e.Cfg.ReconcileEvery + time.Second
 	purge := func(ctx context.Context, _ time.Duration) (int, error) { return s.server.PurgeIdempotencyKeys(ctx) }
 	prune := func(ctx context.Context, _ time.Duration) (int, error) {
 		return pruneEvents(ctx, s.store, time.Now().Add(-e.Cfg.EventRetention))
