@@ -29,7 +29,7 @@ memocart worker processes of the service binary (-memocart, default bin/memocart
   kill COMPONENT     SIGKILL one component (and its children)
   restart COMPONENT  stop then start one component
 
-Components: postgres, redis, temporal, temporal-ui, api-1, api-2, worker-1, worker-2.
+Components: postgres, redis, temporal, temporal-ui, api-1, api-2, worker-1, worker-2, prometheus.
 MEMOCART_* variables in the environment of up/start reach api and worker,
 except those the cluster sets itself (see cluster.env).
 
