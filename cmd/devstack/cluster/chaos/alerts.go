@@ -57,26 +57,13 @@ var rangeSelector = regexp.MustCompile(`\[([0-9a-z]+)(?::[0-9a-z]*)?\]`)
 // ruleWindows returns, per alert of the cluster's rules, the longest range
 // its expression reads, itself or through a recording rule it names.
 func ruleWindows(ctx context.Context, prometheus string) (map[string]time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, prometheus+"/api/v1/rules", nil)
-	if err != nil {
+	var data struct {
+		Groups []struct {
+			Rules []struct{ Name, Query, Type string } `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := promGet(ctx, prometheus, "rules", nil, &data); err != nil {
 		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var ans struct {
-		Data struct {
-			Groups []struct {
-				Rules []struct{ Name, Query, Type string } `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
-		return nil, fmt.Errorf("prometheus rules: %s: %w", resp.Status, err)
 	}
 	longest := func(query string) time.Duration {
 		var w time.Duration
@@ -89,7 +76,7 @@ func ruleWindows(ctx context.Context, prometheus string) (map[string]time.Durati
 	}
 	recorded := map[string]time.Duration{}
 	alerts := map[string]string{}
-	for _, g := range ans.Data.Groups {
+	for _, g := range data.Groups {
 		for _, r := range g.Rules {
 			if r.Type == "recording" {
 				recorded[r.Name] = longest(r.Query)
@@ -118,35 +105,42 @@ type promSeries struct {
 	Value  [2]any            `json:"value"`  // vector
 }
 
-// promQuery asks the cluster's Prometheus HTTP API (path query or
-// query_range) and returns the series of the answer.
-func promQuery(ctx context.Context, c *cluster.Cluster, path string, params url.Values) ([]promSeries, error) {
+// promGet asks the Prometheus HTTP API at base (path query, query_range,
+// rules) and decodes the answer's data into data.
+func promGet(ctx context.Context, base, path string, params url.Values, data any) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.PrometheusURL()+"/api/v1/"+path+"?"+params.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/"+path+"?"+params.Encode(), nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var ans struct {
+	ans := struct {
 		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			Result []promSeries `json:"result"`
-		} `json:"data"`
-	}
+		Data   any    `json:"data"`
+	}{Data: data}
 	if err := json.Unmarshal(b, &ans); err != nil || ans.Status != "success" {
-		return nil, fmt.Errorf("prometheus %s %s: %s %s", path, params.Get("query"), resp.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("prometheus %s %s: %s %s", path, params.Get("query"), resp.Status, strings.TrimSpace(string(b)))
 	}
-	return ans.Data.Result, nil
+	return nil
+}
+
+// promQuery asks the Prometheus at base for the series of a query or
+// query_range.
+func promQuery(ctx context.Context, base, path string, params url.Values) ([]promSeries, error) {
+	var data struct {
+		Result []promSeries `json:"result"`
+	}
+	err := promGet(ctx, base, path, params, &data)
+	return data.Result, err
 }
 
 // alertKey names an ALERTS series without its alertstate.
@@ -165,7 +159,7 @@ func alertKey(m map[string]string) (name, severity, rest string) {
 // alertsNow returns the state (pending, firing) of each alert at the last
 // evaluation, and the firing ones whose window is within wait.
 func alertsNow(ctx context.Context, c *cluster.Cluster, windows map[string]time.Duration, wait time.Duration) (states map[string]string, within []string, err error) {
-	res, err := promQuery(ctx, c, "query", url.Values{"query": {"ALERTS"}})
+	res, err := promQuery(ctx, c.PrometheusURL(), "query", url.Values{"query": {"ALERTS"}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,7 +202,7 @@ func waitAlerts(ctx context.Context, c *cluster.Cluster, began time.Time, wait t
 		case <-time.After(15 * time.Second):
 		}
 	}
-	res, err := promQuery(ctx, c, "query_range", url.Values{
+	res, err := promQuery(ctx, c.PrometheusURL(), "query_range", url.Values{
 		"query": {"ALERTS"},
 		"start": {strconv.FormatInt(began.Unix(), 10)},
 		"end":   {strconv.FormatInt(time.Now().Unix()+1, 10)},
@@ -287,7 +281,7 @@ func waitScraped(ctx context.Context, c *cluster.Cluster) error {
 	want := 4 // two api and two worker processes
 	deadline := time.Now().Add(time.Minute)
 	for {
-		res, err := promQuery(ctx, c, "query", url.Values{"query": {`up{job=~"memocart-.*"} == 1`}})
+		res, err := promQuery(ctx, c.PrometheusURL(), "query", url.Values{"query": {`up{job=~"memocart-.*"} == 1`}})
 		if err == nil && len(res) == want {
 			return nil
 		}

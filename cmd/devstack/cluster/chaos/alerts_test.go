@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -105,4 +106,28 @@ func TestAlertsStillFiringFailOnlyWithinTheWait(t *testing.T) {
 	} {
 		assert.Contains(t, out.String(), row)
 	}
+}
+
+// TestPromQuery: a query's series are read from Prometheus's answer, and
+// an error answer is an error naming the query.
+func TestPromQuery(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/query" || r.URL.Query().Get("query") != "ALERTS" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` +
+			`{"metric":{"__name__":"ALERTS","alertname":"MemocartOrdersStuck","alertstate":"pending","severity":"ticket","status":"paid"},"value":[1795886400,"1"]}]}}`))
+	}))
+	t.Cleanup(srv.Close)
+	res, err := promQuery(t.Context(), srv.URL, "query", url.Values{"query": {"ALERTS"}})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	name, severity, rest := alertKey(res[0].Metric)
+	assert.Equal(t, []string{"MemocartOrdersStuck", "ticket", "status=paid"}, []string{name, severity, rest})
+	assert.Equal(t, "pending", res[0].Metric["alertstate"])
+
+	_, err = promQuery(t.Context(), srv.URL, "query", url.Values{"query": {"up{"}})
+	assert.ErrorContains(t, err, "up{")
 }
