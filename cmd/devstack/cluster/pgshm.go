@@ -98,20 +98,15 @@ func attachments(seg shmSegment) (int, error) {
 // attachedPIDs lists the processes that map seg (their maps name it
 // /SYSV<key in hex>).
 func attachedPIDs(seg shmSegment) []int {
-	entries, _ := os.ReadDir("/proc")
 	name := fmt.Sprintf("/SYSV%08x", uint32(seg.key))
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "maps"))
+	var out []int
+	for _, pid := range pids() {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
 		if err == nil && strings.Contains(string(b), name) {
-			pids = append(pids, pid)
+			out = append(out, pid)
 		}
 	}
-	return pids
+	return out
 }
 
 // shmReleased returns once nothing is attached to the segment of

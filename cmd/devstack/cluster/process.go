@@ -153,18 +153,22 @@ func anyAlive(procs []pidRecord) bool {
 	return false
 }
 
+// pids lists the processes /proc shows.
+func pids() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // descendants returns every live descendant of pid, with start times.
 func descendants(pid int) []pidRecord {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	children := map[int][]pidRecord{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, p := range pids() {
 		st, err := readStat(p)
 		if err != nil || st.state == 'Z' {
 			continue
@@ -185,23 +189,13 @@ func descendants(pid int) []pidRecord {
 
 // groupMembers lists the live processes of a process group.
 func groupMembers(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	var out []int
+	for _, pid := range pids() {
+		if st, err := readStat(pid); err == nil && st.state != 'Z' && st.pgrp == pgid {
+			out = append(out, pid)
 		}
-		st, err := readStat(pid)
-		if err != nil || st.state == 'Z' || st.pgrp != pgid {
-			continue
-		}
-		pids = append(pids, pid)
 	}
-	return pids
+	return out
 }
 
 type procStat struct {
